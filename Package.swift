@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, bottom to top (see docs/architecture.md). Imports only point down; the controller
+// branch (Controller) and the host branch (Host, ATT, GATT, GAP) meet only in BLELab.
+let package = Package(
+    name: "BLELab",
+    products: [
+        .library(name: "BLELab", targets: ["BLELab"]),
+        .executable(name: "blelab-bench", targets: ["BLELabBench"]),
+    ],
+    targets: [
+        .target(name: "BLEWire"),
+        .target(name: "HCI", dependencies: ["BLEWire"]),
+        .target(name: "BLERuntime", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "Transport", dependencies: ["HCI", "BLERuntime"]),
+        .target(name: "Controller", dependencies: ["HCI", "BLERuntime"]),
+        .target(name: "Host", dependencies: ["HCI", "Transport", "BLERuntime"]),
+        .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
+        .target(name: "GATT", dependencies: ["ATT"]),
+        .target(name: "GAP", dependencies: ["Host", "GATT"]),
+        .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELab"]),
+
+        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "ControllerTests", dependencies: ["Controller", "Transport"]),
+        .testTarget(name: "HostTests", dependencies: ["Host"]),
+        .testTarget(name: "ATTTests", dependencies: ["ATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT"]),
+        .testTarget(name: "BLELabTests", dependencies: ["BLELab"]),
+    ],
+    swiftLanguageModes: [.v5]
+)
