@@ -1,0 +1,62 @@
+import BLEWire
+
+// One-line descriptions in spec terms, used in logs and failure reports.
+
+extension HCIEvent: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .disconnectionComplete(e):
+            return "Disconnection Complete status \(e.status.name) handle 0x\(hex4(e.handle)) reason \(e.reason)"
+        case let .commandComplete(e):
+            return "Command Complete (\(e.opcode)) status \(e.status?.name ?? "-")" +
+                (e.returnParameters.count > 1 ? " [\(e.returnParameters.dropFirst().spacedHex)]" : "")
+        case let .commandStatus(e):
+            return "Command Status (\(e.opcode)) status \(e.status.name)"
+        case let .hardwareError(code):
+            return "Hardware Error 0x\(hex2(code))"
+        case let .numberOfCompletedPackets(list):
+            return "Number Of Completed Packets " + list.map { "handle 0x\(hex4($0.handle)): \($0.count)" }.joined(separator: ", ")
+        case let .leMeta(e):
+            return e.description
+        case let .unknown(code, params):
+            return "Event 0x\(hex2(code)) [\(params.spacedHex)]"
+        }
+    }
+}
+
+extension LEMetaEvent: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .connectionComplete(e):
+            return "LE Connection Complete status \(e.status.name) handle 0x\(hex4(e.handle)) role \(e.role) peer \(e.peer) " +
+                "interval \(Double(e.connectionInterval) * 1.25) ms timeout \(Int(e.supervisionTimeout) * 10) ms"
+        case let .advertisingReport(list):
+            return "LE Advertising Report " + list.map { r in
+                let ad = (try? AdvertisingData(decoding: r.data))?.description ?? r.data.spacedHex
+                return "\(r.eventType) \(r.sender) rssi \(r.rssi) [\(ad)]"
+            }.joined(separator: "; ")
+        case let .connectionUpdateComplete(e):
+            return "LE Connection Update Complete status \(e.status.name) handle 0x\(hex4(e.handle)) " +
+                "interval \(Double(e.connectionInterval) * 1.25) ms latency \(e.peripheralLatency) timeout \(Int(e.supervisionTimeout) * 10) ms"
+        case let .unknown(sub, params):
+            return "LE Meta subevent 0x\(hex2(sub)) [\(params.spacedHex)]"
+        }
+    }
+}
+
+extension HCIACLData: CustomStringConvertible {
+    public var description: String {
+        "ACL handle 0x\(hex4(handle)) \(boundary) \(data.count) octets [\(data.prefix(32).spacedHex)\(data.count > 32 ? " …" : "")]"
+    }
+}
+
+extension HCIPacket: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .command(c): return c.description
+        case let .acl(a): return a.description
+        case let .event(e): return e.description
+        case let .other(type, bytes): return "\(type) [\(bytes.spacedHex)]"
+        }
+    }
+}

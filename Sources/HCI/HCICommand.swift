@@ -1,0 +1,258 @@
+import BLEWire
+
+/// The HCI commands BLELab's host sends and its controller understands (LE subset of Core 5.4,
+/// Vol 4, Part E, 7). A command packet is `| Opcode (2) | Parameter_Total_Length (1) | Parameters |`
+/// (5.4.1). Both directions are coded here: the host encodes, the controller decodes.
+public enum HCICommand: Hashable, Sendable {
+    /// 7.1.6: Connection_Handle (2), Reason (1).
+    case disconnect(handle: UInt16, reason: HCIStatus)
+    /// 7.3.1: Event_Mask (8).
+    case setEventMask(UInt64)
+    /// 7.3.2
+    case reset
+    /// 7.4.1
+    case readLocalVersionInformation
+    /// 7.4.2
+    case readLocalSupportedCommands
+    /// 7.4.3
+    case readLocalSupportedFeatures
+    /// 7.4.5
+    case readBufferSize
+    /// 7.4.6
+    case readBDAddr
+    /// 7.5.4: Handle (2).
+    case readRSSI(handle: UInt16)
+    /// 7.8.1: LE_Event_Mask (8).
+    case leSetEventMask(UInt64)
+    /// 7.8.2
+    case leReadBufferSize
+    /// 7.8.3
+    case leReadLocalSupportedFeatures
+    /// 7.8.4: Random_Address (6).
+    case leSetRandomAddress(BDAddr)
+    /// 7.8.5
+    case leSetAdvertisingParameters(LEAdvertisingParameters)
+    /// 7.8.6
+    case leReadAdvertisingPhysicalChannelTxPower
+    /// 7.8.7: Advertising_Data_Length (1), Advertising_Data (31, zero padded). Holds the significant part.
+    case leSetAdvertisingData([UInt8])
+    /// 7.8.8: Scan_Response_Data_Length (1), Scan_Response_Data (31).
+    case leSetScanResponseData([UInt8])
+    /// 7.8.9: Advertising_Enable (1).
+    case leSetAdvertisingEnable(Bool)
+    /// 7.8.10
+    case leSetScanParameters(LEScanParameters)
+    /// 7.8.11: LE_Scan_Enable (1), Filter_Duplicates (1).
+    case leSetScanEnable(enable: Bool, filterDuplicates: Bool)
+    /// 7.8.12
+    case leCreateConnection(LECreateConnectionParameters)
+    /// 7.8.13
+    case leCreateConnectionCancel
+    /// 7.8.18
+    case leConnectionUpdate(LEConnectionUpdateParameters)
+    /// Any other opcode, parameters kept verbatim.
+    case unknown(opcode: HCIOpcode, parameters: [UInt8])
+
+    public var opcode: HCIOpcode {
+        switch self {
+        case .disconnect: return .disconnect
+        case .setEventMask: return .setEventMask
+        case .reset: return .reset
+        case .readLocalVersionInformation: return .readLocalVersionInformation
+        case .readLocalSupportedCommands: return .readLocalSupportedCommands
+        case .readLocalSupportedFeatures: return .readLocalSupportedFeatures
+        case .readBufferSize: return .readBufferSize
+        case .readBDAddr: return .readBDAddr
+        case .readRSSI: return .readRSSI
+        case .leSetEventMask: return .leSetEventMask
+        case .leReadBufferSize: return .leReadBufferSize
+        case .leReadLocalSupportedFeatures: return .leReadLocalSupportedFeatures
+        case .leSetRandomAddress: return .leSetRandomAddress
+        case .leSetAdvertisingParameters: return .leSetAdvertisingParameters
+        case .leReadAdvertisingPhysicalChannelTxPower: return .leReadAdvertisingPhysicalChannelTxPower
+        case .leSetAdvertisingData: return .leSetAdvertisingData
+        case .leSetScanResponseData: return .leSetScanResponseData
+        case .leSetAdvertisingEnable: return .leSetAdvertisingEnable
+        case .leSetScanParameters: return .leSetScanParameters
+        case .leSetScanEnable: return .leSetScanEnable
+        case .leCreateConnection: return .leCreateConnection
+        case .leCreateConnectionCancel: return .leCreateConnectionCancel
+        case .leConnectionUpdate: return .leConnectionUpdate
+        case let .unknown(opcode, _): return opcode
+        }
+    }
+
+    /// The parameters field.
+    public var parameters: [UInt8] {
+        var w = ByteWriter(capacity: 32)
+        switch self {
+        case let .disconnect(handle, reason):
+            w.writeUInt16LE(handle)
+            w.write(reason.rawValue)
+        case let .setEventMask(mask), let .leSetEventMask(mask):
+            w.writeUInt64LE(mask)
+        case .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures,
+             .readBufferSize, .readBDAddr, .leReadBufferSize, .leReadLocalSupportedFeatures,
+             .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel:
+            break
+        case let .readRSSI(handle):
+            w.writeUInt16LE(handle)
+        case let .leSetRandomAddress(address):
+            w.write(address: address)
+        case let .leSetAdvertisingParameters(p):
+            p.encode(into: &w)
+        case let .leSetAdvertisingData(data), let .leSetScanResponseData(data):
+            let significant = data.prefix(31)
+            w.write(UInt8(significant.count))
+            w.write(bytes: significant)
+            w.write(bytes: repeatElement(UInt8(0), count: 31 - significant.count))
+        case let .leSetAdvertisingEnable(enable):
+            w.write(UInt8(enable ? 1 : 0))
+        case let .leSetScanParameters(p):
+            p.encode(into: &w)
+        case let .leSetScanEnable(enable, filter):
+            w.write(UInt8(enable ? 1 : 0))
+            w.write(UInt8(filter ? 1 : 0))
+        case let .leCreateConnection(p):
+            p.encode(into: &w)
+        case let .leConnectionUpdate(p):
+            p.encode(into: &w)
+        case let .unknown(_, parameters):
+            w.write(bytes: parameters)
+        }
+        return w.bytes
+    }
+
+    /// The command packet without the H4 indicator.
+    public var encoded: [UInt8] {
+        let params = parameters
+        var w = ByteWriter(capacity: 3 + params.count)
+        w.writeUInt16LE(opcode.rawValue)
+        w.write(UInt8(truncatingIfNeeded: params.count))
+        w.write(bytes: params)
+        return w.bytes
+    }
+
+    /// Decodes a command packet (without the H4 indicator). Unknown opcodes decode to `.unknown`;
+    /// a known opcode with parameters of the wrong size or an out-of-range value throws, which a
+    /// controller answers with Invalid HCI Command Parameters (0x12).
+    public init(decoding bytes: [UInt8], from start: Int = 0) throws {
+        var r = ByteReader(bytes, from: start)
+        let opcode = HCIOpcode(rawValue: try r.readUInt16LE())
+        let length = Int(try r.readUInt8())
+        guard length == r.remaining else {
+            throw DecodeError.lengthMismatch(field: "\(opcode) Parameter_Total_Length", declared: length, actual: r.remaining)
+        }
+        self = try HCICommand(opcode: opcode, parameters: &r)
+    }
+
+    /// Decodes the parameters of `opcode` from `r`, which must hold exactly them.
+    public init(opcode: HCIOpcode, parameters r: inout ByteReader) throws {
+        func expect(_ size: Int) throws {
+            guard r.remaining == size else {
+                throw DecodeError.lengthMismatch(field: "\(opcode) parameters", declared: r.remaining, actual: size)
+            }
+        }
+        func bool(_ field: String) throws -> Bool {
+            let at = r.offset
+            let v = try r.readUInt8()
+            guard v <= 1 else { throw DecodeError.invalidValue(field: field, value: UInt64(v), at: at) }
+            return v == 1
+        }
+        func data() throws -> [UInt8] {
+            try expect(32)
+            let at = r.offset
+            let length = Int(try r.readUInt8())
+            guard length <= 31 else { throw DecodeError.invalidValue(field: "\(opcode) data length", value: UInt64(length), at: at) }
+            let bytes = try r.readBytes(count: length)
+            try r.skip(31 - length)
+            return bytes
+        }
+        switch opcode {
+        case .disconnect:
+            try expect(3)
+            self = .disconnect(handle: try r.readUInt16LE(), reason: HCIStatus(rawValue: try r.readUInt8()))
+        case .setEventMask:
+            try expect(8)
+            self = .setEventMask(try r.readUInt64LE())
+        case .reset: try expect(0); self = .reset
+        case .readLocalVersionInformation: try expect(0); self = .readLocalVersionInformation
+        case .readLocalSupportedCommands: try expect(0); self = .readLocalSupportedCommands
+        case .readLocalSupportedFeatures: try expect(0); self = .readLocalSupportedFeatures
+        case .readBufferSize: try expect(0); self = .readBufferSize
+        case .readBDAddr: try expect(0); self = .readBDAddr
+        case .readRSSI:
+            try expect(2)
+            self = .readRSSI(handle: try r.readUInt16LE())
+        case .leSetEventMask:
+            try expect(8)
+            self = .leSetEventMask(try r.readUInt64LE())
+        case .leReadBufferSize: try expect(0); self = .leReadBufferSize
+        case .leReadLocalSupportedFeatures: try expect(0); self = .leReadLocalSupportedFeatures
+        case .leSetRandomAddress:
+            try expect(6)
+            self = .leSetRandomAddress(try r.readAddress())
+        case .leSetAdvertisingParameters:
+            try expect(LEAdvertisingParameters.size)
+            self = .leSetAdvertisingParameters(try LEAdvertisingParameters(from: &r))
+        case .leReadAdvertisingPhysicalChannelTxPower: try expect(0); self = .leReadAdvertisingPhysicalChannelTxPower
+        case .leSetAdvertisingData: self = .leSetAdvertisingData(try data())
+        case .leSetScanResponseData: self = .leSetScanResponseData(try data())
+        case .leSetAdvertisingEnable:
+            try expect(1)
+            self = .leSetAdvertisingEnable(try bool("Advertising_Enable"))
+        case .leSetScanParameters:
+            try expect(LEScanParameters.size)
+            self = .leSetScanParameters(try LEScanParameters(from: &r))
+        case .leSetScanEnable:
+            try expect(2)
+            self = .leSetScanEnable(enable: try bool("LE_Scan_Enable"), filterDuplicates: try bool("Filter_Duplicates"))
+        case .leCreateConnection:
+            try expect(LECreateConnectionParameters.size)
+            self = .leCreateConnection(try LECreateConnectionParameters(from: &r))
+        case .leCreateConnectionCancel: try expect(0); self = .leCreateConnectionCancel
+        case .leConnectionUpdate:
+            try expect(LEConnectionUpdateParameters.size)
+            self = .leConnectionUpdate(try LEConnectionUpdateParameters(from: &r))
+        default:
+            self = .unknown(opcode: opcode, parameters: r.readRemaining())
+        }
+    }
+}
+
+extension HCICommand: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .disconnect(handle, reason): return "Disconnect handle 0x\(hex4(handle)) reason \(reason)"
+        case let .setEventMask(m): return "Set Event Mask 0x\(String(m, radix: 16))"
+        case let .leSetEventMask(m): return "LE Set Event Mask 0x\(String(m, radix: 16))"
+        case let .readRSSI(h): return "Read RSSI handle 0x\(hex4(h))"
+        case let .leSetRandomAddress(a): return "LE Set Random Address \(a)"
+        case let .leSetAdvertisingParameters(p):
+            return "LE Set Advertising Parameters \(p.advertisingType) interval \(Double(p.intervalMin) * 0.625)–\(Double(p.intervalMax) * 0.625) ms own \(p.ownAddressType)"
+        case let .leSetAdvertisingData(d):
+            return "LE Set Advertising Data [\((try? AdvertisingData(decoding: d))?.description ?? d.spacedHex)]"
+        case let .leSetScanResponseData(d):
+            return "LE Set Scan Response Data [\((try? AdvertisingData(decoding: d))?.description ?? d.spacedHex)]"
+        case let .leSetAdvertisingEnable(e): return "LE Set Advertising Enable \(e ? "on" : "off")"
+        case let .leSetScanParameters(p):
+            return "LE Set Scan Parameters \(p.isActive ? "active" : "passive") interval \(Double(p.interval) * 0.625) ms window \(Double(p.window) * 0.625) ms"
+        case let .leSetScanEnable(e, f): return "LE Set Scan Enable \(e ? "on" : "off")\(f ? " filter duplicates" : "")"
+        case let .leCreateConnection(p):
+            return "LE Create Connection to \(p.peer) interval \(Double(p.connectionIntervalMin) * 1.25)–\(Double(p.connectionIntervalMax) * 1.25) ms timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .leConnectionUpdate(p):
+            return "LE Connection Update handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .unknown(opcode, params): return "\(opcode) [\(params.spacedHex)]"
+        default: return opcode.description
+        }
+    }
+}
+
+func hex4(_ v: UInt16) -> String {
+    let s = String(v, radix: 16)
+    return String(repeating: "0", count: 4 - s.count) + s
+}
+
+func hex2(_ v: UInt8) -> String {
+    (v < 16 ? "0" : "") + String(v, radix: 16)
+}
