@@ -29,13 +29,15 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
 
     public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 
+    /// Fractional seconds, rounded to the nanosecond.
+    public init(seconds: Double) { nanoseconds = Int64((seconds * 1e9).rounded()) }
+
     public static let zero = TimeSpan(nanoseconds: 0)
 
     public static func nanoseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n) }
     public static func microseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000) }
     public static func milliseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000) }
     public static func seconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000_000) }
-    public static func seconds(_ s: Double) -> TimeSpan { TimeSpan(nanoseconds: Int64((s * 1e9).rounded())) }
 
     public static func < (a: TimeSpan, b: TimeSpan) -> Bool { a.nanoseconds < b.nanoseconds }
     public static func + (a: TimeSpan, b: TimeSpan) -> TimeSpan { TimeSpan(nanoseconds: a.nanoseconds + b.nanoseconds) }

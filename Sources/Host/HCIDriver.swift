@@ -1,0 +1,321 @@
+import BLERuntime
+import BLEWire
+import HCI
+import Transport
+
+/// The host side of HCI: sends commands within the controller's command credits, matches
+/// Command Complete/Status to them, sends ACL data within the controller's LE buffer credits
+/// (fragmenting L2CAP PDUs), reassembles incoming ACL fragments into L2CAP PDUs, and hands
+/// other events up. Core 5.4, Vol 4, Part E, 4 (flow control) and 5.4 (packet formats).
+public final class HCIDriver {
+    public let loop: EventLoop
+    public let transport: HCITransport
+
+    /// Events other than Command Complete/Status and Number Of Completed Packets.
+    public var onEvent: ((HCIEvent) -> Void)?
+    /// One whole L2CAP PDU (basic header included) received on `handle`.
+    public var onL2CAPPDU: ((_ handle: UInt16, _ pdu: [UInt8]) -> Void)?
+    /// Something from the controller that could not be used (malformed packet, broken
+    /// fragmentation). The packet is dropped; the driver goes on.
+    public var onProtocolError: ((HostError) -> Void)?
+    /// The transport closed: everything pending has failed.
+    public var onTransportClosed: ((TransportError) -> Void)?
+
+    /// How long to wait for Command Complete/Status (BlueZ uses 2 s).
+    public var commandTimeout: TimeSpan = .seconds(2)
+
+    // MARK: Commands
+    private struct PendingCommand {
+        let command: HCICommand
+        let completion: (Result<CommandResult, HostError>) -> Void
+    }
+    private var commandQueue: [PendingCommand] = []
+    private var commandQueueHead = 0
+    private var inFlight: PendingCommand?
+    private var commandCredits = 1
+    private var commandTimer: Timer?
+
+    // MARK: ACL
+    /// LE_ACL_Data_Packet_Length and Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size.
+    public private(set) var aclPacketLength = 27
+    public private(set) var aclBufferCount = 0
+    private var aclCredits = 0
+    /// Packets sent but not yet reported completed, per handle.
+    private var unacknowledged: [UInt16: Int] = [:]
+    private var outbound: [UInt16: OutboundQueue] = [:]
+    /// Handles with queued fragments, in round-robin order.
+    private var readyHandles: [UInt16] = []
+    private var reassembly: [UInt16: [UInt8]] = [:]
+    public private(set) var closed: TransportError?
+
+    /// Number of ACL fragments currently queued (not yet given to the controller) for `handle`.
+    public func queuedFragments(for handle: UInt16) -> Int { outbound[handle]?.count ?? 0 }
+
+    public init(loop: EventLoop, transport: HCITransport) {
+        self.loop = loop
+        self.transport = transport
+        transport.onFrame = { [unowned self] frame in self.receive(frame) }
+        transport.onClose = { [unowned self] error in self.transportClosed(error) }
+    }
+
+    // MARK: Sending commands
+
+    /// Sends `command` when a command credit is available. `completion` gets the Command Complete
+    /// return parameters, or the Command Status for commands answered that way; a non-success
+    /// status is a `.command` error.
+    public func send(_ command: HCICommand, completion: @escaping (Result<CommandResult, HostError>) -> Void = { _ in }) {
+        if let closed {
+            completion(.failure(.transport(closed)))
+            return
+        }
+        commandQueue.append(PendingCommand(command: command, completion: completion))
+        pumpCommands()
+    }
+
+    private func pumpCommands() {
+        while inFlight == nil, commandCredits > 0, commandQueueHead < commandQueue.count {
+            let next = commandQueue[commandQueueHead]
+            commandQueueHead += 1
+            if commandQueueHead == commandQueue.count {
+                commandQueue.removeAll(keepingCapacity: true)
+                commandQueueHead = 0
+            }
+            inFlight = next
+            commandCredits -= 1
+            commandTimer = loop.schedule(after: commandTimeout) { [weak self] in self?.commandTimedOut() }
+            transport.send([H4PacketType.command.rawValue] + next.command.encoded)
+        }
+    }
+
+    private func commandTimedOut() {
+        guard let pending = inFlight else { return }
+        inFlight = nil
+        // Like BlueZ: assume the controller lost it and allow the next command.
+        commandCredits = 1
+        pending.completion(.failure(.commandTimeout(pending.command.opcode)))
+        pumpCommands()
+    }
+
+    private func completeCommand(opcode: HCIOpcode, credits: UInt8, result: Result<CommandResult, HostError>) {
+        commandCredits = Int(credits)
+        guard let pending = inFlight, pending.command.opcode == opcode else {
+            // Unsolicited (e.g. the NOP opcode 0x0000 announcing credits) or a stale answer.
+            pumpCommands()
+            return
+        }
+        inFlight = nil
+        commandTimer?.cancel()
+        commandTimer = nil
+        pending.completion(result)
+        pumpCommands()
+    }
+
+    // MARK: Sending ACL data
+
+    /// Called once LE Read Buffer Size has answered.
+    public func setLEBuffers(packetLength: Int, count: Int) {
+        aclPacketLength = max(1, packetLength)
+        aclBufferCount = count
+        aclCredits = count
+    }
+
+    /// Queues one L2CAP PDU (basic header included) for `handle`, fragmented to the controller's
+    /// buffer size: the first fragment with PB 0b00, the rest 0b01 (Vol 4 Part E 5.4.2).
+    public func sendL2CAP(handle: UInt16, pdu: [UInt8]) {
+        guard closed == nil else { return }
+        let queue: OutboundQueue
+        if let q = outbound[handle] {
+            queue = q
+        } else {
+            queue = OutboundQueue()
+            outbound[handle] = queue
+        }
+        let wasEmpty = queue.isEmpty
+        var offset = 0
+        var boundary = PacketBoundary.firstNonFlushable
+        repeat {
+            let end = min(pdu.count, offset + aclPacketLength)
+            var w = ByteWriter(capacity: 5 + end - offset)
+            HCIACLData(handle: handle, boundary: boundary, data: []).encodeHeaderH4(length: end - offset, into: &w)
+            w.write(bytes: pdu[offset..<end])
+            queue.append(w.bytes)
+            offset = end
+            boundary = .continuing
+        } while offset < pdu.count
+        if wasEmpty { readyHandles.append(handle) }
+        pumpACL()
+    }
+
+    private func pumpACL() {
+        while aclCredits > 0, !readyHandles.isEmpty {
+            let handle = readyHandles.removeFirst()
+            guard let queue = outbound[handle], let frame = queue.popFirst() else { continue }
+            aclCredits -= 1
+            unacknowledged[handle, default: 0] += 1
+            if !queue.isEmpty { readyHandles.append(handle) }
+            transport.send(frame)
+        }
+    }
+
+    /// Forgets a connection: its queued fragments are dropped and, as Vol 4 Part E 4.3 says, the
+    /// buffers it held in the controller count as freed.
+    public func connectionClosed(handle: UInt16) {
+        aclCredits += unacknowledged.removeValue(forKey: handle) ?? 0
+        aclCredits = min(aclCredits, aclBufferCount)
+        outbound[handle] = nil
+        readyHandles.removeAll { $0 == handle }
+        reassembly[handle] = nil
+        pumpACL()
+    }
+
+    // MARK: Receiving
+
+    private func receive(_ frame: [UInt8]) {
+        guard let indicator = frame.first else { return }
+        switch indicator {
+        case H4PacketType.event.rawValue:
+            do {
+                handle(try HCIEvent(decoding: frame, from: 1))
+            } catch {
+                onProtocolError?(.malformed("event [\(frame.spacedHex)]: \(error)"))
+            }
+        case H4PacketType.acl.rawValue:
+            do {
+                receiveACL(try HCIACLData(decoding: frame, from: 1))
+            } catch {
+                onProtocolError?(.malformed("ACL [\(frame.prefix(16).spacedHex)]: \(error)"))
+            }
+        default:
+            onProtocolError?(.malformed("unexpected H4 packet type 0x\(String(indicator, radix: 16)) from the controller"))
+        }
+    }
+
+    private func handle(_ event: HCIEvent) {
+        switch event {
+        case let .commandComplete(cc):
+            let result: Result<CommandResult, HostError>
+            if let status = cc.status, !status.isSuccess {
+                result = .failure(.command(cc.opcode, status))
+            } else {
+                result = .success(CommandResult(opcode: cc.opcode, returnParameters: cc.returnParameters))
+            }
+            completeCommand(opcode: cc.opcode, credits: cc.numHCICommandPackets, result: result)
+        case let .commandStatus(cs):
+            let result: Result<CommandResult, HostError> = cs.status.isSuccess
+                ? .success(CommandResult(opcode: cs.opcode, returnParameters: [cs.status.rawValue]))
+                : .failure(.command(cs.opcode, cs.status))
+            completeCommand(opcode: cs.opcode, credits: cs.numHCICommandPackets, result: result)
+        case let .numberOfCompletedPackets(list):
+            for entry in list {
+                let outstanding = unacknowledged[entry.handle] ?? 0
+                let n = min(Int(entry.count), outstanding)
+                if n < Int(entry.count) {
+                    onProtocolError?(.malformed("Number Of Completed Packets reports \(entry.count) for handle 0x\(String(entry.handle, radix: 16)) with \(outstanding) outstanding"))
+                }
+                if n > 0 {
+                    unacknowledged[entry.handle] = outstanding - n
+                    aclCredits += n
+                }
+            }
+            pumpACL()
+        default:
+            onEvent?(event)
+        }
+    }
+
+    /// Reassembles L2CAP PDUs from ACL fragments using the basic header's length
+    /// (Vol 3 Part A 7.2). Broken sequences are reported and dropped, never fatal.
+    private func receiveACL(_ acl: HCIACLData) {
+        let handle = acl.handle
+        if acl.boundary.isStart {
+            if reassembly[handle] != nil {
+                onProtocolError?(.malformed("new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete; previous dropped"))
+            }
+            deliverOrHold(handle: handle, buffer: acl.data)
+        } else if acl.boundary == .continuing {
+            guard var buffer = reassembly.removeValue(forKey: handle) else {
+                onProtocolError?(.malformed("continuing ACL fragment on handle 0x\(String(handle, radix: 16)) without a start; dropped"))
+                return
+            }
+            buffer.append(contentsOf: acl.data)
+            deliverOrHold(handle: handle, buffer: buffer)
+        } else {
+            onProtocolError?(.malformed("ACL packet boundary \(acl.boundary) is not used on LE; dropped"))
+        }
+    }
+
+    private func deliverOrHold(handle: UInt16, buffer: [UInt8]) {
+        guard buffer.count >= 2 else {
+            reassembly[handle] = buffer
+            return
+        }
+        let expected = 4 + (Int(buffer[0]) | Int(buffer[1]) << 8)
+        if buffer.count == expected {
+            reassembly[handle] = nil
+            onL2CAPPDU?(handle, buffer)
+        } else if buffer.count < expected {
+            reassembly[handle] = buffer
+        } else {
+            reassembly[handle] = nil
+            onProtocolError?(.malformed("L2CAP PDU on handle 0x\(String(handle, radix: 16)) longer (\(buffer.count)) than its header says (\(expected)); dropped"))
+        }
+    }
+
+    private func transportClosed(_ error: TransportError) {
+        guard closed == nil else { return }
+        closed = error
+        commandTimer?.cancel()
+        let pending = (inFlight.map { [$0] } ?? []) + commandQueue[commandQueueHead...]
+        inFlight = nil
+        commandQueue.removeAll()
+        commandQueueHead = 0
+        outbound.removeAll()
+        readyHandles.removeAll()
+        for p in pending { p.completion(.failure(.transport(error))) }
+        onTransportClosed?(error)
+    }
+}
+
+/// What a command returned: Command Complete's return parameters, or `[status]` from Command Status.
+public struct CommandResult: Equatable {
+    public let opcode: HCIOpcode
+    public let returnParameters: [UInt8]
+
+    public func decode<T: ReturnParameters>(_ type: T.Type) throws -> T {
+        try T(decoding: returnParameters)
+    }
+}
+
+/// A FIFO of H4 frames that pops from the front without shifting.
+final class OutboundQueue {
+    private var items: [[UInt8]] = []
+    private var head = 0
+
+    var isEmpty: Bool { head >= items.count }
+    var count: Int { items.count - head }
+
+    func append(_ frame: [UInt8]) { items.append(frame) }
+
+    func popFirst() -> [UInt8]? {
+        guard head < items.count else { return nil }
+        let item = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return item
+    }
+}
+
+extension HCIACLData {
+    /// Writes the H4 indicator and ACL header for a payload of `length` octets.
+    func encodeHeaderH4(length: Int, into w: inout ByteWriter) {
+        w.write(H4PacketType.acl.rawValue)
+        w.writeUInt16LE(handle | UInt16(boundary.rawValue) << 12 | UInt16(broadcast) << 14)
+        w.writeUInt16LE(UInt16(truncatingIfNeeded: length))
+    }
+}
