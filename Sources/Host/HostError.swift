@@ -22,6 +22,8 @@ public enum HostError: Error, Equatable, CustomStringConvertible {
     case invalidState(String)
     /// A procedure did not finish in time.
     case timeout(String)
+    /// The caller cancelled the procedure.
+    case cancelled(String)
 
     public var description: String {
         switch self {
@@ -34,6 +36,7 @@ public enum HostError: Error, Equatable, CustomStringConvertible {
         case .notReady: return "the host is not powered on"
         case let .invalidState(s): return s
         case let .timeout(s): return "\(s) timed out"
+        case let .cancelled(s): return "\(s) cancelled"
         }
     }
 }

@@ -1,0 +1,108 @@
+import BLERuntime
+import BLEWire
+import HCI
+import Host
+
+final class InitiatorState {
+    let peer: LEAddress
+    let completion: (Result<Connection, HostError>) -> Void
+    var timer: Timer?
+    /// Why the attempt is being cancelled, once LE Create Connection Cancel was sent.
+    var cancellation: HostError?
+
+    init(peer: LEAddress, completion: @escaping (Result<Connection, HostError>) -> Void) {
+        self.peer = peer
+        self.completion = completion
+    }
+}
+
+extension BLEHost {
+    public var isConnecting: Bool { initiator != nil }
+
+    /// Connects to `peer` as central (LE Create Connection, Vol 4 Part E 7.8.12). The controller
+    /// waits for the peer's next connectable advertisement; after `timeout` (default: the
+    /// configuration's) the attempt is cancelled with LE Create Connection Cancel and fails.
+    public func connect(to peer: LEAddress, parameters: ConnectionParameters? = nil, timeout: TimeSpan? = nil,
+                        completion: @escaping (Result<Connection, HostError>) -> Void) {
+        if let error = requireReady() { return completion(.failure(error)) }
+        guard initiator == nil else {
+            return completion(.failure(.invalidState("a connection attempt to \(initiator!.peer) is already in progress")))
+        }
+        let p = parameters ?? configuration.connectionParameters
+        guard p.isValid else {
+            return completion(.failure(.invalidState("invalid connection parameters \(p)")))
+        }
+        let state = InitiatorState(peer: peer, completion: completion)
+        initiator = state
+        let command = LECreateConnectionParameters(peer: peer, ownAddressType: ownAddressType,
+                                                   connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,
+                                                   maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
+        driver.send(.leCreateConnection(command)) { [weak self] result in
+            guard let self else { return }
+            if case let .failure(error) = result {
+                if self.initiator === state { self.initiator = nil }
+                state.timer?.cancel()
+                completion(.failure(error))
+            }
+        }
+        if let limit = timeout ?? configuration.connectTimeout {
+            state.timer = loop.schedule(after: limit) { [weak self] in
+                self?.cancelInitiation(state, because: .timeout("connection to \(peer)"))
+            }
+        }
+    }
+
+    /// Gives up a pending `connect`; its completion gets `.cancelled`.
+    public func cancelConnect() {
+        guard let state = initiator else { return }
+        cancelInitiation(state, because: .cancelled("connection to \(state.peer)"))
+    }
+
+    private func cancelInitiation(_ state: InitiatorState, because error: HostError) {
+        guard initiator === state, state.cancellation == nil else { return }
+        state.cancellation = error
+        state.timer?.cancel()
+        // 7.8.13: Command Complete, then LE Connection Complete with Unknown Connection Identifier.
+        driver.send(.leCreateConnectionCancel) { [weak self] result in
+            // Command Disallowed after the connection completed is settled by that event (which
+            // came first); if we are still initiating, the controller lost track: give up.
+            if case .failure = result, let self, self.initiator === state {
+                self.initiator = nil
+                state.completion(.failure(error))
+            }
+        }
+    }
+
+    func connectionComplete(_ e: LEConnectionComplete) {
+        if e.role == .central {
+            guard let state = initiator else {
+                if e.status.isSuccess { onProtocolError?(.invalidState("unexpected LE Connection Complete as central for \(e.peer)")) }
+                return
+            }
+            initiator = nil
+            state.timer?.cancel()
+            guard e.status.isSuccess else {
+                return state.completion(.failure(state.cancellation ?? .command(.leCreateConnection, e.status)))
+            }
+            let connection = makeConnection(e)
+            // A cancel that lost the race: the connection exists; honour the caller's wish.
+            if let cancellation = state.cancellation {
+                state.completion(.failure(cancellation))
+                connection.disconnect()
+                return
+            }
+            state.completion(.success(connection))
+        } else {
+            guard e.status.isSuccess else { return }
+            advertisingEndedByConnection()
+            _ = makeConnection(e)
+        }
+    }
+
+    private func makeConnection(_ e: LEConnectionComplete) -> Connection {
+        let connection = Connection(host: self, event: e)
+        connections[e.handle] = connection
+        onConnection?(connection)
+        return connection
+    }
+}

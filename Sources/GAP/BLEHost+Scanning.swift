@@ -1,0 +1,172 @@
+import BLERuntime
+import BLEWire
+import HCI
+import Host
+
+/// How to scan, and which devices to report.
+public struct ScanConfiguration: Hashable {
+    /// Report only devices advertising at least one of these services (in the advertising data
+    /// or the scan response), as CoreBluetooth's `scanForPeripherals(withServices:)` does.
+    /// Nil or empty: every device.
+    public var services: [BluetoothUUID]?
+    /// Active scanning asks scannable advertisers for their scan response.
+    public var active: Bool
+    /// Report every advertising event instead of each device once per scan.
+    public var allowDuplicates: Bool
+    /// Scan interval and window (0.625 ms units on the wire).
+    public var interval: TimeSpan
+    public var window: TimeSpan
+
+    public init(services: [BluetoothUUID]? = nil, active: Bool = true, allowDuplicates: Bool = false,
+                interval: TimeSpan = .milliseconds(10), window: TimeSpan = .milliseconds(10)) {
+        self.services = services
+        self.active = active
+        self.allowDuplicates = allowDuplicates
+        self.interval = interval
+        self.window = window
+    }
+}
+
+/// One discovered device: an advertising report merged with its scan response, if any.
+public struct ScanReport: Hashable {
+    public var address: LEAddress
+    public var rssi: Int8
+    public var advertisement: AdvertisingData
+    public var scanResponse: AdvertisingData?
+    public var isConnectable: Bool
+    public var time: Instant
+
+    /// The complete local name from either, else a shortened one.
+    public var localName: String? {
+        let ad = advertisement.structures + (scanResponse?.structures ?? [])
+        return AdvertisingData(ad).localName
+    }
+
+    /// Every advertised service UUID, advertising data first.
+    public var serviceUUIDs: [BluetoothUUID] {
+        advertisement.serviceUUIDs + (scanResponse?.serviceUUIDs ?? [])
+    }
+
+    /// Whether this report passes a CoreBluetooth-style service filter.
+    public func matches(services filter: [BluetoothUUID]?) -> Bool {
+        guard let filter, !filter.isEmpty else { return true }
+        return serviceUUIDs.contains { filter.contains($0) }
+    }
+}
+
+final class ScannerState {
+    let configuration: ScanConfiguration
+    let onReport: (ScanReport) -> Void
+    var reported: Set<LEAddress> = []
+    /// Scannable advertisements waiting for their SCAN_RSP.
+    var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: Timer)] = [:]
+    var isEnabled = false
+
+    init(configuration: ScanConfiguration, onReport: @escaping (ScanReport) -> Void) {
+        self.configuration = configuration
+        self.onReport = onReport
+    }
+}
+
+extension BLEHost {
+    public var isScanning: Bool { scanner?.isEnabled ?? false }
+
+    /// How long an active scanner holds a scannable advertisement while waiting for its scan
+    /// response before reporting it alone.
+    static let scanResponseWait = TimeSpan.milliseconds(10)
+
+    /// Starts scanning; `onReport` is called for each matching device (once per device unless
+    /// duplicates are allowed). Scanning again while scanning replaces the configuration.
+    public func startScanning(_ configuration: ScanConfiguration = .init(),
+                              onReport: @escaping (ScanReport) -> Void,
+                              completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        if let error = requireReady() { return completion(.failure(error)) }
+        let state = ScannerState(configuration: configuration, onReport: onReport)
+        let units = { (t: TimeSpan) in UInt16(clamping: min(max(t.nanoseconds / 625_000, 4), 0x4000)) }
+        let interval = units(configuration.interval)
+        let params = LEScanParameters(active: configuration.active, interval: interval,
+                                      window: min(units(configuration.window), interval), ownAddressType: ownAddressType)
+        var commands: [HCICommand] = []
+        if scanner?.isEnabled == true { commands.append(.leSetScanEnable(enable: false, filterDuplicates: false)) }
+        discardPendingScanResponses()
+        scanner = state
+        // Duplicates are filtered here, not in the controller, so scan responses still merge.
+        commands += [.leSetScanParameters(params), .leSetScanEnable(enable: true, filterDuplicates: false)]
+        send(commands) { result in
+            if case .success = result { state.isEnabled = true }
+            completion(result)
+        }
+    }
+
+    public func stopScanning(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        if let error = requireReady() { return completion(.failure(error)) }
+        guard let state = scanner, state.isEnabled else {
+            scanner = nil
+            return completion(.success(()))
+        }
+        flushPendingScanResponses()
+        state.isEnabled = false
+        scanner = nil
+        send([.leSetScanEnable(enable: false, filterDuplicates: false)], completion: completion)
+    }
+
+    func receiveAdvertisingReport(_ report: LEAdvertisingReport) {
+        guard let state = scanner, state.isEnabled else { return }
+        let data: AdvertisingData
+        do {
+            data = try AdvertisingData(decoding: report.data)
+        } catch {
+            onProtocolError?(.malformed("advertising data from \(report.sender) [\(report.data.spacedHex)]: \(error)"))
+            return
+        }
+        let sender = report.sender
+        if report.eventType == .scanRsp {
+            guard let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
+            pending.timer.cancel()
+            var merged = pending.report
+            merged.scanResponse = data
+            deliver(merged, to: state)
+            return
+        }
+        let scanReport = ScanReport(address: sender, rssi: report.rssi, advertisement: data, scanResponse: nil,
+                                    isConnectable: report.eventType.isConnectable, time: loop.now)
+        let scannable = report.eventType == .advInd || report.eventType == .advScanInd
+        if state.configuration.active && scannable {
+            if let previous = state.awaitingScanResponse.removeValue(forKey: sender) {
+                previous.timer.cancel()
+                deliver(previous.report, to: state)
+            }
+            let timer = loop.schedule(after: Self.scanResponseWait) { [weak self, weak state] in
+                guard let self, let state, let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
+                self.deliver(pending.report, to: state)
+            }
+            state.awaitingScanResponse[sender] = (scanReport, timer)
+        } else {
+            deliver(scanReport, to: state)
+        }
+    }
+
+    private func deliver(_ report: ScanReport, to state: ScannerState) {
+        guard state.isEnabled, report.matches(services: state.configuration.services) else { return }
+        if !state.configuration.allowDuplicates {
+            guard state.reported.insert(report.address).inserted else { return }
+        }
+        state.onReport(report)
+    }
+
+    private func flushPendingScanResponses() {
+        guard let state = scanner else { return }
+        let pending = state.awaitingScanResponse.values.sorted { $0.report.time < $1.report.time || ($0.report.time == $1.report.time && $0.report.address.address < $1.report.address.address) }
+        state.awaitingScanResponse.removeAll()
+        for p in pending {
+            p.timer.cancel()
+            deliver(p.report, to: state)
+        }
+    }
+
+    private func discardPendingScanResponses() {
+        guard let state = scanner else { return }
+        for p in state.awaitingScanResponse.values { p.timer.cancel() }
+        state.awaitingScanResponse.removeAll()
+    }
+}

@@ -1,0 +1,192 @@
+import BLERuntime
+import BLEWire
+import HCI
+import Host
+import Transport
+
+/// A BLE host: one HCI driver to one controller, with GAP roles (advertiser, scanner, central,
+/// peripheral), L2CAP links, and a GATT server and client per connection. All work happens on
+/// `loop`; completions are called there.
+public final class BLEHost {
+    public enum State: Equatable {
+        case off
+        case poweringOn
+        case ready
+        case failed(HostError)
+    }
+
+    public let loop: EventLoop
+    public let driver: HCIDriver
+    public let configuration: HostConfiguration
+    public private(set) var state: State = .off {
+        didSet { if state != oldValue { onStateChange?(state) } }
+    }
+
+    /// The controller's BD_ADDR (Read BD_ADDR), known after power-on.
+    public private(set) var publicAddress: BDAddr?
+    /// What peers see: the random static address when configured, else the public one.
+    public var address: LEAddress {
+        if let random = configuration.randomAddress { return LEAddress(random, type: .random) }
+        return LEAddress(publicAddress ?? BDAddr(rawValue: 0), type: .public)
+    }
+    var ownAddressType: AddressType { configuration.randomAddress == nil ? .public : .random }
+
+    public private(set) var localVersion: ReadLocalVersionInformationReturn?
+    public private(set) var supportedCommands: BitFieldReturn?
+
+    /// Live connections by handle.
+    public internal(set) var connections: [UInt16: Connection] = [:]
+
+    /// Every new connection, in either role, once it is ready for L2CAP/ATT traffic.
+    public var onConnection: ((Connection) -> Void)?
+    /// A connection ended, with the controller's reason.
+    public var onDisconnection: ((Connection, HCIStatus) -> Void)?
+    /// Packets from the controller or peer that were malformed or out of protocol; dropped.
+    public var onProtocolError: ((HostError) -> Void)?
+    public var onStateChange: ((State) -> Void)?
+
+    // Role state lives in the extensions' files.
+    var advertiser = AdvertiserState()
+    var scanner: ScannerState?
+    var initiator: InitiatorState?
+
+    public init(loop: EventLoop, transport: HCITransport, configuration: HostConfiguration = .init()) {
+        self.loop = loop
+        self.configuration = configuration
+        self.driver = HCIDriver(loop: loop, transport: transport)
+        driver.onEvent = { [unowned self] event in self.handle(event) }
+        driver.onL2CAPPDU = { [unowned self] handle, pdu in self.connections[handle]?.link.receive(pdu: pdu) }
+        driver.onProtocolError = { [unowned self] error in self.onProtocolError?(error) }
+        driver.onTransportClosed = { [unowned self] error in self.transportClosed(error) }
+        setUpGATT()
+    }
+
+    // MARK: Power on
+
+    /// Resets and configures the controller (Vol 4 Part E 7.3.2 onward): Reset, Read Local
+    /// Version, Read Local Supported Commands, Read BD_ADDR, Set Event Mask, LE Set Event Mask,
+    /// LE Read Buffer Size (falling back to Read Buffer Size when it reports 0), and LE Set
+    /// Random Address when one is configured.
+    public func powerOn(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        guard state != .poweringOn else { return completion(.failure(.invalidState("power-on already in progress"))) }
+        state = .poweringOn
+        let eventMask = EventMask.defaultMask | EventMask.leMeta
+        let leMask = EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
+        var steps: [(HCICommand, (CommandResult) throws -> Void)] = [
+            (.reset, { _ in }),
+            (.readLocalVersionInformation, { [unowned self] r in self.localVersion = try r.decode(ReadLocalVersionInformationReturn.self) }),
+            (.readLocalSupportedCommands, { [unowned self] r in self.supportedCommands = try r.decode(BitFieldReturn.self) }),
+            (.readBDAddr, { [unowned self] r in self.publicAddress = try r.decode(ReadBDAddrReturn.self).address }),
+            (.setEventMask(eventMask), { _ in }),
+            (.leSetEventMask(leMask), { _ in }),
+            (.leReadBufferSize, { [unowned self] r in
+                let sizes = try r.decode(LEReadBufferSizeReturn.self)
+                if sizes.aclDataPacketLength > 0 {
+                    self.driver.setLEBuffers(packetLength: Int(sizes.aclDataPacketLength), count: Int(sizes.totalNumACLDataPackets))
+                }
+            }),
+        ]
+        if let random = configuration.randomAddress {
+            steps.append((.leSetRandomAddress(random), { _ in }))
+        }
+        runSteps(steps[...]) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                self.readSharedBuffersIfNeeded { result in
+                    switch result {
+                    case .success:
+                        self.state = .ready
+                        completion(.success(()))
+                    case let .failure(error):
+                        self.state = .failed(error)
+                        completion(.failure(error))
+                    }
+                }
+            case let .failure(error):
+                self.state = .failed(error)
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// Vol 4 Part E 7.8.2: a controller without dedicated LE buffers reports length 0, and LE
+    /// data then shares the buffers of Read Buffer Size.
+    private func readSharedBuffersIfNeeded(completion: @escaping (Result<Void, HostError>) -> Void) {
+        guard driver.aclBufferCount == 0 else { return completion(.success(())) }
+        runSteps([(HCICommand.readBufferSize, { [unowned self] r in
+            let sizes = try r.decode(ReadBufferSizeReturn.self)
+            guard sizes.aclDataPacketLength > 0, sizes.totalNumACLDataPackets > 0 else {
+                throw HostError.invalidState("the controller reports no ACL buffers")
+            }
+            self.driver.setLEBuffers(packetLength: Int(sizes.aclDataPacketLength), count: Int(sizes.totalNumACLDataPackets))
+        })][...], completion: completion)
+    }
+
+    /// Sends commands one after another, stopping at the first failure.
+    func runSteps(_ steps: ArraySlice<(HCICommand, (CommandResult) throws -> Void)>,
+                  completion: @escaping (Result<Void, HostError>) -> Void) {
+        guard let (command, handler) = steps.first else { return completion(.success(())) }
+        driver.send(command) { [weak self] result in
+            switch result {
+            case let .success(r):
+                do {
+                    try handler(r)
+                } catch let error as HostError {
+                    return completion(.failure(error))
+                } catch {
+                    return completion(.failure(.malformed("\(command.opcode) return parameters: \(error)")))
+                }
+                self?.runSteps(steps.dropFirst(), completion: completion)
+            case let .failure(error):
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// Sends a sequence of commands whose results need no handling.
+    func send(_ commands: [HCICommand], completion: @escaping (Result<Void, HostError>) -> Void) {
+        runSteps(commands.map { ($0, { _ in }) }[...], completion: completion)
+    }
+
+    func requireReady() -> HostError? {
+        state == .ready ? nil : .notReady
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: HCIEvent) {
+        switch event {
+        case let .leMeta(.advertisingReport(reports)):
+            for report in reports { receiveAdvertisingReport(report) }
+        case let .leMeta(.connectionComplete(e)):
+            connectionComplete(e)
+        case let .leMeta(.connectionUpdateComplete(e)):
+            connections[e.handle]?.parametersUpdated(e)
+        case let .disconnectionComplete(e):
+            disconnectionComplete(e)
+        case let .hardwareError(code):
+            onProtocolError?(.invalidState("controller hardware error 0x\(String(code, radix: 16))"))
+        default:
+            break
+        }
+    }
+
+    private func disconnectionComplete(_ e: DisconnectionComplete) {
+        guard e.status.isSuccess, let connection = connections.removeValue(forKey: e.handle) else { return }
+        driver.connectionClosed(handle: e.handle)
+        connection.closed(reason: e.reason)
+        onDisconnection?(connection, e.reason)
+    }
+
+    private func transportClosed(_ error: TransportError) {
+        state = .failed(.transport(error))
+        let live = connections.values.sorted { $0.handle < $1.handle }
+        connections.removeAll()
+        for connection in live {
+            connection.closed(reason: .hardwareFailure)
+            onDisconnection?(connection, .hardwareFailure)
+        }
+        failRoleStates(with: .transport(error))
+    }
+}

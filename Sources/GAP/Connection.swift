@@ -1,0 +1,130 @@
+import ATT
+import BLERuntime
+import BLEWire
+import GATT
+import HCI
+import Host
+
+/// One LE connection as the host sees it: the L2CAP link, the ATT bearer on it, this host's GATT
+/// server attached to that bearer, and a GATT client for the peer's server.
+public final class Connection {
+    public private(set) weak var host: BLEHost?
+    public let handle: UInt16
+    public let role: ConnectionRole
+    public let peer: LEAddress
+    /// Connection interval (1.25 ms units), peripheral latency, supervision timeout (10 ms units).
+    public private(set) var interval: UInt16
+    public private(set) var latency: UInt16
+    public private(set) var supervisionTimeout: UInt16
+    public let link: L2CAPLink
+    public let bearer: ATTBearer
+    public let client: GATTClient
+    public private(set) var isConnected = true
+    /// Why the connection ended, once it has.
+    public private(set) var disconnectReason: HCIStatus?
+
+    private var disconnectObservers: [(HCIStatus) -> Void] = []
+    private var parameterObservers: [(Connection) -> Void] = []
+
+    init(host: BLEHost, event e: LEConnectionComplete) {
+        self.host = host
+        handle = e.handle
+        role = e.role
+        peer = e.peer
+        interval = e.connectionInterval
+        latency = e.peripheralLatency
+        supervisionTimeout = e.supervisionTimeout
+        let link = L2CAPLink(handle: e.handle, role: e.role, driver: host.driver)
+        self.link = link
+        bearer = ATTBearer(loop: host.loop, send: { [unowned link] pdu in link.sendATT(pdu) })
+        bearer.serverMTU = host.configuration.attMTU
+        client = GATTClient(bearer: bearer)
+        link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
+        link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
+        link.onConnectionParametersAccepted = { [weak self] p in
+            self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                         latency: p.latency, supervisionTimeout: p.timeout))
+        }
+        host.gattServer.attach(bearer)
+    }
+
+    public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
+    public var supervisionTimeoutTime: TimeSpan { .milliseconds(Int64(supervisionTimeout) * 10) }
+
+    /// Calls `observer` once when the connection ends, with the reason.
+    public func whenDisconnected(_ observer: @escaping (HCIStatus) -> Void) {
+        if let reason = disconnectReason { return observer(reason) }
+        disconnectObservers.append(observer)
+    }
+
+    /// Calls `observer` after each LE Connection Update Complete.
+    public func whenParametersUpdated(_ observer: @escaping (Connection) -> Void) {
+        parameterObservers.append(observer)
+    }
+
+    /// Ends the connection (HCI Disconnect, Vol 4 Part E 7.1.6). The peer is told `reason`;
+    /// locally the controller reports Connection Terminated By Local Host (0x16).
+    public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection,
+                           completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        guard isConnected, let host else { return completion(.failure(.unknownConnection(handle))) }
+        host.driver.send(.disconnect(handle: handle, reason: reason)) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// Reads the RSSI of this link (Read RSSI, 7.5.4).
+    public func readRSSI(completion: @escaping (Result<Int8, HostError>) -> Void) {
+        guard isConnected, let host else { return completion(.failure(.unknownConnection(handle))) }
+        host.driver.send(.readRSSI(handle: handle)) { result in
+            completion(result.flatMap { r in
+                do { return .success(try r.decode(ReadRSSIReturn.self).rssi) } catch {
+                    return .failure(.malformed("Read RSSI return parameters: \(error)"))
+                }
+            })
+        }
+    }
+
+    /// Asks for new connection parameters: a central runs LE Connection Update; a peripheral asks
+    /// its central over L2CAP (Connection Parameter Update Request), which then updates.
+    public func updateParameters(_ p: ConnectionParameters, completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        guard isConnected, let host else { return completion(.failure(.unknownConnection(handle))) }
+        if role == .central {
+            let params = LEConnectionUpdateParameters(handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                      maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
+            host.driver.send(.leConnectionUpdate(params)) { completion($0.map { _ in () }) }
+        } else {
+            link.requestConnectionParameterUpdate(ConnectionParameterUpdate(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                                            latency: p.latency, timeout: p.supervisionTimeout)) { result in
+                completion(result.flatMap { accepted in
+                    accepted ? .success(()) : .failure(.invalidState("the central rejected the connection parameters"))
+                })
+            }
+        }
+    }
+
+    func parametersUpdated(_ e: LEConnectionUpdateComplete) {
+        guard e.status.isSuccess else { return }
+        interval = e.connectionInterval
+        latency = e.peripheralLatency
+        supervisionTimeout = e.supervisionTimeout
+        for observer in parameterObservers { observer(self) }
+    }
+
+    func closed(reason: HCIStatus) {
+        guard isConnected else { return }
+        isConnected = false
+        disconnectReason = reason
+        link.close(reason: reason)
+        bearer.close(reason: .disconnected(reason.rawValue))
+        host?.gattServer.detach(bearer)
+        let observers = disconnectObservers
+        disconnectObservers.removeAll()
+        for observer in observers { observer(reason) }
+    }
+}
+
+extension Connection: CustomStringConvertible {
+    public var description: String {
+        "connection 0x\(String(handle, radix: 16)) (\(role)) with \(peer)"
+    }
+}
