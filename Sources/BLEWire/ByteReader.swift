@@ -97,6 +97,8 @@ public struct ByteReader {
         case 2: return BluetoothUUID(uuid16: try readUInt16LE())
         case 4: return BluetoothUUID(uuid32: try readUInt32LE())
         case 16:
+            // Check the whole width first: a failure between the two halves would move the cursor.
+            try require(16)
             let lo = try readUInt64LE()
             let hi = try readUInt64LE()
             return BluetoothUUID(high: hi, low: lo)
@@ -106,6 +108,9 @@ public struct ByteReader {
     }
 
     public mutating func skip(_ count: Int) throws {
+        guard count >= 0 else {
+            throw DecodeError.invalidValue(field: "length", value: UInt64(bitPattern: Int64(count)), at: offset)
+        }
         try require(count)
         offset += count
     }
