@@ -8,15 +8,15 @@ public struct ByteReader {
     public let end: Int
 
     public init(_ bytes: [UInt8], from start: Int = 0) {
-        self.bytes = bytes
-        self.offset = start
-        self.end = bytes.count
+        self.init(bytes, range: start..<max(start, bytes.count))
     }
 
+    /// Limits reading to `range`, cut to the input: a range built from a length field a peer sent
+    /// may run past the real end, and reading there must throw `truncated`, not trap.
     public init(_ bytes: [UInt8], range: Range<Int>) {
         self.bytes = bytes
-        self.offset = range.lowerBound
-        self.end = range.upperBound
+        self.offset = min(max(range.lowerBound, 0), bytes.count)
+        self.end = min(max(range.upperBound, offset), bytes.count)
     }
 
     @inlinable public var remaining: Int { end - offset }
