@@ -147,6 +147,32 @@ final class ByteReaderTests: XCTestCase {
         XCTAssertThrowsDecodeError(.truncated(needed: 1, available: 0, at: 5)) { try inner.readUInt8() }
     }
 
+    func testARangePastTheEndOfTheInputIsCutToTheInput() throws {
+        // Decoders build ranges from length fields a peer sent; a length that lies must give
+        // `truncated`, not an out-of-bounds trap.
+        let input = bytes("""
+            05          // a length field claiming 5 octets follow
+            aa bb       // only 2 do
+            """)
+        var body = ByteReader(input, range: 1..<(1 + Int(input[0])))
+        XCTAssertEqual(body.end, 3)
+        XCTAssertEqual(body.remaining, 2)
+        XCTAssertThrowsDecodeError(.truncated(needed: 5, available: 2, at: 1)) { try body.readBytes(count: 5) }
+        XCTAssertThrowsDecodeError(.truncated(needed: 4, available: 2, at: 1)) { try body.readUInt32LE() }
+        XCTAssertEqual(body.readRemaining(), [0xAA, 0xBB])
+
+        var beyond = ByteReader(input, range: 7..<9)
+        XCTAssertTrue(beyond.isAtEnd)
+        XCTAssertEqual(try beyond.readBytes(count: 0), [])
+        XCTAssertThrowsDecodeError(.truncated(needed: 1, available: 0, at: 3)) { try beyond.readUInt8() }
+        XCTAssertEqual(beyond.readRemaining(), [])
+
+        var late = ByteReader(input, from: 10)
+        XCTAssertEqual(late.remaining, 0)
+        XCTAssertEqual(try late.readBytes(count: 0), [])
+        XCTAssertThrowsDecodeError(.truncated(needed: 2, available: 0, at: 3)) { try late.readUInt16LE() }
+    }
+
     func testEmptyRange() {
         var reader = ByteReader(bytes("01 02"), range: 1..<1)
         XCTAssertTrue(reader.isAtEnd)
