@@ -38,6 +38,8 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
     public static func microseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000) }
     public static func milliseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000) }
     public static func seconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000_000) }
+    @_disfavoredOverload  // so that `.seconds(30)` picks the Int64 overload instead of being ambiguous
+    public static func seconds(_ s: Double) -> TimeSpan { TimeSpan(nanoseconds: Int64((s * 1e9).rounded())) }
 
     public static func < (a: TimeSpan, b: TimeSpan) -> Bool { a.nanoseconds < b.nanoseconds }
     public static func + (a: TimeSpan, b: TimeSpan) -> TimeSpan { TimeSpan(nanoseconds: a.nanoseconds + b.nanoseconds) }
@@ -48,30 +50,26 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
     public var seconds: Double { Double(nanoseconds) / 1e9 }
     public var milliseconds: Double { Double(nanoseconds) / 1e6 }
 
-    /// "1.25s", "7.5ms", "625µs": compact, for logs and failure reports.
+    /// "1.25s", "7.5ms", "625µs": compact, for logs and failure reports. At most three decimals,
+    /// rounded half away from zero in integers (exact at any magnitude, no trap at `Int64.min`);
+    /// when rounding reaches a thousand of a unit the next one is used, so 999.9996 ms reads "1s".
     public var description: String {
         let n = nanoseconds
-        func trim(_ v: Double) -> String {
-            var s = String(format3: v)
-            while s.contains("."), s.hasSuffix("0") { s.removeLast() }
-            if s.hasSuffix(".") { s.removeLast() }
-            return s
-        }
         if n == 0 { return "0s" }
-        if abs(n) >= 1_000_000_000 { return trim(Double(n) / 1e9) + "s" }
-        if abs(n) >= 1_000_000 { return trim(Double(n) / 1e6) + "ms" }
-        if abs(n) >= 1_000 { return trim(Double(n) / 1e3) + "µs" }
-        return "\(n)ns"
-    }
-}
-
-extension String {
-    /// Three decimals without Foundation.
-    init(format3 v: Double) {
-        let scaled = Int64((v * 1000).rounded())
-        let sign = scaled < 0 ? "-" : ""
-        let a = abs(scaled)
-        let frac = a % 1000
-        self = "\(sign)\(a / 1000)." + (frac < 10 ? "00" : frac < 100 ? "0" : "") + "\(frac)"
+        let units: [(nanoseconds: UInt64, name: String)] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")]
+        let magnitude = n.magnitude
+        guard var index = units.firstIndex(where: { magnitude >= $0.nanoseconds }) else { return "\(n)ns" }
+        func thousandths(_ unit: Int) -> UInt64 {
+            let perThousandth = units[unit].nanoseconds / 1_000
+            return (magnitude + perThousandth / 2) / perThousandth   // no overflow: magnitude <= 2^63
+        }
+        var count = thousandths(index)
+        if count >= 1_000_000, index > 0 {
+            index -= 1
+            count = thousandths(index)
+        }
+        var decimals = String(String(count % 1_000 + 1_000).dropFirst())   // three digits, zeros kept
+        while decimals.hasSuffix("0") { decimals.removeLast() }
+        return (n < 0 ? "-" : "") + "\(count / 1_000)" + (decimals.isEmpty ? "" : "." + decimals) + units[index].name
     }
 }

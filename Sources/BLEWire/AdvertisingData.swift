@@ -76,10 +76,12 @@ public enum ADStructure: Hashable, Sendable {
 
     /// Decodes one structure's type and data. `offset` is only used in error reports.
     public init(type: UInt8, data: [UInt8], offset: Int = 0) throws {
+        // A size the AD type does not allow is an invalid value of the Length octet, reported at the
+        // data: `lengthMismatch` would claim fewer octets were present than actually were.
         func uuids(width: Int) throws -> [BluetoothUUID] {
             guard data.count % width == 0 else {
-                throw DecodeError.lengthMismatch(field: "AD 0x\(String(type, radix: 16)) UUID list (multiple of \(width))",
-                                                 declared: data.count, actual: data.count - data.count % width)
+                throw DecodeError.invalidValue(field: "AD 0x\(String(type, radix: 16)) UUID list length (multiple of \(width))",
+                                               value: UInt64(data.count), at: offset)
             }
             var reader = ByteReader(data)
             var list: [BluetoothUUID] = []
@@ -87,7 +89,9 @@ public enum ADStructure: Hashable, Sendable {
             return list
         }
         func exactly(_ n: Int, _ field: String) throws {
-            guard data.count == n else { throw DecodeError.lengthMismatch(field: field, declared: data.count, actual: n) }
+            guard data.count == n else {
+                throw DecodeError.invalidValue(field: "\(field) length", value: UInt64(data.count), at: offset)
+            }
         }
         func atLeast(_ n: Int, _ field: String) throws {
             guard data.count >= n else { throw DecodeError.truncated(needed: n, available: data.count, at: offset) }

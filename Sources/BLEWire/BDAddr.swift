@@ -11,7 +11,8 @@ public struct BDAddr: RawRepresentable, Hashable, Comparable, Sendable, CustomSt
         guard parts.count == 6 else { return nil }
         var raw: UInt64 = 0
         for part in parts {
-            guard part.count == 2, let octet = UInt8(part, radix: 16) else { return nil }
+            // UInt8(_:radix:) also takes a sign ("+F"), which is not an address digit.
+            guard part.count == 2, part.allSatisfy(\.isHexDigit), let octet = UInt8(part, radix: 16) else { return nil }
             raw = raw << 8 | UInt64(octet)
         }
         self.init(rawValue: raw)

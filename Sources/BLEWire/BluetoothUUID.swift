@@ -26,6 +26,8 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
 
     /// Parses "180D", "0000180D" (32-bit) or "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"; case-insensitive.
     public init?(string: String) {
+        // Integer parsing alone would also take a sign ("+FFE"); only hex digits and dashes belong here.
+        guard string.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return nil }
         let hex = string.filter { $0 != "-" }
         switch hex.count {
         case 4:

@@ -8,15 +8,15 @@ public struct ByteReader {
     public let end: Int
 
     public init(_ bytes: [UInt8], from start: Int = 0) {
-        self.bytes = bytes
-        self.offset = start
-        self.end = bytes.count
+        self.init(bytes, range: start..<max(start, bytes.count))
     }
 
+    /// Limits reading to `range`, cut to the input: a range built from a length field a peer sent
+    /// may run past the real end, and reading there must throw `truncated`, not trap.
     public init(_ bytes: [UInt8], range: Range<Int>) {
         self.bytes = bytes
-        self.offset = range.lowerBound
-        self.end = range.upperBound
+        self.offset = min(max(range.lowerBound, 0), bytes.count)
+        self.end = min(max(range.upperBound, offset), bytes.count)
     }
 
     @inlinable public var remaining: Int { end - offset }
@@ -97,6 +97,8 @@ public struct ByteReader {
         case 2: return BluetoothUUID(uuid16: try readUInt16LE())
         case 4: return BluetoothUUID(uuid32: try readUInt32LE())
         case 16:
+            // Check the whole width first: a failure between the two halves would move the cursor.
+            try require(16)
             let lo = try readUInt64LE()
             let hi = try readUInt64LE()
             return BluetoothUUID(high: hi, low: lo)
@@ -106,6 +108,9 @@ public struct ByteReader {
     }
 
     public mutating func skip(_ count: Int) throws {
+        guard count >= 0 else {
+            throw DecodeError.invalidValue(field: "length", value: UInt64(bitPattern: Int64(count)), at: offset)
+        }
         try require(count)
         offset += count
     }
