@@ -98,8 +98,9 @@ public enum ADStructure: Hashable, Sendable {
         }
         switch type {
         case ADType.flags:
-            try atLeast(1, "Flags")
-            self = .flags(data[0])
+            // CSS Part A 1.3 allows a Flags field of 0 or more octets; only the common one-octet
+            // form is typed, others are kept verbatim so they re-encode identically.
+            self = data.count == 1 ? .flags(data[0]) : .other(type: type, data: data)
         case ADType.incompleteList16, ADType.completeList16:
             self = .serviceUUIDs16(try uuids(width: 2), complete: type == ADType.completeList16)
         case ADType.incompleteList32, ADType.completeList32:

@@ -265,9 +265,13 @@ final class AdvertisingDataTests: XCTestCase {
         }
     }
 
-    func testFlagsWithNoOctet() {
-        XCTAssertThrowsDecodeError(.truncated(needed: 1, available: 0, at: 2)) {
-            try AdvertisingData(decoding: bytes("01 01   // Flags with no flags octet"))
+    func testFlagsOfOtherSizesAreKeptVerbatim() throws {
+        // CSS Part A 1.3: the Flags field is "0 or more octets"; only one octet is typed.
+        for vector in ["01 01", "03 01 06 00"] {
+            let data = try AdvertisingData(decoding: bytes(vector))
+            XCTAssertEqual(data.structures, [.other(type: 0x01, data: Array(bytes(vector).dropFirst(2)))])
+            XCTAssertNil(data.flags)
+            XCTAssertEqual(data.encoded, bytes(vector))
         }
     }
 
