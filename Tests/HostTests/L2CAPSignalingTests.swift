@@ -97,6 +97,14 @@ final class L2CAPSignalingTests: XCTestCase {
         XCTAssertEqual(l.notes.count, 2)
     }
 
+    func testOversizedCommandWithIdentifierZeroIsIgnoredToo() {
+        let l = LinkHarness(role: .central)
+        // 4: identifier 0x00 "shall never be used in any command", a Command Reject included.
+        l.receive(cid: sig, "14 00 14 00 | 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10 11 12 13")
+        l.controller.expectNothingSent()
+        XCTAssertEqual(l.notes.count, 1)
+    }
+
     func testWrongLengthForAKnownCommandIsRejected() {
         let l = LinkHarness(role: .central)
         l.receive(cid: sig, "12 03 06 00 | 06 00 0c 00 00 00")         // Length 6, the request has 8
