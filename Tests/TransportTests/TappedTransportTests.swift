@@ -55,3 +55,18 @@ final class TappedTransportTests: XCTestCase {
         XCTAssertEqual(log.packets, [])
     }
 }
+
+extension TappedTransportTests {
+    /// The controller side may still hold the inner transport after the host side (and its tap)
+    /// is gone; a frame still on its way must then be dropped, not crash the lab.
+    func testFrameArrivingAfterTheTapIsGoneIsDropped() {
+        let loop = VirtualEventLoop()
+        let inner = InProcessTransport(loop: loop, endpoint: "sim controller 'c1'") { _ in }
+        var tap: TappedTransport? = TappedTransport(inner, log: PacketLog(), loop: loop)
+        weak let released = tap
+        inner.deliverToHost([0x04, 0x0e, 0x04, 0x01, 0x03, 0x0c, 0x00])
+        tap = nil
+        XCTAssertNil(released)
+        loop.runUntilIdle()
+    }
+}
