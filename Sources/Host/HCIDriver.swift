@@ -54,8 +54,9 @@ public final class HCIDriver {
     public init(loop: EventLoop, transport: HCITransport) {
         self.loop = loop
         self.transport = transport
-        transport.onFrame = { [unowned self] frame in self.receive(frame) }
-        transport.onClose = { [unowned self] error in self.transportClosed(error) }
+        // Weak: the controller side may outlive the host and still have frames on the way.
+        transport.onFrame = { [weak self] frame in self?.receive(frame) }
+        transport.onClose = { [weak self] error in self?.transportClosed(error) }
     }
 
     // MARK: Sending commands

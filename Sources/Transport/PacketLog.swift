@@ -66,7 +66,9 @@ public final class TappedTransport: HCITransport {
         self.inner = inner
         self.log = log
         self.loop = loop
-        inner.onFrame = { [unowned self] frame in
+        // Weak: the inner transport may outlive the tap and still deliver a frame.
+        inner.onFrame = { [weak self] frame in
+            guard let self else { return }
             self.log.record(LoggedPacket(time: self.loop.now, direction: .controllerToHost, frame: frame))
             self.onFrame?(frame)
         }

@@ -98,6 +98,11 @@ public final class L2CAPLink {
         if payload.count > signalingMTU {
             // 4.1: Signaling MTU exceeded, data = our MTU_sig.
             let id = payload.count > 1 ? payload[1] : 0
+            // Identifier 0x00 may not be used in any command, a Command Reject included (4).
+            guard id != 0 else {
+                onProtocolNote?("oversized signaling command with identifier 0 ignored")
+                return
+            }
             sendSignaling(.commandReject(identifier: id, reason: .signalingMTUExceeded,
                                          data: [UInt8(truncatingIfNeeded: signalingMTU), UInt8(truncatingIfNeeded: signalingMTU >> 8)]))
             return

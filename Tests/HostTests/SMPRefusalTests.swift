@@ -1,0 +1,47 @@
+import BLERuntime
+import HCI
+import Host
+import XCTest
+
+/// SMP on CID 0x0006 while pairing is not supported: requests to pair are answered with
+/// Pairing Failed, reason Pairing Not Supported (Core 5.4, Vol 3, Part H, 3.5.5, reason 0x05);
+/// a Pairing Failed from the peer is recorded and never answered.
+final class SMPRefusalTests: XCTestCase {
+    let smp = L2CAPChannelID.smp
+
+    private func refusals(_ l: LinkHarness) -> [String] {
+        l.link.smpRefusals.map { "\($0.sent ? "sent" : "received") 0x\(String($0.reason, radix: 16))" }
+    }
+
+    func testPairingRequestIsAnsweredWithPairingNotSupported() {
+        let l = LinkHarness(role: .peripheral)
+        // Pairing Request (3.5.1): IO_Capability NoInputNoOutput 0x03, OOB 0x00, AuthReq bonding 0x01,
+        // Max_Encryption_Key_Size 16, Initiator Key Distribution 0x07, Responder Key Distribution 0x07
+        l.receive(cid: smp, "01 | 03 | 00 | 01 | 10 | 07 | 07")
+        // ACL handle 0x001 PB 0b00 | 6 | L2CAP Length 2, CID 0x0006 | Pairing Failed, Pairing Not Supported
+        l.controller.expectSent("02 | 01 00 | 06 00 | 02 00 06 00 | 05 05")
+        XCTAssertEqual(refusals(l), ["sent 0x5"])
+    }
+
+    func testSecurityRequestOnACentralIsAnsweredWithPairingNotSupported() {
+        let l = LinkHarness(role: .central)
+        l.receive(cid: smp, "0b | 01")                                       // Security Request (3.6.7), AuthReq bonding
+        l.expectSent(cid: smp, "05 05")
+        XCTAssertEqual(refusals(l), ["sent 0x5"])
+    }
+
+    func testIncomingPairingFailedIsRecordedAndNotAnswered() {
+        let l = LinkHarness(role: .central)
+        l.receive(cid: smp, "05 | 08")                                       // Pairing Failed, Unspecified Reason
+        l.controller.expectNothingSent()
+        XCTAssertEqual(refusals(l), ["received 0x8"])
+    }
+
+    func testOtherSMPCommandsAreIgnored() {
+        let l = LinkHarness(role: .peripheral)
+        l.receive(cid: smp, "03 | 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f")   // Pairing Confirm
+        l.receive(cid: smp, "")                                                         // empty
+        l.controller.expectNothingSent()
+        XCTAssertEqual(refusals(l), [])
+    }
+}
