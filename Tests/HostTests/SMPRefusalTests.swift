@@ -30,6 +30,19 @@ final class SMPRefusalTests: XCTestCase {
         XCTAssertEqual(refusals(l), ["sent 0x5"])
     }
 
+    func testRequestsToTheWrongRoleAreAnsweredWithCommandNotSupported() {
+        // Only a central sends Pairing Request and only a peripheral sends Security Request
+        // (3.5.1, 3.6.7): the other role answers Pairing Failed, Command Not Supported (0x07).
+        let central = LinkHarness(role: .central)
+        central.receive(cid: smp, "01 | 03 | 00 | 01 | 10 | 07 | 07")
+        central.expectSent(cid: smp, "05 07")
+        let peripheral = LinkHarness(role: .peripheral)
+        peripheral.receive(cid: smp, "0b | 01")
+        peripheral.expectSent(cid: smp, "05 07")
+        XCTAssertEqual(refusals(central), ["sent 0x7"])
+        XCTAssertEqual(refusals(peripheral), ["sent 0x7"])
+    }
+
     func testIncomingPairingFailedIsRecordedAndNotAnswered() {
         let l = LinkHarness(role: .central)
         l.receive(cid: smp, "05 | 08")                                       // Pairing Failed, Unspecified Reason

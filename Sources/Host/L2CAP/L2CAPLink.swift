@@ -176,14 +176,17 @@ public final class L2CAPLink {
 
     // MARK: SMP (Vol 3 Part H 3)
 
-    /// Pairing is not supported yet: a Pairing Request (or, on a central, a Security Request) is
-    /// answered with Pairing Failed, reason Pairing Not Supported (0x05) (Part H 3.5.5).
+    /// Pairing is not supported yet: a Pairing Request to a peripheral, or a Security Request to
+    /// a central, is answered with Pairing Failed, reason Pairing Not Supported (0x05) (Part H
+    /// 3.5.5). The same requests arriving at the wrong role get Command Not Supported (0x07).
     private func receiveSMP(_ payload: [UInt8]) {
         guard let code = payload.first else { return }
         switch code {
-        case 0x01, 0x0B: // Pairing Request, Security Request
-            smpRefusals.append((sent: true, reason: 0x05))
-            send(cid: L2CAPChannelID.smp, payload: [0x05, 0x05])
+        case 0x01, 0x0B: // Pairing Request (to a peripheral), Security Request (to a central)
+            let inRole = (code == 0x01) == (role == .peripheral)
+            let reason: UInt8 = inRole ? 0x05 : 0x07
+            smpRefusals.append((sent: true, reason: reason))
+            send(cid: L2CAPChannelID.smp, payload: [0x05, reason])
         case 0x05:
             smpRefusals.append((sent: false, reason: payload.count > 1 ? payload[1] : 0))
         default:
