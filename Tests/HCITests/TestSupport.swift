@@ -1,0 +1,51 @@
+import BLEWire
+import XCTest
+
+/// Bytes from hex strings, one per field so each can carry its own comment:
+///
+///     bytes("06 04",  // Opcode
+///           "03")     // Parameter_Total_Length
+///
+/// A typo in a vector fails loudly instead of decoding garbage.
+func bytes(_ fields: String..., file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
+    var out: [UInt8] = []
+    for field in fields {
+        guard let b = [UInt8](hex: field) else {
+            XCTFail("bad hex in test vector: \(field)", file: file, line: line)
+            return []
+        }
+        out += b
+    }
+    return out
+}
+
+/// Asserts that `expression` throws exactly `expected`.
+func XCTAssertThrowsDecodeError<T>(_ expression: @autoclosure () throws -> T, _ expected: DecodeError,
+                                   file: StaticString = #filePath, line: UInt = #line) {
+    do {
+        let value = try expression()
+        XCTFail("expected \(expected), decoded \(value)", file: file, line: line)
+    } catch let error as DecodeError {
+        XCTAssertEqual(error, expected, file: file, line: line)
+    } catch {
+        XCTFail("expected DecodeError \(expected), got \(type(of: error)) \(error)", file: file, line: line)
+    }
+}
+
+/// SplitMix64: a tiny seeded generator so every random test input follows from its seed.
+/// (HCITests depends on HCI only, so BLERuntime's SeededRandom is not imported here.)
+struct TestRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
+    }
+}
