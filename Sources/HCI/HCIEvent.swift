@@ -111,7 +111,8 @@ public struct DisconnectionComplete: Hashable, Sendable {
 
     init(from r: inout ByteReader) throws {
         status = HCIStatus(rawValue: try r.readUInt8())
-        handle = try r.readUInt16LE() & 0x0FFF
+        // All 16 bits kept (0x0000–0x0EFF is valid): masking would re-encode a different packet.
+        handle = try r.readUInt16LE()
         reason = HCIStatus(rawValue: try r.readUInt8())
     }
 
