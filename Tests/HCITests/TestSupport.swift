@@ -1,4 +1,5 @@
 import BLEWire
+import HCI
 import XCTest
 
 /// Bytes from hex strings, one per field so each can carry its own comment:
@@ -47,5 +48,23 @@ struct TestRandom: RandomNumberGenerator {
 
     mutating func bytes(_ count: Int) -> [UInt8] {
         (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
+    }
+}
+
+/// An event vector: exact encoding, decoding, both round trips, and the same through the H4 frame.
+func assertEvent(_ event: HCIEvent, _ expected: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
+    XCTAssertEqual(event.encoded.spacedHex, expected.spacedHex, "encoding of \(event)", file: file, line: line)
+    XCTAssertEqual(event.code, expected[0], file: file, line: line)
+    XCTAssertEqual(Int(expected[1]), expected.count - 2, "vector's own Parameter_Total_Length", file: file, line: line)
+    do {
+        let decoded = try HCIEvent(decoding: expected)
+        XCTAssertEqual(decoded, event, file: file, line: line)
+        XCTAssertEqual(decoded.encoded, expected, file: file, line: line)
+        XCTAssertEqual(try HCIEvent(decoding: event.encoded), event, file: file, line: line)
+        let packet = try HCIPacket(h4: [0x04] + expected)
+        XCTAssertEqual(packet, .event(event), file: file, line: line)
+        XCTAssertEqual(packet.h4, [0x04] + expected, file: file, line: line)
+    } catch {
+        XCTFail("\(event): \(error)", file: file, line: line)
     }
 }
