@@ -82,7 +82,8 @@ public enum HCIEvent: Hashable, Sendable {
         case Code.numberOfCompletedPackets:
             let n = Int(try r.readUInt8())
             guard r.remaining == n * 4 else {
-                throw DecodeError.lengthMismatch(field: "Number Of Completed Packets (Num_Handles \(n))", declared: r.remaining, actual: n * 4)
+                // Num_Handles declares n × 4 octets of handles and counts; `remaining` is what is there.
+                throw DecodeError.lengthMismatch(field: "Number Of Completed Packets (Num_Handles \(n))", declared: n * 4, actual: r.remaining)
             }
             var list: [CompletedPackets] = []
             list.reserveCapacity(n)
