@@ -98,6 +98,12 @@ final class H4FramerTests: XCTestCase {
         }
     }
 
+    func testPacketTypeNames() {
+        XCTAssertEqual([H4PacketType.command, .acl, .sco, .event, .iso].map(\.description), ["command", "ACL", "SCO", "event", "ISO"])
+        XCTAssertEqual([H4PacketType.command, .acl, .sco, .event, .iso].map(\.rawValue), [1, 2, 3, 4, 5])
+        XCTAssertEqual(H4PacketType(rawValue: 0x07).description, "type 0x07")
+    }
+
     // MARK: Partial packets
 
     func testPartialPacketStaysPending() throws {

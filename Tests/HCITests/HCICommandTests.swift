@@ -35,11 +35,6 @@ final class HCICommandTests: XCTestCase {
         return Array(packet.h4.dropFirst())
     }
 
-    static let c0ffee000001 = BDAddr(string: "C0:FF:EE:00:00:01")!
-    static let c0ffee000002 = BDAddr(string: "C0:FF:EE:00:00:02")!
-    /// The AD the reference peripheral advertises: Flags, 16-bit UUIDs 0xFFE0 0x180D, name "RefPeer".
-    static let refPeerAD = [UInt8](hex: "02 01 06  05 03 e0 ff 0d 18  08 09 52 65 66 50 65 65 72")!
-
     // MARK: Link Control, Controller & Baseband, Informational, Status (7.1, 7.3, 7.4, 7.5)
 
     /// 7.1.6 Disconnect; central #144.
@@ -126,10 +121,10 @@ final class HCICommandTests: XCTestCase {
             "06",                // Parameter_Total_Length
             "01 00 00 ee ff c0"  // Random_Address C0:FF:EE:00:00:01, least significant octet first
         ))
-        assertCommand(.leSetRandomAddress(Self.c0ffee000001), ref)
+        assertCommand(.leSetRandomAddress(ReferenceDevice.central), ref)
         let peripheral = ReferenceTraffic.peripheral[26]
         XCTAssertTrue(peripheral.summary.contains("LE Set Random Address"))
-        assertCommand(.leSetRandomAddress(Self.c0ffee000002), Array(peripheral.h4.dropFirst()))
+        assertCommand(.leSetRandomAddress(ReferenceDevice.peripheral), Array(peripheral.h4.dropFirst()))
     }
 
     /// 7.8.5 LE Set Advertising Parameters.
@@ -152,7 +147,7 @@ final class HCICommandTests: XCTestCase {
         // A directed, high-duty-cycle variant: every field lands in its own octets.
         let directed = LEAdvertisingParameters(intervalMin: 0x0020, intervalMax: 0x4000, advertisingType: .connectableDirectedHighDuty,
                                                ownAddressType: .public, peerAddressType: .random,
-                                               peerAddress: Self.c0ffee000002, channelMap: 0x01, filterPolicy: 0x03)
+                                               peerAddress: ReferenceDevice.peripheral, channelMap: 0x01, filterPolicy: 0x03)
         assertCommand(.leSetAdvertisingParameters(directed), bytes(
             "06 20 0f",           // Opcode 0x2006, length 15
             "20 00 00 40",        // Advertising_Interval_Min 0x0020, Advertising_Interval_Max 0x4000
@@ -177,7 +172,7 @@ final class HCICommandTests: XCTestCase {
             "00 00 00 00 00 00 00 00 00 00 00 00 00"                   // 13 zero octets of padding (31 - 18)
         )
         XCTAssertEqual(expected.count, 3 + 1 + 31)
-        assertCommand(.leSetAdvertisingData(Self.refPeerAD), expected)
+        assertCommand(.leSetAdvertisingData(ReferenceDevice.advertisingData), expected)
     }
 
     func testLESetAdvertisingDataEmptyAndFull() {
@@ -261,13 +256,13 @@ final class HCICommandTests: XCTestCase {
             "00 00",              // Min_CE_Length
             "00 00"               // Max_CE_Length
         ))
-        let parameters = LECreateConnectionParameters(peer: LEAddress(Self.c0ffee000002, type: .random), ownAddressType: .random,
+        let parameters = LECreateConnectionParameters(peer: LEAddress(ReferenceDevice.peripheral, type: .random), ownAddressType: .random,
                                                       scanInterval: 0x0060, scanWindow: 0x0060,
                                                       connectionIntervalMin: 0x000C, connectionIntervalMax: 0x0018,
                                                       maxLatency: 0, supervisionTimeout: 0x0048, minCELength: 0, maxCELength: 0)
         assertCommand(.leCreateConnection(parameters), ref)
         guard case let .leCreateConnection(decoded) = try? HCICommand(decoding: ref) else { return XCTFail("not LE Create Connection") }
-        XCTAssertEqual(decoded.peer, LEAddress(Self.c0ffee000002, type: .random))
+        XCTAssertEqual(decoded.peer, LEAddress(ReferenceDevice.peripheral, type: .random))
         XCTAssertEqual(decoded.initiatorFilterPolicy, 0)
     }
 
@@ -316,11 +311,11 @@ final class HCICommandTests: XCTestCase {
         .disconnect(handle: 1, reason: .remoteUserTerminatedConnection), .setEventMask(1), .reset,
         .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures, .readBufferSize,
         .readBDAddr, .readRSSI(handle: 1), .leSetEventMask(1), .leReadBufferSize, .leReadLocalSupportedFeatures,
-        .leSetRandomAddress(c0ffee000001), .leSetAdvertisingParameters(LEAdvertisingParameters()),
-        .leReadAdvertisingPhysicalChannelTxPower, .leSetAdvertisingData(refPeerAD), .leSetScanResponseData([]),
+        .leSetRandomAddress(ReferenceDevice.central), .leSetAdvertisingParameters(LEAdvertisingParameters()),
+        .leReadAdvertisingPhysicalChannelTxPower, .leSetAdvertisingData(ReferenceDevice.advertisingData), .leSetScanResponseData([]),
         .leSetAdvertisingEnable(true), .leSetScanParameters(LEScanParameters()),
         .leSetScanEnable(enable: true, filterDuplicates: true),
-        .leCreateConnection(LECreateConnectionParameters(peer: LEAddress(c0ffee000002, type: .random))),
+        .leCreateConnection(LECreateConnectionParameters(peer: LEAddress(ReferenceDevice.peripheral, type: .random))),
         .leCreateConnectionCancel,
         .leConnectionUpdate(LEConnectionUpdateParameters(handle: 1, intervalMin: 6, intervalMax: 6, maxLatency: 0, supervisionTimeout: 10)),
         .unknown(opcode: HCIOpcode(rawValue: 0xFC00), parameters: [1, 2, 3]),
@@ -365,7 +360,7 @@ final class HCICommandTests: XCTestCase {
         XCTAssertEqual(HCICommand.leSetAdvertisingEnable(true).description, "LE Set Advertising Enable on")
         XCTAssertEqual(HCICommand.leSetScanEnable(enable: true, filterDuplicates: true).description,
                        "LE Set Scan Enable on filter duplicates")
-        XCTAssertTrue(HCICommand.leSetRandomAddress(Self.c0ffee000001).description.contains("C0:FF:EE:00:00:01"))
+        XCTAssertTrue(HCICommand.leSetRandomAddress(ReferenceDevice.central).description.contains("C0:FF:EE:00:00:01"))
         XCTAssertTrue(HCICommand.unknown(opcode: HCIOpcode(rawValue: 0x2041), parameters: [1]).description.contains("0x2041"))
         for command in Self.oneOfEach { XCTAssertFalse(command.description.isEmpty) }
     }

@@ -188,6 +188,29 @@ final class HCIEventTests: XCTestCase {
                        .commandComplete(CommandComplete(opcode: .reset, returnParameters: [0])))
     }
 
+    // MARK: Event masks (7.3.1, 7.8.1)
+
+    func testEventMaskBitsAndDefaults() {
+        XCTAssertEqual(EventMask.disconnectionComplete, 0x0000_0000_0000_0010)  // bit 4
+        XCTAssertEqual(EventMask.hardwareError, 0x0000_0000_0000_8000)          // bit 15
+        XCTAssertEqual(EventMask.leMeta, 0x2000_0000_0000_0000)                 // bit 61
+        XCTAssertEqual(EventMask.defaultMask, 0x0000_1FFF_FFFF_FFFF)            // bits 0–44 after Reset
+        XCTAssertEqual(EventMask.defaultMask & EventMask.leMeta, 0, "LE Meta is off after Reset")
+        XCTAssertEqual(EventMask.leDefaultMask, 0x1F)
+        XCTAssertEqual([EventMask.leConnectionComplete, EventMask.leAdvertisingReport, EventMask.leConnectionUpdateComplete], [1, 2, 4])
+    }
+
+    func testTheReferenceHostEnablesTheEventsBLELabUses() throws {
+        guard case let .command(.setEventMask(mask)) = try HCIPacket(h4: ReferenceTraffic.central[10].h4),
+              case let .command(.leSetEventMask(leMask)) = try HCIPacket(h4: ReferenceTraffic.central[14].h4) else {
+            return XCTFail("central #11 / #15 are not the event masks")
+        }
+        for bit in [EventMask.disconnectionComplete, EventMask.hardwareError, EventMask.leMeta] { XCTAssertNotEqual(mask & bit, 0) }
+        for bit in [EventMask.leConnectionComplete, EventMask.leAdvertisingReport, EventMask.leConnectionUpdateComplete] {
+            XCTAssertNotEqual(leMask & bit, 0)
+        }
+    }
+
     // MARK: Descriptions
 
     func testDescriptionsUseSpecNames() {

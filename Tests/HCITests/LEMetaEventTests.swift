@@ -11,11 +11,6 @@ final class LEMetaEventTests: XCTestCase {
         assertEvent(.leMeta(event), expected, file: file, line: line)
     }
 
-    static let c0ffee000001 = BDAddr(string: "C0:FF:EE:00:00:01")!
-    static let c0ffee000002 = BDAddr(string: "C0:FF:EE:00:00:02")!
-    /// Flags (LE General Discoverable, BR/EDR not supported); 16-bit UUIDs 0xFFE0 0x180D; name "RefPeer".
-    static let refPeerAD = [UInt8](hex: "02 01 06  05 03 e0 ff 0d 18  08 09 52 65 66 50 65 65 72")!
-
     // MARK: 7.7.65.1 LE Connection Complete
 
     func testLEConnectionCompleteAsCentralMatchesReferenceTraffic() {
@@ -35,7 +30,7 @@ final class LEMetaEventTests: XCTestCase {
             "48 00",              // Supervision_Timeout 72 × 10 ms = 720 ms
             "00"                  // Central_Clock_Accuracy 500 ppm
         ))
-        let complete = LEConnectionComplete(handle: 0x0001, role: .central, peer: LEAddress(Self.c0ffee000002, type: .random),
+        let complete = LEConnectionComplete(handle: 0x0001, role: .central, peer: LEAddress(ReferenceDevice.peripheral, type: .random),
                                             connectionInterval: 0x000C, peripheralLatency: 0, supervisionTimeout: 0x0048,
                                             centralClockAccuracy: 0)
         assertLEMeta(.connectionComplete(complete), ref)
@@ -57,7 +52,7 @@ final class LEMetaEventTests: XCTestCase {
             "0a 00",              // Supervision_Timeout 100 ms
             "07"                  // Central_Clock_Accuracy 20 ppm
         ))
-        assertLEMeta(.connectionComplete(LEConnectionComplete(handle: 1, role: .peripheral, peer: LEAddress(Self.c0ffee000001, type: .random),
+        assertLEMeta(.connectionComplete(LEConnectionComplete(handle: 1, role: .peripheral, peer: LEAddress(ReferenceDevice.central, type: .random),
                                                               connectionInterval: 0x000A, supervisionTimeout: 0x000A,
                                                               centralClockAccuracy: 7)),
                      Array(packet.h4.dropFirst()))
@@ -66,7 +61,7 @@ final class LEMetaEventTests: XCTestCase {
     func testLEConnectionCompleteFailure() {
         // A failed attempt still carries every field (7.7.65.1: the rest is not valid, but present).
         assertLEMeta(.connectionComplete(LEConnectionComplete(status: .connectionFailedToBeEstablished, handle: 0, role: .central,
-                                                              peer: LEAddress(Self.c0ffee000002, type: .public),
+                                                              peer: LEAddress(ReferenceDevice.peripheral, type: .public),
                                                               connectionInterval: 0, supervisionTimeout: 0)),
                      bytes("3e 13 01",
                            "3e",                 // Status Connection Failed To Be Established
@@ -79,8 +74,8 @@ final class LEMetaEventTests: XCTestCase {
     // MARK: 7.7.65.2 LE Advertising Report
 
     func testLEAdvertisingReportWithOneReport() {
-        let report = LEAdvertisingReport(eventType: .advInd, address: LEAddress(Self.c0ffee000002, type: .random),
-                                         data: Self.refPeerAD, rssi: -60)
+        let report = LEAdvertisingReport(eventType: .advInd, address: LEAddress(ReferenceDevice.peripheral, type: .random),
+                                         data: ReferenceDevice.advertisingData, rssi: -60)
         assertLEMeta(.advertisingReport([report]), bytes(
             "3e",                                                     // Event_Code LE Meta
             "1e",                                                     // Parameter_Total_Length 30
@@ -93,17 +88,17 @@ final class LEMetaEventTests: XCTestCase {
             "02 01 06 05 03 e0 ff 0d 18 08 09 52 65 66 50 65 65 72",  // Data
             "c4"                                                      // RSSI -60 dBm
         ))
-        XCTAssertEqual(report.sender, LEAddress(Self.c0ffee000002, type: .random))
+        XCTAssertEqual(report.sender, LEAddress(ReferenceDevice.peripheral, type: .random))
         XCTAssertTrue(report.eventType.isConnectable)
     }
 
     func testLEAdvertisingReportWithSeveralReports() {
         // The layout BLELab uses (and controllers send): each report's fields one after another.
-        let advInd = LEAdvertisingReport(eventType: .advInd, address: LEAddress(Self.c0ffee000002, type: .random),
+        let advInd = LEAdvertisingReport(eventType: .advInd, address: LEAddress(ReferenceDevice.peripheral, type: .random),
                                          data: bytes("02 01 06"), rssi: -60)
-        let scanRsp = LEAdvertisingReport(eventType: .scanRsp, address: LEAddress(Self.c0ffee000002, type: .random),
+        let scanRsp = LEAdvertisingReport(eventType: .scanRsp, address: LEAddress(ReferenceDevice.peripheral, type: .random),
                                           data: bytes("08 09 52 65 66 50 65 65 72"), rssi: -61)
-        let nonconn = LEAdvertisingReport(eventType: .advNonconnInd, address: LEAddress(Self.c0ffee000001, type: .public),
+        let nonconn = LEAdvertisingReport(eventType: .advNonconnInd, address: LEAddress(ReferenceDevice.central, type: .public),
                                           data: [], rssi: 127)
         assertLEMeta(.advertisingReport([advInd, scanRsp, nonconn]), bytes(
             "3e",                            // Event_Code LE Meta
@@ -127,7 +122,7 @@ final class LEMetaEventTests: XCTestCase {
 
     func testLEAdvertisingReportWith31OctetsOfData() {
         let data = [UInt8](repeating: 0xAB, count: 31)
-        let report = LEAdvertisingReport(eventType: .advScanInd, address: LEAddress(Self.c0ffee000001, type: .public),
+        let report = LEAdvertisingReport(eventType: .advScanInd, address: LEAddress(ReferenceDevice.central, type: .public),
                                          data: data, rssi: -127)
         assertLEMeta(.advertisingReport([report]),
                      bytes("3e 2b 02 01",  // LE Meta, length 43, LE Advertising Report, one report
@@ -191,12 +186,12 @@ final class LEMetaEventTests: XCTestCase {
     // MARK: Descriptions
 
     func testDescriptions() {
-        let complete = LEMetaEvent.connectionComplete(LEConnectionComplete(handle: 1, role: .central, peer: LEAddress(Self.c0ffee000002, type: .random),
+        let complete = LEMetaEvent.connectionComplete(LEConnectionComplete(handle: 1, role: .central, peer: LEAddress(ReferenceDevice.peripheral, type: .random),
                                                                            connectionInterval: 12, supervisionTimeout: 72))
         XCTAssertEqual(complete.description,
                        "LE Connection Complete status success handle 0x0001 role central peer C0:FF:EE:00:00:02/random interval 15.0 ms timeout 720 ms")
-        let report = LEMetaEvent.advertisingReport([LEAdvertisingReport(eventType: .advInd, address: LEAddress(Self.c0ffee000002, type: .random),
-                                                                        data: Self.refPeerAD, rssi: -60)])
+        let report = LEMetaEvent.advertisingReport([LEAdvertisingReport(eventType: .advInd, address: LEAddress(ReferenceDevice.peripheral, type: .random),
+                                                                        data: ReferenceDevice.advertisingData, rssi: -60)])
         XCTAssertTrue(report.description.hasPrefix("LE Advertising Report ADV_IND C0:FF:EE:00:00:02/random rssi -60 ["), report.description)
         let update = LEMetaEvent.connectionUpdateComplete(LEConnectionUpdateComplete(handle: 1, connectionInterval: 40, peripheralLatency: 4,
                                                                                     supervisionTimeout: 500))

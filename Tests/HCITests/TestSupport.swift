@@ -20,6 +20,14 @@ func bytes(_ fields: String..., file: StaticString = #filePath, line: UInt = #li
     return out
 }
 
+/// The two devices of the reference session (Fixtures/*.txt), both on random static addresses.
+enum ReferenceDevice {
+    static let central = BDAddr(string: "C0:FF:EE:00:00:01")!
+    static let peripheral = BDAddr(string: "C0:FF:EE:00:00:02")!
+    /// What the peripheral advertises: Flags 0x06; 16-bit UUIDs 0xFFE0 0x180D; Complete Local Name "RefPeer".
+    static let advertisingData = [UInt8](hex: "02 01 06  05 03 e0 ff 0d 18  08 09 52 65 66 50 65 65 72")!
+}
+
 /// Asserts that `expression` throws exactly `expected`.
 func XCTAssertThrowsDecodeError<T>(_ expression: @autoclosure () throws -> T, _ expected: DecodeError,
                                    file: StaticString = #filePath, line: UInt = #line) {
