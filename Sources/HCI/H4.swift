@@ -41,7 +41,7 @@ public struct H4PacketType: RawRepresentable, Hashable, Sendable, CustomStringCo
 /// cannot be trusted; the framer stays failed until `reset()`.
 public struct H4Framer {
     private var buffer: [UInt8] = []
-    /// Offset in the stream of `buffer[0]`, for error reports.
+    /// Offset of `buffer[0]` in the stream since the last `reset()`, for error reports.
     private var streamOffset = 0
     public private(set) var failure: DecodeError?
 
@@ -50,12 +50,16 @@ public struct H4Framer {
     /// Octets held while waiting for the rest of a packet.
     public var pendingCount: Int { buffer.count }
 
+    /// Drops any pending octets and the failure; what is fed next is a new stream (offsets restart at 0).
     public mutating func reset() {
         buffer.removeAll()
+        streamOffset = 0
         failure = nil
     }
 
-    /// Feeds `bytes` and calls `emit` once per complete packet, in order.
+    /// Feeds `bytes` and calls `emit` once per complete packet, in order. If `emit` throws, the
+    /// error propagates: the frames handed over so far (the throwing one included) are consumed,
+    /// the rest stays pending for the next call.
     public mutating func feed(_ bytes: [UInt8], emit: ([UInt8]) throws -> Void) throws {
         if let failure { throw failure }
         // Fast path: nothing buffered and `bytes` is exactly one whole packet (the in-process case).
@@ -66,6 +70,13 @@ public struct H4Framer {
         }
         buffer.append(contentsOf: bytes)
         var start = 0
+        // Runs on every exit, thrown ones included, so no frame is ever delivered twice.
+        defer {
+            if start > 0 {
+                buffer.removeFirst(start)
+                streamOffset += start
+            }
+        }
         while start < buffer.count {
             guard let type = H4PacketType(rawValue: buffer[start]).header else {
                 let error = DecodeError.unknownType(field: "H4 packet indicator", value: UInt64(buffer[start]),
@@ -78,10 +89,6 @@ public struct H4Framer {
             let frame = Array(buffer[start..<start + size])
             start += size
             try emit(frame)
-        }
-        if start > 0 {
-            buffer.removeFirst(start)
-            streamOffset += start
         }
     }
 

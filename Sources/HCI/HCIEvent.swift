@@ -82,7 +82,8 @@ public enum HCIEvent: Hashable, Sendable {
         case Code.numberOfCompletedPackets:
             let n = Int(try r.readUInt8())
             guard r.remaining == n * 4 else {
-                throw DecodeError.lengthMismatch(field: "Number Of Completed Packets (Num_Handles \(n))", declared: r.remaining, actual: n * 4)
+                // Num_Handles declares n × 4 octets of handles and counts; `remaining` is what is there.
+                throw DecodeError.lengthMismatch(field: "Number Of Completed Packets (Num_Handles \(n))", declared: n * 4, actual: r.remaining)
             }
             var list: [CompletedPackets] = []
             list.reserveCapacity(n)
@@ -111,7 +112,8 @@ public struct DisconnectionComplete: Hashable, Sendable {
 
     init(from r: inout ByteReader) throws {
         status = HCIStatus(rawValue: try r.readUInt8())
-        handle = try r.readUInt16LE() & 0x0FFF
+        // All 16 bits kept (0x0000–0x0EFF is valid): masking would re-encode a different packet.
+        handle = try r.readUInt16LE()
         reason = HCIStatus(rawValue: try r.readUInt8())
     }
 

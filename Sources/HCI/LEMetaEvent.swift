@@ -98,7 +98,8 @@ public struct LEConnectionComplete: Hashable, Sendable {
 
     init(from r: inout ByteReader) throws {
         status = HCIStatus(rawValue: try r.readUInt8())
-        handle = try r.readUInt16LE() & 0x0FFF
+        // All 16 bits kept (0x0000–0x0EFF is valid): masking would re-encode a different packet.
+        handle = try r.readUInt16LE()
         role = ConnectionRole(rawValue: try r.readUInt8())
         peerAddressType = AddressType(rawValue: try r.readUInt8())
         peerAddress = try r.readAddress()
@@ -201,7 +202,8 @@ public struct LEConnectionUpdateComplete: Hashable, Sendable {
 
     init(from r: inout ByteReader) throws {
         status = HCIStatus(rawValue: try r.readUInt8())
-        handle = try r.readUInt16LE() & 0x0FFF
+        // All 16 bits kept (0x0000–0x0EFF is valid): masking would re-encode a different packet.
+        handle = try r.readUInt16LE()
         connectionInterval = try r.readUInt16LE()
         peripheralLatency = try r.readUInt16LE()
         supervisionTimeout = try r.readUInt16LE()
