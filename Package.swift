@@ -23,7 +23,7 @@ let package = Package(
         .executableTarget(name: "BLELabBench", dependencies: ["BLELab"]),
 
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "Transport"]),
