@@ -163,3 +163,49 @@ extension Instant {
 }
 
 func hex(_ s: String) -> [UInt8] { [UInt8](hex: s)! }
+
+/// A central and a peripheral connected on a fresh lab, with their records cleared.
+struct ConnectedPair {
+    let lab: TestLab
+    let central: TestHost
+    let peripheral: TestHost
+    /// When both hosts got LE Connection Complete (the CONNECT_IND).
+    let connectedAt: Instant
+    let interval: TimeSpan
+    let centralHandle: UInt16
+    let peripheralHandle: UInt16
+
+    /// Anchor point of connection event k: 1.25 ms after the CONNECT_IND, then every interval.
+    func anchor(_ k: Int64) -> Instant { connectedAt + .microseconds(1250) + interval * k }
+
+    /// The first anchor at or after `t`.
+    func nextAnchor(atOrAfter t: Instant) -> Instant {
+        let delta = (t - anchor(0)).nanoseconds
+        guard delta > 0 else { return anchor(0) }
+        return anchor((delta + interval.nanoseconds - 1) / interval.nanoseconds)
+    }
+}
+
+extension TestLab {
+    func connectedPair(intervalUnits: UInt16 = 0x0018, latency: UInt16 = 0, timeout: UInt16 = 0x0064,
+                       file: StaticString = #filePath, line: UInt = #line) -> ConnectedPair {
+        let central = device("central", "C0:00:00:00:00:0C")
+        let peripheral = device("peripheral", "C0:00:00:00:00:0E")
+        central.bringUp()
+        peripheral.bringUp()
+        peripheral.advertise()
+        central.connect(to: peripheral.publicAddress, intervalMin: intervalUnits, intervalMax: intervalUnits + 0x10,
+                        latency: latency, timeout: timeout)
+        loop.run(until: loop.now + .milliseconds(2_000)) { !central.connectionCompletes.isEmpty }
+        settle()
+        let c = central.connectionCompletes.first
+        let p = peripheral.connectionCompletes.first
+        XCTAssertNotNil(c, file: file, line: line)
+        XCTAssertEqual(c?.time, p?.time, file: file, line: line)
+        central.clear()
+        peripheral.clear()
+        return ConnectedPair(lab: self, central: central, peripheral: peripheral, connectedAt: c?.time ?? .zero,
+                             interval: .microseconds(Int64(intervalUnits) * 1250),
+                             centralHandle: c?.event.handle ?? 0, peripheralHandle: p?.event.handle ?? 0)
+    }
+}
