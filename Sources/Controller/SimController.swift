@@ -150,10 +150,14 @@ public final class SimController {
     private func flushOutbox() {
         flushScheduled = false
         swap(&outbox, &flushing)
-        if let toHost {
-            for frame in flushing { toHost(frame) }
-        } else {
-            counters.framesDroppedNoHost += flushing.count
+        for frame in flushing {
+            // A host callback may power the device off mid-batch: nothing more reaches the host.
+            guard radio.isPoweredOn else { break }
+            if let toHost {
+                toHost(frame)
+            } else {
+                counters.framesDroppedNoHost += 1
+            }
         }
         flushing.removeAll(keepingCapacity: true)
     }

@@ -210,6 +210,18 @@ final class LinkControlTests: XCTestCase {
         XCTAssertEqual(pair.central.received.map(\.time), [pair.connectedAt + .milliseconds(180)])
     }
 
+    /// A host callback that powers its device off stops the rest of the batch reaching it.
+    func testPowerOffFromInsideToHostStopsDelivery() {
+        let lab = TestLab()
+        let pair = lab.connectedPair()
+        for i in 0..<3 { pair.peripheral.sendACL(handle: pair.peripheralHandle, [UInt8(i)]) }
+        pair.central.onFrame = { _, _ in lab.air.powerOff(pair.central.controller) }
+        lab.run(for: .milliseconds(2_000))
+        XCTAssertEqual(pair.central.received.map(\.frame), [hex("02 01 20 01 00 00")])
+        XCTAssertEqual(pair.peripheral.disconnections.map(\.event.reason), [.connectionTimeout])
+        XCTAssertEqual(pair.peripheral.disconnections.first?.time, pair.anchor(0) + .milliseconds(1_000))
+    }
+
     func testDisconnectionCompleteIsMaskable() {
         let lab = TestLab()
         let pair = lab.connectedPair()
