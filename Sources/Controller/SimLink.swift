@@ -17,9 +17,10 @@ import HCI
 ///
 /// In an event each side sends up to `AirModel.maxPDUsPerEvent` data PDUs (an ACL packet of up to
 /// `llDataPayloadOctets` is one PDU; LL control PDUs take a slot of their sender). Everything in the
-/// event is delivered at the anchor: the peripheral's host gets the central's packets and the
-/// central's host gets Number Of Completed Packets for them, then the central's host gets the
-/// peripheral's packets and the peripheral's host their Number Of Completed Packets.
+/// event is delivered at the anchor, produced in this order: the central's packets to the
+/// peripheral's host and Number Of Completed Packets for them to the central's host, then the
+/// peripheral's packets to the central's host and their Number Of Completed Packets to the
+/// peripheral's host. Each host receives its frames in that order, in one batch per host.
 ///
 /// ## Silence and supervision (4.5.2)
 /// While both ends are attached, powered and in range, every anchor counts as an event in which
@@ -199,7 +200,7 @@ final class SimLink {
             return
         }
 
-        var centralBudget = air.model.maxPDUsPerEvent
+        var centralBudget = max(1, air.model.maxPDUsPerEvent)
         var peripheralBudget = centralBudget
 
         if case let .waitingForInstant(parameters, instant)? = update, instant <= k {
@@ -225,7 +226,7 @@ final class SimLink {
             break
         }
 
-        let payload = air.model.llDataPayloadOctets
+        let payload = max(1, air.model.llDataPayloadOctets)
         var sent = 0
         while centralBudget > 0, var frame = toPeripheral.popFirst() {
             centralBudget -= Self.pduCount(frame, payload: payload)

@@ -89,6 +89,49 @@ final class TranscriptTests: XCTestCase {
         XCTAssertEqual(host.controller.randomAddress, BDAddr(string: "C0:FF:EE:00:00:02"))
     }
 
+    /// The Supported_Commands bit map lists exactly the commands the controller answers.
+    func testSupportedCommandsMatchWhatIsAnswered() {
+        let lab = TestLab()
+        let host = lab.device("dut", "C0:FF:EE:00:00:01")
+        host.send(.readLocalSupportedCommands)
+        lab.settle()
+        guard case let .commandComplete(cc)? = host.events.last?.event,
+              let bits = try? BitFieldReturn(decoding: cc.returnParameters) else { return XCTFail("no answer") }
+        XCTAssertEqual(bits.bits.count, 64)
+        var listed: [HCIOpcode] = []
+        for octet in 0..<64 {
+            for bit in 0..<8 where bits.isSet(octet: octet, bit: bit) {
+                guard let entry = SupportedCommands.table.first(where: { $0.octet == octet && $0.bit == bit }) else {
+                    XCTFail("bit \(octet).\(bit) set for no supported command")
+                    continue
+                }
+                listed.append(entry.opcode)
+            }
+        }
+        XCTAssertEqual(listed.count, 22)
+        func status(of opcode: HCIOpcode) -> HCIStatus? {
+            host.clear()
+            host.controller.receive(fromHost: [0x01, UInt8(opcode.rawValue & 0xFF), UInt8(opcode.rawValue >> 8), 0x00])
+            lab.settle()
+            switch host.events.first?.event {
+            case let .commandComplete(c)?: return c.status
+            case let .commandStatus(s)?: return s.status
+            default: return nil
+            }
+        }
+        for opcode in listed + [.readLocalSupportedCommands] {
+            XCTAssertNotNil(status(of: opcode), "\(opcode)")
+            XCTAssertNotEqual(status(of: opcode), .unknownCommand, "\(opcode)")
+        }
+        // Not supported, and not listed: Set Event Mask Page 2 (22.2), LE Encrypt (27.6), LE Rand
+        // (27.7), LE Read Supported States (28.3), LE Set Data Length (33.6).
+        for (ogf, ocf, octet, bit) in [(0x03, 0x63, 22, 2), (0x08, 0x17, 27, 6), (0x08, 0x18, 27, 7), (0x08, 0x1C, 28, 3), (0x08, 0x22, 33, 6)] {
+            let opcode = HCIOpcode(ogf: UInt16(ogf), ocf: UInt16(ocf))
+            XCTAssertEqual(status(of: opcode), .unknownCommand, "\(opcode)")
+            XCTAssertFalse(bits.isSet(octet: octet, bit: bit))
+        }
+    }
+
     /// LE Meta is masked after Reset (7.3.1 default); reports flow once the host unmasks it and
     /// stop when the LE mask drops LE Advertising Report. No advDelay, so event times are exact.
     func testEventMasksFilterEvents() {
