@@ -10,6 +10,16 @@ import HCI
 /// Single-threaded: everything runs on `loop`. The air keeps its controllers alive (a controller
 /// refers back to its air without retaining it), so keep the air alive as long as its controllers.
 ///
+/// Timing choices (each documented where it is made):
+/// - advertising events every Advertising_Interval_Min + advDelay (0–10 ms, seeded, whole µs);
+///   every PDU of an event (ADV_*, SCAN_REQ/SCAN_RSP, CONNECT_IND) is delivered at the event's start;
+/// - a connection is created at the advertising event its initiator answers; its interval is
+///   Connection_Interval_Min; its first anchor is 1.25 ms + `AirModel.transmitWindowOffset` later;
+/// - data, LL_TERMINATE_IND and LL control PDUs go at the first anchor not earlier than now
+///   (with peripheral latency: one the peripheral listens on); an update applies 6 events after
+///   its LL_CONNECTION_UPDATE_IND, with the instant's old anchor as the new base;
+/// - a silent peer times out at (last anchor heard) + supervision timeout.
+///
 /// Determinism: time comes only from `loop`; random draws only from `SeededRandom` streams derived
 /// from `seed` and each device's public address, so adding a device does not change another
 /// device's draws. Same seed, same inputs → same bytes to every host.

@@ -7,9 +7,9 @@ import HCI
 ///
 /// ## Host side
 /// - `receive(fromHost:)` takes exactly one whole H4 frame (indicator first); the transport frames
-///   the byte stream. Command packets are answered at once (Num_HCI_Command_Packets = 1: the
-///   controller holds one command at a time and has finished it when it answers). ACL packets go
-///   to their connection's queue.
+///   the byte stream. Every command packet is answered at once with Command Complete or Command
+///   Status, whichever Part E, 7 gives for it, with Num_HCI_Command_Packets = 1 (the controller
+///   holds one command at a time). ACL packets go to their connection's queue.
 /// - `toHost` receives H4 frames (events and ACL data). It is never called from inside
 ///   `receive(fromHost:)` or any other controller method: frames are queued in the order the
 ///   controller produces them and handed over from one task the controller queues with
