@@ -26,7 +26,7 @@ let package = Package(
         .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"]),
-        .testTarget(name: "ControllerTests", dependencies: ["Controller", "Transport"]),
+        .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),

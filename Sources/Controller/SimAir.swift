@@ -1,0 +1,173 @@
+import BLERuntime
+import BLEWire
+import HCI
+
+/// The shared medium of a lab: every `SimController` attached to it, the radio state of each device
+/// (power, range, RSSI) and the seeded randomness of the air. Advertising events are fanned out
+/// here; connection events are carried by `SimLink` objects the air creates when an initiator
+/// catches its target's advertising event.
+///
+/// Single-threaded: everything runs on `loop`. The air keeps its controllers alive (a controller
+/// refers back to its air without retaining it), so keep the air alive as long as its controllers.
+///
+/// Timing choices (each documented where it is made):
+/// - advertising events every Advertising_Interval_Min + advDelay (0–10 ms, seeded, whole µs);
+///   every PDU of an event (ADV_*, SCAN_REQ/SCAN_RSP, CONNECT_IND) is delivered at the event's start;
+/// - a connection is created at the advertising event its initiator answers; its interval is
+///   Connection_Interval_Min; its first anchor is 1.25 ms + `AirModel.transmitWindowOffset` later;
+/// - data, LL_TERMINATE_IND and LL control PDUs go at the first anchor not earlier than now
+///   (with peripheral latency: one the peripheral listens on); an update applies 6 events after
+///   its LL_CONNECTION_UPDATE_IND, with the instant's old anchor as the new base;
+/// - a silent peer times out at (last anchor heard) + supervision timeout.
+///
+/// Determinism: time comes only from `loop`; random draws only from `SeededRandom` streams derived
+/// from `seed` and each device's public address, so adding a device does not change another
+/// device's draws. Same seed, same inputs → same bytes to every host.
+public final class SimAir {
+    public let loop: EventLoop
+    public let seed: UInt64
+    public let model: AirModel
+    /// Attached controllers, in attach order (the order ties are broken in).
+    public private(set) var controllers: [SimController] = []
+
+    public init(loop: EventLoop, seed: UInt64, model: AirModel = .init()) {
+        self.loop = loop
+        self.seed = seed
+        self.model = model
+    }
+
+    func attach(_ controller: SimController) {
+        controllers.append(controller)
+    }
+
+    // MARK: Per-device knobs
+
+    /// The RSSI (dBm) receivers measure for `controller`'s transmissions: advertising reports and
+    /// Read RSSI on its peers' connections. `AirModel.rssiNoise` is added per reading.
+    public func setRSSI(_ dBm: Int8, for controller: SimController) {
+        controller.radio.rssi = dBm
+    }
+
+    public func rssi(of controller: SimController) -> Int8 { controller.radio.rssi }
+
+    /// The device stops transmitting and answering anything: its controller loses all state at
+    /// once (advertising, scanning, initiating, connections, queued events and data) and its host
+    /// gets no more events; commands and data from its host are ignored while off. Its peers stop
+    /// hearing it and time out (Vol 6, Part B, 4.5.2).
+    public func powerOff(_ controller: SimController) {
+        guard controller.radio.isPoweredOn else { return }
+        controller.radio.isPoweredOn = false
+        controller.dropAllState()
+        controller.discardPendingHostFrames()
+    }
+
+    /// Powers a device back on. Its controller comes up as after power-up (the state of HCI Reset):
+    /// its host must configure it again.
+    public func powerOn(_ controller: SimController) {
+        controller.radio.isPoweredOn = true
+    }
+
+    public func isPoweredOn(_ controller: SimController) -> Bool { controller.radio.isPoweredOn }
+
+    /// Out of range, nothing from or to the device crosses the air: scanners stop seeing it, its
+    /// connections go silent and both sides time out unless it comes back within the supervision
+    /// timeout, in which case the connections carry on.
+    public func setInRange(_ inRange: Bool, for controller: SimController) {
+        guard controller.radio.isInRange != inRange else { return }
+        controller.radio.isInRange = inRange
+        for entry in controller.links { entry.link.reachabilityMayHaveChanged() }
+    }
+
+    public func isInRange(_ controller: SimController) -> Bool { controller.radio.isInRange }
+
+    // MARK: The medium
+
+    /// Whether a transmission of `sender` reaches `receiver`. The one place a future loss or
+    /// distance model decides what crosses the air.
+    @inline(__always)
+    func canHear(_ receiver: SimController, _ sender: SimController) -> Bool {
+        receiver !== sender && receiver.radio.isPoweredOn && sender.radio.isPoweredOn
+            && receiver.radio.isInRange && sender.radio.isInRange
+    }
+
+    /// One RSSI reading of `transmitter` (dBm), with the model's seeded noise, clamped to the
+    /// range HCI can report (−127…+20, Vol 4, Part E, 7.7.65.2).
+    func rssiReading(of transmitter: SimController) -> Int8 {
+        var value = Int64(transmitter.radio.rssi)
+        if model.rssiNoise > 0 {
+            let n = Int64(model.rssiNoise)
+            value += transmitter.radio.rssiRandom.int(in: -n...n)
+        }
+        return Int8(min(20, max(-127, value)))
+    }
+
+    /// Delivers one legacy advertising event (Vol 6, Part B, 4.4.2) of `advertiser` at the current
+    /// time: first to every scanner that hears it (in attach order), then to the first initiator
+    /// that targets it, which connects. Scan requests and responses are part of the same event.
+    func deliverAdvertisingEvent(_ pdu: AdvertisingPDU, from advertiser: SimController) {
+        let now = loop.now
+        for receiver in controllers where receiver.isScanning && canHear(receiver, advertiser) {
+            receiver.scannerReceives(pdu, from: advertiser, at: now)
+        }
+        guard pdu.type.isConnectable else { return }
+        for receiver in controllers where receiver.isInitiating && canHear(receiver, advertiser) {
+            if receiver.initiatorAccepts(pdu) {
+                establishConnection(initiator: receiver, advertiser: advertiser, pdu: pdu, at: now)
+                return
+            }
+        }
+    }
+
+    /// CONNECT_IND (Vol 6, Part B, 2.3.3.1) sent in reply to `pdu`: both link layers enter the
+    /// Connection State now and both hosts get LE Connection Complete (Vol 4, Part E, 7.7.65.1);
+    /// the advertiser's advertising ends (Vol 4, Part E, 7.8.9). The connection interval is the
+    /// initiator's Connection_Interval_Min; the first anchor point is transmitWindowDelay (1.25 ms)
+    /// + transmitWindowOffset after the CONNECT_IND.
+    func establishConnection(initiator: SimController, advertiser: SimController, pdu: AdvertisingPDU, at now: Instant) {
+        guard let request = initiator.initiating,
+              let centralAddress = initiator.airAddress(ownAddressType: request.ownAddressType) else { return }
+        initiator.initiating = nil
+        advertiser.advertisingEndedByConnection()
+
+        let link = SimLink(air: self, central: initiator, peripheral: advertiser,
+                           centralAddress: centralAddress, peripheralAddress: pdu.advertiser,
+                           intervalUnits: request.connectionIntervalMin, latency: request.maxLatency,
+                           timeoutUnits: request.supervisionTimeout, createdAt: now,
+                           firstAnchor: now + .microseconds(1250) + model.transmitWindowOffset,
+                           centralHandle: initiator.freeHandle(), peripheralHandle: advertiser.freeHandle())
+        initiator.links.append(LinkEntry(handle: link.centralHandle, link: link, isCentral: true))
+        advertiser.links.append(LinkEntry(handle: link.peripheralHandle, link: link, isCentral: false))
+
+        initiator.sendLEMeta(.connectionComplete(LEConnectionComplete(
+            handle: link.centralHandle, role: .central, peer: pdu.advertiser,
+            connectionInterval: link.intervalUnits, peripheralLatency: link.latency,
+            supervisionTimeout: link.timeoutUnits, centralClockAccuracy: 0)),
+            bit: EventMask.leConnectionComplete)
+        advertiser.sendLEMeta(.connectionComplete(LEConnectionComplete(
+            handle: link.peripheralHandle, role: .peripheral, peer: centralAddress,
+            connectionInterval: link.intervalUnits, peripheralLatency: link.latency,
+            supervisionTimeout: link.timeoutUnits, centralClockAccuracy: model.centralClockAccuracy)),
+            bit: EventMask.leConnectionComplete)
+    }
+}
+
+/// What one legacy advertising event puts on the air (Vol 6, Part B, 2.3.1): the PDU type, AdvA,
+/// TargetA for ADV_DIRECT_IND, AdvData, and the ScanRspData a SCAN_REQ would get back.
+struct AdvertisingPDU {
+    var type: AdvertisingType
+    var advertiser: LEAddress
+    var target: LEAddress?
+    var data: [UInt8]
+    var scanResponse: [UInt8]
+}
+
+/// The radio side of one device: what the air needs to know about it.
+struct RadioState {
+    var isPoweredOn = true
+    var isInRange = true
+    var rssi: Int8
+    /// advDelay draws (Vol 6, Part B, 4.4.2.2.1).
+    var advertisingRandom: SeededRandom
+    /// RSSI noise draws for this device's transmissions.
+    var rssiRandom: SeededRandom
+}

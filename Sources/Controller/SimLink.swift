@@ -1,0 +1,416 @@
+import BLERuntime
+import BLEWire
+import HCI
+
+/// One LE connection between two controllers on the air (Core 5.4, Vol 6, Part B, 4.5): its
+/// parameters, anchor points, the ACL packets each side has queued, pending LL control
+/// procedures and the supervision timer.
+///
+/// ## Connection events, lazily
+/// Connection event k starts at anchor(k) = anchorBase + (k − counterBase) × connInterval; the
+/// first anchor (k = 0) is 1.25 ms + transmitWindowOffset after the CONNECT_IND. Idle events are
+/// not simulated: a task is scheduled only for an event that has something to carry (data, an LL
+/// control PDU, an update instant), at the first anchor not earlier than now and after the last
+/// event processed. With peripheral latency L the peripheral listens only on events with
+/// (k − counterBase) mod (L + 1) = 0 unless it has something to send itself (4.5.1), so the
+/// central's traffic waits for those.
+///
+/// In an event each side sends up to `AirModel.maxPDUsPerEvent` data PDUs (an ACL packet of up to
+/// `llDataPayloadOctets` is one PDU; LL control PDUs take a slot of their sender). Everything in the
+/// event is delivered at the anchor, produced in this order: the central's packets to the
+/// peripheral's host and Number Of Completed Packets for them to the central's host, then the
+/// peripheral's packets to the central's host and their Number Of Completed Packets to the
+/// peripheral's host. Each host receives its frames in that order, in one batch per host.
+///
+/// ## Silence and supervision (4.5.2)
+/// While both ends are attached, powered and in range, every anchor counts as an event in which
+/// each side heard the other. When that stops (power-off, reset, out of range) the timeout is
+/// armed at (anchor of the last event heard) + connSupervisionTimeout, or, if no event happened
+/// yet, at CONNECT_IND + 6 × connInterval with Connection Failed to be Established (0x3E).
+/// Coming back in range before it fires resumes the connection.
+final class SimLink {
+    struct Parameters {
+        var intervalUnits: UInt16
+        var latency: UInt16
+        var timeoutUnits: UInt16
+    }
+
+    /// A Disconnect waiting for its LL_TERMINATE_IND (5.1.3).
+    struct Termination {
+        var byCentral: Bool
+        var reason: HCIStatus
+    }
+
+    /// The Connection Update (5.1.1) and Connection Parameters Request (5.1.7) procedures.
+    enum Update {
+        /// The peripheral's LL_CONNECTION_PARAM_REQ waits for a connection event.
+        case requestPending(Parameters)
+        /// The central's LL_CONNECTION_UPDATE_IND waits for a connection event.
+        case indicationPending(Parameters)
+        /// LL_CONNECTION_UPDATE_IND was sent; the parameters apply at event `instant`.
+        case waitingForInstant(Parameters, instant: Int64)
+    }
+
+    unowned let air: SimAir
+    let loop: EventLoop
+    let central: SimController
+    let peripheral: SimController
+    let centralAddress: LEAddress
+    let peripheralAddress: LEAddress
+    let centralHandle: UInt16
+    let peripheralHandle: UInt16
+    let createdAt: Instant
+
+    private(set) var intervalUnits: UInt16
+    private(set) var latency: UInt16
+    private(set) var timeoutUnits: UInt16
+    private var intervalNanoseconds: Int64
+    private var anchorBase: Instant
+    private var counterBase: Int64 = 0
+
+    var termination: Termination?
+    var update: Update?
+
+    private var centralAttached = true
+    private var peripheralAttached = true
+    private(set) var isClosed = false
+    private var toPeripheral = FrameQueue()
+    private var toCentral = FrameQueue()
+    private var lastProcessed: Int64 = -1
+    private var eventTimer: Timer?
+    private var scheduledCounter: Int64 = .max
+    private lazy var eventTask: () -> Void = { [weak self] in self?.runEvent() }
+
+    private var wasReachable = true
+    private var reachableSince: Instant
+    private var lastHeard: Instant?
+    private var supervisionTimer: Timer?
+
+    init(air: SimAir, central: SimController, peripheral: SimController,
+         centralAddress: LEAddress, peripheralAddress: LEAddress,
+         intervalUnits: UInt16, latency: UInt16, timeoutUnits: UInt16,
+         createdAt: Instant, firstAnchor: Instant, centralHandle: UInt16, peripheralHandle: UInt16) {
+        self.air = air
+        self.loop = air.loop
+        self.central = central
+        self.peripheral = peripheral
+        self.centralAddress = centralAddress
+        self.peripheralAddress = peripheralAddress
+        self.intervalUnits = intervalUnits
+        self.latency = latency
+        self.timeoutUnits = timeoutUnits
+        self.intervalNanoseconds = Int64(intervalUnits) * 1_250_000
+        self.createdAt = createdAt
+        self.anchorBase = firstAnchor
+        self.reachableSince = createdAt
+        self.centralHandle = centralHandle
+        self.peripheralHandle = peripheralHandle
+    }
+
+    // MARK: Anchor arithmetic
+
+    @inline(__always)
+    func anchor(_ k: Int64) -> Instant {
+        Instant(nanoseconds: anchorBase.nanoseconds + (k - counterBase) * intervalNanoseconds)
+    }
+
+    /// The first event whose anchor is at or after `t`.
+    private func firstCounter(atOrAfter t: Instant) -> Int64 {
+        let delta = t.nanoseconds - anchorBase.nanoseconds
+        guard delta > 0 else { return counterBase }
+        return counterBase + (delta + intervalNanoseconds - 1) / intervalNanoseconds
+    }
+
+    /// The last event whose anchor is at or before `t` (counterBase − 1 if none).
+    private func lastCounter(atOrBefore t: Instant) -> Int64 {
+        let delta = t.nanoseconds - anchorBase.nanoseconds
+        guard delta >= 0 else { return counterBase - 1 }
+        return counterBase + delta / intervalNanoseconds
+    }
+
+    /// The first event at or after `k` on which the peripheral listens despite latency.
+    private func peripheralListens(atOrAfter k: Int64) -> Int64 {
+        guard latency > 0 else { return k }
+        let step = Int64(latency) + 1
+        let offset = (k - counterBase) % step
+        return offset == 0 ? k : k + step - offset
+    }
+
+    // MARK: Scheduling
+
+    var isReachable: Bool {
+        centralAttached && peripheralAttached && air.canHear(central, peripheral)
+    }
+
+    /// The next event that has something to carry, if any.
+    private func nextEventCounter() -> Int64? {
+        let earliest = max(lastProcessed + 1, firstCounter(atOrAfter: loop.now))
+        var peripheralSends = !toCentral.isEmpty
+        var centralSends = !toPeripheral.isEmpty
+        if let termination {
+            if termination.byCentral { centralSends = true } else { peripheralSends = true }
+        }
+        var instant: Int64?
+        switch update {
+        case .requestPending?: peripheralSends = true
+        case .indicationPending?: centralSends = true
+        case let .waitingForInstant(_, at)?: instant = max(at, earliest)
+        case nil: break
+        }
+        if peripheralSends { return earliest }
+        var next = instant
+        if centralSends {
+            let k = peripheralListens(atOrAfter: earliest)
+            next = min(next ?? k, k)
+        }
+        return next
+    }
+
+    /// Makes sure the next event with work is scheduled (at most one task per connection).
+    func scheduleNextEvent() {
+        guard !isClosed, isReachable, let k = nextEventCounter() else { return }
+        if let pending = eventTimer {
+            if scheduledCounter <= k { return }
+            pending.cancel()
+        }
+        scheduledCounter = k
+        eventTimer = loop.schedule(at: anchor(k), eventTask)
+    }
+
+    func enqueue(_ frame: [UInt8], fromCentral: Bool) {
+        if fromCentral {
+            toPeripheral.append(frame)
+        } else {
+            toCentral.append(frame)
+        }
+        scheduleNextEvent()
+    }
+
+    // MARK: One connection event
+
+    private func runEvent() {
+        let k = scheduledCounter
+        scheduledCounter = .max
+        eventTimer = nil
+        guard !isClosed, isReachable else { return }
+        lastProcessed = k
+
+        if let termination {
+            terminate(termination)
+            return
+        }
+
+        var centralBudget = max(1, air.model.maxPDUsPerEvent)
+        var peripheralBudget = centralBudget
+
+        if case let .waitingForInstant(parameters, instant)? = update, instant <= k {
+            update = nil
+            apply(parameters, at: k)
+            central.sendLEMeta(.connectionUpdateComplete(LEConnectionUpdateComplete(
+                handle: centralHandle, connectionInterval: intervalUnits, peripheralLatency: latency,
+                supervisionTimeout: timeoutUnits)), bit: EventMask.leConnectionUpdateComplete)
+            peripheral.sendLEMeta(.connectionUpdateComplete(LEConnectionUpdateComplete(
+                handle: peripheralHandle, connectionInterval: intervalUnits, peripheralLatency: latency,
+                supervisionTimeout: timeoutUnits)), bit: EventMask.leConnectionUpdateComplete)
+        }
+        switch update {
+        case let .requestPending(parameters)?:
+            // LL_CONNECTION_PARAM_REQ reaches the central, which answers with
+            // LL_CONNECTION_UPDATE_IND in a later event.
+            peripheralBudget -= 1
+            update = .indicationPending(parameters)
+        case let .indicationPending(parameters)?:
+            centralBudget -= 1
+            update = .waitingForInstant(parameters, instant: k + air.model.connectionUpdateInstantOffset)
+        default:
+            break
+        }
+
+        let payload = max(1, air.model.llDataPayloadOctets)
+        var sent = 0
+        while centralBudget > 0, var frame = toPeripheral.popFirst() {
+            centralBudget -= Self.pduCount(frame, payload: payload)
+            Self.rewriteHeader(&frame, handle: peripheralHandle)
+            peripheral.deliverACL(frame)
+            sent += 1
+        }
+        if sent > 0 {
+            central.aclOutstanding -= sent
+            central.sendCompletedPackets(handle: centralHandle, count: sent)
+        }
+        sent = 0
+        while peripheralBudget > 0, var frame = toCentral.popFirst() {
+            peripheralBudget -= Self.pduCount(frame, payload: payload)
+            Self.rewriteHeader(&frame, handle: centralHandle)
+            central.deliverACL(frame)
+            sent += 1
+        }
+        if sent > 0 {
+            peripheral.aclOutstanding -= sent
+            peripheral.sendCompletedPackets(handle: peripheralHandle, count: sent)
+        }
+        scheduleNextEvent()
+    }
+
+    /// New parameters from the instant on; the instant's anchor (old interval) is the new base.
+    private func apply(_ p: Parameters, at k: Int64) {
+        anchorBase = anchor(k)
+        counterBase = k
+        intervalUnits = p.intervalUnits
+        intervalNanoseconds = Int64(p.intervalUnits) * 1_250_000
+        latency = p.latency
+        timeoutUnits = p.timeoutUnits
+    }
+
+    /// Data PDUs an ACL packet takes.
+    @inline(__always)
+    private static func pduCount(_ frame: [UInt8], payload: Int) -> Int {
+        let length = frame.count - 5
+        return length <= payload ? 1 : (length + payload - 1) / payload
+    }
+
+    /// The receiver's handle, and PB 0b10 (first, flushable) for a start fragment or 0b01 for a
+    /// continuation, as a controller reports them to its host on LE (Vol 4, Part E, 5.4.2).
+    @inline(__always)
+    private static func rewriteHeader(_ frame: inout [UInt8], handle: UInt16) {
+        let boundary: UInt16 = (frame[2] >> 4) & 0x03 == 0 ? 0b10 : 0b01
+        let header = handle | boundary << 12
+        frame[1] = UInt8(truncatingIfNeeded: header)
+        frame[2] = UInt8(truncatingIfNeeded: header >> 8)
+    }
+
+    // MARK: Ending
+
+    /// LL_TERMINATE_IND goes out and is acknowledged in this event (5.1.3): the initiator's host
+    /// gets Disconnection Complete with Connection Terminated By Local Host (0x16), the peer's
+    /// host the reason given in Disconnect (Vol 4, Part E, 7.1.6). Queued data is discarded.
+    private func terminate(_ t: Termination) {
+        close()
+        if t.byCentral {
+            central.sendDisconnectionComplete(handle: centralHandle, reason: .connectionTerminatedByLocalHost)
+            peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: t.reason)
+        } else {
+            peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: .connectionTerminatedByLocalHost)
+            central.sendDisconnectionComplete(handle: centralHandle, reason: t.reason)
+        }
+    }
+
+    /// Ends the connection on both attached ends: handles freed, queued packets discarded (the
+    /// host treats them as flushed on Disconnection Complete, Vol 4, Part E, 4.3).
+    private func close() {
+        isClosed = true
+        eventTimer?.cancel()
+        eventTimer = nil
+        supervisionTimer?.cancel()
+        supervisionTimer = nil
+        if centralAttached {
+            centralAttached = false
+            central.aclOutstanding -= toPeripheral.count
+            central.counters.aclDiscardedOnDisconnect += toPeripheral.count
+            central.removeLink(self)
+        }
+        if peripheralAttached {
+            peripheralAttached = false
+            peripheral.aclOutstanding -= toCentral.count
+            peripheral.counters.aclDiscardedOnDisconnect += toCentral.count
+            peripheral.removeLink(self)
+        }
+        toPeripheral.removeAll()
+        toCentral.removeAll()
+    }
+
+    /// `controller` forgot this connection without telling anyone (Reset, power-off): its end
+    /// goes silent and the other end will time out. The controller has already dropped its entry
+    /// and its buffer accounting.
+    func detach(_ controller: SimController) {
+        if controller === central, centralAttached {
+            centralAttached = false
+            toPeripheral.removeAll()
+        } else if controller === peripheral, peripheralAttached {
+            peripheralAttached = false
+            toCentral.removeAll()
+        }
+        if !centralAttached && !peripheralAttached {
+            close()
+        } else {
+            reachabilityMayHaveChanged()
+        }
+    }
+
+    /// Re-evaluates whether the two ends hear each other, arming or cancelling the supervision
+    /// timeout on a change.
+    func reachabilityMayHaveChanged() {
+        guard !isClosed else { return }
+        let reachable = isReachable
+        guard reachable != wasReachable else { return }
+        wasReachable = reachable
+        let now = loop.now
+        if reachable {
+            supervisionTimer?.cancel()
+            supervisionTimer = nil
+            reachableSince = now
+            scheduleNextEvent()
+            return
+        }
+        eventTimer?.cancel()
+        eventTimer = nil
+        scheduledCounter = .max
+        var k = lastCounter(atOrBefore: now)
+        if k > lastProcessed, anchor(k) >= now { k -= 1 }   // an event due this very instant has not happened
+        if k >= 0, anchor(k) >= reachableSince { lastHeard = anchor(k) }
+        let deadline: Instant
+        let reason: HCIStatus
+        if let lastHeard {
+            deadline = lastHeard + .milliseconds(Int64(timeoutUnits) * 10)
+            reason = .connectionTimeout
+        } else {
+            deadline = createdAt + TimeSpan(nanoseconds: 6 * intervalNanoseconds)
+            reason = .connectionFailedToBeEstablished
+        }
+        supervisionTimer = loop.schedule(at: deadline) { [weak self] in self?.supervisionTimedOut(reason) }
+    }
+
+    private func supervisionTimedOut(_ reason: HCIStatus) {
+        supervisionTimer = nil
+        guard !isClosed else { return }
+        let notifyCentral = centralAttached
+        let notifyPeripheral = peripheralAttached
+        close()
+        if notifyCentral { central.sendDisconnectionComplete(handle: centralHandle, reason: reason) }
+        if notifyPeripheral { peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: reason) }
+    }
+}
+
+/// A FIFO of H4 frames that hands each one out uniquely referenced, so the receiver can rewrite
+/// its header in place.
+struct FrameQueue {
+    private var storage: [[UInt8]] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+    var isEmpty: Bool { head == storage.count }
+
+    mutating func append(_ frame: [UInt8]) {
+        storage.append(frame)
+    }
+
+    mutating func popFirst() -> [UInt8]? {
+        guard head < storage.count else { return nil }
+        let frame = storage[head]
+        storage[head] = []
+        head += 1
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 32, head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return frame
+    }
+
+    mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        head = 0
+    }
+}
