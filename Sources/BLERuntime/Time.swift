@@ -35,6 +35,7 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
     public static func microseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000) }
     public static func milliseconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000) }
     public static func seconds(_ n: Int64) -> TimeSpan { TimeSpan(nanoseconds: n * 1_000_000_000) }
+    @_disfavoredOverload  // so that `.seconds(30)` picks the Int64 overload instead of being ambiguous
     public static func seconds(_ s: Double) -> TimeSpan { TimeSpan(nanoseconds: Int64((s * 1e9).rounded())) }
 
     public static func < (a: TimeSpan, b: TimeSpan) -> Bool { a.nanoseconds < b.nanoseconds }
