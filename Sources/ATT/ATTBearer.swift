@@ -136,6 +136,11 @@ public final class ATTBearer {
 
     public var isOpen: Bool { state == .open }
 
+    /// Time left before the outstanding request times out (nil when none is outstanding).
+    public var requestTimeRemaining: TimeSpan? { requestTimer.map { $0.remaining(on: loop) } }
+    /// Time left before the outstanding indication times out (nil when none is outstanding).
+    public var indicationTimeRemaining: TimeSpan? { indicationTimer.map { $0.remaining(on: loop) } }
+
     // MARK: Sending
 
     /// Every PDU leaves through here; nothing leaves a failed or closed bearer.
