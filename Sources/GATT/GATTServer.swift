@@ -146,6 +146,15 @@ public final class GATTServer {
         return notify(value, handle: handle, to: connection)
     }
 
+    /// `notify(_:handle:to:)` for the first characteristic with `characteristic` (in `service` when
+    /// given). The UUID lookup is linear in the number of services; keep the handle for hot paths.
+    @discardableResult
+    public func notify(_ value: [UInt8], characteristic: BluetoothUUID, inService service: BluetoothUUID? = nil,
+                       to connection: GATTServerConnection) -> Bool {
+        guard let handle = database.characteristic(characteristic, inService: service)?.valueHandle else { return false }
+        return notify(value, handle: handle, to: connection)
+    }
+
     /// Notifies every connection that enabled it; returns how many were sent.
     @discardableResult
     public func notifyAll(_ value: [UInt8], handle: UInt16) -> Int {
@@ -169,6 +178,14 @@ public final class GATTServer {
             completion?(result.mapError(GATTError.init))
         }
         return true
+    }
+
+    /// `indicate(_:handle:to:completion:)` for the first characteristic with `characteristic`.
+    @discardableResult
+    public func indicate(_ value: [UInt8], characteristic: BluetoothUUID, inService service: BluetoothUUID? = nil,
+                         to connection: GATTServerConnection, completion: ((Result<Void, GATTError>) -> Void)? = nil) -> Bool {
+        guard let handle = database.characteristic(characteristic, inService: service)?.valueHandle else { return false }
+        return indicate(value, handle: handle, to: connection, completion: completion)
     }
 
     /// Indicates Service Changed (Part G, 7.1) for `range` to every client that enabled it.

@@ -126,6 +126,11 @@ final class GATTClientServerTests: XCTestCase {
         XCTAssertEqual(Array(link.peripheralSent[sentBefore...]), (0..<100).map { [0x1B, 0x10, 0x00, 0x00, UInt8($0)] })
         XCTAssertEqual(received, (0..<100).map { GATTNotification(handle: 0x0010, value: [0x00, UInt8($0)], isIndication: false) })
 
+        XCTAssertTrue(link.server.notify([0x00, 0x64], characteristic: 0x2A37, inService: 0x180D, to: connection))
+        XCTAssertFalse(link.server.notify([0x00, 0x64], characteristic: 0x2A38, to: connection))
+        link.loop.runUntilIdle()
+        XCTAssertEqual(received.last?.value, [0x00, 0x64])
+
         XCTAssertNoThrow(try XCTUnwrap(link.await { link.client.unsubscribe(from: heartRate, completion: $0) }).get())
         XCTAssertFalse(link.server.notify([0x00, 0x01], handle: heartRate.valueHandle, to: connection))
         XCTAssertEqual(subscriptions.map(\.new), [.notification, []])
