@@ -8,10 +8,7 @@ extension ATTBearer {
     /// another kind with `.unexpectedResponse`.
     public func send(request: ATTPDU, completion: @escaping (Result<ATTPDU, ATTError>) -> Void) {
         let opcode = request.opcode
-        guard state == .open else {
-            completion(.failure(state == .failed ? .timeout(opcode) : .linkLost(reason: 0)))
-            return
-        }
+        guard state == .open else { return completion(.failure(unusableError(opcode))) }
         let expected = opcode.responseOpcode ?? ATTOpcode(opcode.rawValue &+ 1)
         requestQueue.push(PendingRequest(opcode: opcode, expected: expected, bytes: request.encoded, completion: completion))
         sendNextRequest()
@@ -39,7 +36,7 @@ extension ATTBearer {
         send(request: .exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: offered))) { [weak self] result in
             switch result {
             case let .success(.exchangeMTUResponse(response)):
-                guard let self else { return completion(.failure(.linkLost(reason: 0))) }
+                guard let self else { return completion(.failure(.linkLost(reason: 0x16))) }
                 self.setMTU(ATTBearer.negotiatedMTU(offered, response.serverRxMTU))
                 completion(.success(self.mtu))
             case let .success(other):
@@ -87,13 +84,14 @@ extension ATTBearer {
         }
     }
 
-    /// Ends the outstanding transaction, sends the next queued request, then reports.
+    /// Ends the outstanding transaction, reports it, then sends the next queued request. Reporting
+    /// first keeps completions in request order even over a transport that answers synchronously.
     func completeRequest(_ result: Result<ATTPDU, ATTError>) {
         guard let pending = outstandingRequest else { return }
         outstandingRequest = nil
         requestTimer?.cancel()
         requestTimer = nil
-        sendNextRequest()
         pending.completion(result)
+        sendNextRequest()
     }
 }

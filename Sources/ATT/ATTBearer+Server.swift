@@ -97,7 +97,7 @@ extension ATTBearer {
     /// peer's Handle Value Confirmation completes it. Truncated to ATT_MTU - 3 like a notification.
     public func sendIndication(handle: UInt16, value: [UInt8], completion: ((Result<Void, ATTError>) -> Void)? = nil) {
         guard state == .open else {
-            completion?(.failure(state == .failed ? .timeout(.handleValueIndication) : .linkLost(reason: 0)))
+            completion?(.failure(unusableError(.handleValueIndication)))
             return
         }
         indicationQueue.push(PendingIndication(handle: handle, value: value, completion: completion))
@@ -126,7 +126,7 @@ extension ATTBearer {
         outstandingIndication = nil
         indicationTimer?.cancel()
         indicationTimer = nil
-        sendNextIndication()
         pending.completion?(.success(()))
+        sendNextIndication()
     }
 }

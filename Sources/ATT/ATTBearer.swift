@@ -79,6 +79,9 @@ public final class ATTBearer {
     public internal(set) var state: State = .open
     public internal(set) var counters = Counters()
 
+    /// The HCI reason given to `close(reason:)`, once closed.
+    public internal(set) var closeReason: UInt8?
+
     public weak var server: ATTServerDelegate?
     public weak var client: ATTClientDelegate?
 
@@ -248,9 +251,15 @@ public final class ATTBearer {
         guard state != .closed else { return }
         let error = ATTError.linkLost(reason: reason)
         state = .closed
+        closeReason = reason
         failEverything { _ in error }
         server?.attBearerDidClose(self, error: error)
         client?.attBearerDidClose(self, error: error)
+    }
+
+    /// What an operation started on a bearer that is not open fails with.
+    func unusableError(_ opcode: ATTOpcode) -> ATTError {
+        state == .failed ? .timeout(opcode) : .linkLost(reason: closeReason ?? 0x16)
     }
 
     /// A transaction timed out (Part F, 3.3.3).

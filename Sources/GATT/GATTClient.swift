@@ -127,7 +127,7 @@ public final class GATTClient: ATTClientDelegate {
     /// the server's queue is cancelled (Execute Write, flags 0x00) before failing.
     public func writeLong(_ value: [UInt8], handle: UInt16, offset: Int = 0,
                           completion: @escaping (Result<Void, GATTError>) -> Void) {
-        guard offset + value.count <= ATTBearer.maximumAttributeValueLength else {
+        guard offset >= 0, offset + value.count <= ATTBearer.maximumAttributeValueLength else {
             return completion(.failure(.valueTooLong(length: offset + value.count, maximum: ATTBearer.maximumAttributeValueLength)))
         }
         func cancel(then error: GATTError) {

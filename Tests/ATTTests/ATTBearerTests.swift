@@ -186,6 +186,46 @@ final class ATTBearerTests: XCTestCase {
         XCTAssertEqual(h.failures, [], "closing is the owner's doing, not a failure")
     }
 
+    func testOperationsAfterCloseFailWithTheCloseReason() {
+        let h = BearerHarness()
+        h.bearer.close(reason: 0x13)
+        var result: Result<ATTPDU, ATTError>?
+        h.bearer.send(request: .readRequest(ATTReadRequest(handle: 0x0003))) { result = $0 }
+        XCTAssertEqual(result, .failure(.linkLost(reason: 0x13)))
+        XCTAssertEqual(h.bearer.closeReason, 0x13)
+        XCTAssertFalse(h.bearer.sendNotification(handle: 0x0003, value: []))
+        h.peer("0a 03 00")
+        XCTAssertEqual(h.sent, [])
+    }
+
+    /// Over a transport that delivers synchronously (no loop in between), completions still come
+    /// in request order.
+    func testCompletionsKeepRequestOrderOverASynchronousTransport() {
+        final class Ends { var a: ATTBearer?; var b: ATTBearer? }
+        final class EchoServer: ATTServerDelegate {
+            func attBearer(_ bearer: ATTBearer, didReceiveRequest request: ATTPDU, responder: ATTResponder) {
+                if case let .readRequest(r) = request { responder.respond(.readResponse(ATTReadResponse(value: [UInt8(r.handle)]))) }
+            }
+            func attBearer(_ bearer: ATTBearer, didReceiveCommand command: ATTPDU) {}
+        }
+        let loop = VirtualEventLoop()
+        let ends = Ends()
+        let a = ATTBearer(loop: loop) { ends.b?.receive($0) }
+        let b = ATTBearer(loop: loop) { ends.a?.receive($0) }
+        ends.a = a
+        ends.b = b
+        let server = EchoServer()
+        b.server = server
+        var order: [String] = []
+        for handle: UInt16 in 1...3 {
+            a.send(request: .readRequest(ATTReadRequest(handle: handle))) { result in
+                if case let .success(.readResponse(r)) = result { order.append("read \(r.value)") }
+            }
+        }
+        XCTAssertEqual(order, ["read [1]", "read [2]", "read [3]"])
+        XCTAssertFalse(a.hasOutstandingRequest)
+    }
+
     func testPDULargerThanMTUIsRefused() {
         let h = BearerHarness()
         var result: Result<ATTPDU, ATTError>?
