@@ -51,9 +51,10 @@ extension ATTBearer {
                 answerIncoming(id: id, with: ATTBearer.errorResponse(to: opcode, handle: 0x0000, error: error))
             case let .request(.exchangeMTURequest(request)):
                 activeIncoming = (id, .exchangeMTURequest)
-                answerIncoming(id: id, with: ATTExchangeMTUResponse(serverRxMTU: preferredMTU).encoded)
-                // The new MTU applies once the response has been sent (Part F, 3.4.2.2).
+                // The new ATT_MTU governs everything after the response (Part F, 3.4.2.2); set it
+                // first so that a peer answering synchronously already meets it.
                 setMTU(ATTBearer.negotiatedMTU(request.clientRxMTU, preferredMTU))
+                answerIncoming(id: id, with: ATTExchangeMTUResponse(serverRxMTU: preferredMTU).encoded)
             case let .request(request):
                 activeIncoming = (id, request.opcode)
                 let responder = ATTResponder(bearer: self, id: id, requestOpcode: request.opcode)

@@ -85,6 +85,19 @@ public final class GATTClient: ATTClientDelegate {
         }
     }
 
+    /// Read Using Characteristic UUID (Part G, 4.8.2): one Read By Type Request over `range`;
+    /// the handles and values of the first matching attributes (all of one length).
+    public func read(uuid: BluetoothUUID, in range: ATTHandleRange = .all,
+                     completion: @escaping (Result<[ATTHandleValue], GATTError>) -> Void) {
+        transact(.readByTypeRequest(ATTReadByTypeRequest(range: range, attributeType: uuid))) { result in
+            switch result {
+            case let .success(.readByTypeResponse(response)): completion(.success(response.entries))
+            case .success: completion(.failure(.invalidResponse("not a Read By Type Response")))
+            case let .failure(error): completion(.failure(error))
+            }
+        }
+    }
+
     /// Read Multiple Characteristic Values (Part G, 4.8.4): the values concatenated.
     public func readMultiple(handles: [UInt16], completion: @escaping (Result<[UInt8], GATTError>) -> Void) {
         transact(.readMultipleRequest(ATTReadMultipleRequest(handles: handles))) { result in

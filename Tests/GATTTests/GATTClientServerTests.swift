@@ -186,6 +186,18 @@ final class GATTClientServerTests: XCTestCase {
         XCTAssertEqual(link.peripheralSent.map(\.spacedHex), [["0b"] + Array(repeating: "07", count: 22)].map { $0.joined(separator: " ") } + ["0d"])
     }
 
+    func testReadMultipleAndReadUsingCharacteristicUUID() throws {
+        let link = BackToBackLink(database: try makeHM10Database())
+        let values = try XCTUnwrap(link.await { link.client.readMultiple(handles: [0x0003, 0x000C], completion: $0) }).get()
+        XCTAssertEqual(values, Array("BLELabready".utf8))
+        let byUUID = try XCTUnwrap(link.await { link.client.read(uuid: 0xFFE1, completion: $0) }).get()
+        XCTAssertEqual(byUUID, [ATTHandleValue(handle: 0x000C, value: Array("ready".utf8))])
+        let missing = try XCTUnwrap(link.await { link.client.read(uuid: 0xFFE9, completion: $0) })
+        XCTAssertEqual(missing.failureValue, .att(.attributeNotFound, handle: 0x0001))
+        let unreadable = try XCTUnwrap(link.await { link.client.readMultiple(handles: [0x0003, 0x0010], completion: $0) })
+        XCTAssertEqual(unreadable.failureValue, .att(.readNotPermitted, handle: 0x0010))
+    }
+
     func testLongWriteAcrossSeveralPDUs() throws {
         let db = try GATTDatabase(services: [GATTService(uuid: 0xFFE0, characteristics: [
             GATTCharacteristic(uuid: 0xFFE1, properties: [.read, .write], value: Array("init".utf8)),
