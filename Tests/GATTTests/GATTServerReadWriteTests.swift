@@ -194,6 +194,19 @@ final class GATTServerReadWriteTests: XCTestCase {
         XCTAssertEqual(h.server.value(at: 0x0003), Array("init".utf8))
     }
 
+    func testMalformedUnknownAndUnsupportedPDUs() throws {
+        let h = ServerHarness(database: try makeDatabase())
+        XCTAssertEqual(h.exchange("0a 03"), ["01 0a 00 00 04"])                 // truncated Read Request: Invalid PDU
+        XCTAssertEqual(h.exchange("08 01 00 ff ff 03"), ["01 08 00 00 04"])     // 1-octet type: Invalid PDU
+        XCTAssertEqual(h.exchange("18 02"), ["01 18 00 00 04"])                 // reserved Execute Write flags
+        XCTAssertEqual(h.exchange("20 03 00 07 00"), ["01 20 00 00 06"])        // Read Multiple Variable: Request Not Supported
+        XCTAssertEqual(h.exchange("d2 09 00 41 01 02 03 04 05 06 07 08 09 0a 0b 0c"), [])  // Signed Write: ignored
+        XCTAssertEqual(h.exchange("7e 09 00"), [])                              // unknown command: ignored
+        XCTAssertEqual(h.exchange("13"), [])                                    // a response to nothing: dropped
+        XCTAssertEqual(h.server.value(at: 0x0009), [0xAA])
+        XCTAssertEqual(h.exchange("0a 03 00"), ["0b 69 6e 69 74"], "the server carries on")
+    }
+
     // MARK: Handlers
 
     func testReadHandlerAnswersLaterOrWithAnError() throws {
