@@ -219,7 +219,7 @@ public final class ATTBearer {
             case .request: enqueueIncoming(.reject(opcode, .requestNotSupported))
             case .command: counters.ignoredCommands &+= 1
             case .response: receivedResponse(pdu, answering: nil)
-            case .notification, .indication, .confirmation: violation(.malformed(opcode, .unknownType(field: "ATT opcode", value: UInt64(opcode.rawValue), at: 0)))
+            case .notification, .indication, .confirmation: violation(.unsupported(opcode))
             }
         }
     }

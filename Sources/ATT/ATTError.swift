@@ -47,6 +47,8 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
     case unsolicitedResponse(ATTOpcode)
     /// A Handle Value Confirmation with no indication outstanding.
     case unsolicitedConfirmation
+    /// A notification-like PDU BLELab does not implement (Multiple Handle Value Notification).
+    case unsupported(ATTOpcode)
 
     public var description: String {
         switch self {
@@ -54,6 +56,7 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
         case let .malformed(opcode, error): return "malformed \(opcode.name): \(error)"
         case let .unsolicitedResponse(opcode): return "\(opcode.name) with no request outstanding"
         case .unsolicitedConfirmation: return "Handle Value Confirmation with no indication outstanding"
+        case let .unsupported(opcode): return "\(opcode.name) is not supported"
         }
     }
 }

@@ -116,9 +116,11 @@ final class ATTBearerTests: XCTestCase {
         h.bearer.onProtocolViolation = { violations.append($0) }
         h.peer("0b 01 02")
         h.peer("1e")
-        XCTAssertEqual(violations, [.unsolicitedResponse(.readResponse), .unsolicitedConfirmation])
+        h.peer("23 03 00 01 00 41")  // Multiple Handle Value Notification: not implemented, never answered
+        XCTAssertEqual(violations, [.unsolicitedResponse(.readResponse), .unsolicitedConfirmation,
+                                    .unsupported(.multipleHandleValueNotification)])
         XCTAssertEqual(h.sent, [])
-        XCTAssertEqual(h.bearer.counters.protocolViolations, 2)
+        XCTAssertEqual(h.bearer.counters.protocolViolations, 3)
     }
 
     func testTransactionTimeoutFailsTheBearerAndEverythingQueued() {
