@@ -14,7 +14,7 @@ public final class GATTClient: ATTClientDelegate {
     /// The result of the last `discoverAll`.
     public internal(set) var services: [GATTRemoteService] = []
 
-    /// Becomes `bearer`'s client delegate.
+    /// Becomes `bearer`'s client delegate. The bearer holds its delegates weakly: keep the client.
     public init(bearer: ATTBearer) {
         self.bearer = bearer
         bearer.client = self
