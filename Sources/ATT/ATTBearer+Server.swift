@@ -1,0 +1,133 @@
+import BLEWire
+import BLERuntime
+
+/// Answers one request received by a bearer's server role. A value type: keep it and answer later
+/// (an app responding after a delay). Only the first answer counts; answers to a request the bearer
+/// no longer waits for (link closed) are ignored.
+public struct ATTResponder {
+    weak var bearer: ATTBearer?
+    let id: UInt64
+    /// The opcode of the request being answered.
+    public let requestOpcode: ATTOpcode
+
+    /// The bearer's ATT_MTU, which bounds the response.
+    public var mtu: Int { bearer?.mtu ?? ATTBearer.defaultMTU }
+
+    /// Sends `response`.
+    public func respond(_ response: ATTPDU) {
+        bearer?.answerIncoming(id: id, with: response.encoded)
+    }
+
+    /// Sends an Error Response for this request (Part F, 3.4.1.1).
+    public func fail(_ error: ATTErrorCode, handle: UInt16) {
+        bearer?.answerIncoming(id: id, with: ATTBearer.errorResponse(to: requestOpcode, handle: handle, error: error))
+    }
+}
+
+/// The server role of a bearer: request serialisation, notifications and indications.
+extension ATTBearer {
+    /// The one place Error Responses are built (Core 5.4, Vol 3, Part F, 3.4.1.1).
+    static func errorResponse(to request: ATTOpcode, handle: UInt16, error: ATTErrorCode) -> [UInt8] {
+        ATTErrorResponse(requestOpcode: request, handle: handle, error: error).encoded
+    }
+
+    func enqueueIncoming(_ request: IncomingRequest) {
+        incomingQueue.push(request)
+        pumpIncoming()
+    }
+
+    /// Hands requests to the server one at a time; a server answering synchronously is handled
+    /// by this loop rather than by recursion.
+    func pumpIncoming() {
+        guard !pumpingIncoming else { return }
+        pumpingIncoming = true
+        defer { pumpingIncoming = false }
+        while state == .open, activeIncoming == nil, let next = incomingQueue.pop() {
+            nextIncomingID &+= 1
+            let id = nextIncomingID
+            switch next {
+            case let .reject(opcode, error):
+                activeIncoming = (id, opcode)
+                answerIncoming(id: id, with: ATTBearer.errorResponse(to: opcode, handle: 0x0000, error: error))
+            case let .request(.exchangeMTURequest(request)):
+                activeIncoming = (id, .exchangeMTURequest)
+                // The new ATT_MTU governs everything after the response (Part F, 3.4.2.2); set it
+                // first so that a peer answering synchronously already meets it.
+                setMTU(ATTBearer.negotiatedMTU(request.clientRxMTU, preferredMTU))
+                answerIncoming(id: id, with: ATTExchangeMTUResponse(serverRxMTU: preferredMTU).encoded)
+            case let .request(request):
+                activeIncoming = (id, request.opcode)
+                let responder = ATTResponder(bearer: self, id: id, requestOpcode: request.opcode)
+                if let server {
+                    server.attBearer(self, didReceiveRequest: request, responder: responder)
+                } else {
+                    responder.fail(.requestNotSupported, handle: 0x0000)
+                }
+            }
+        }
+    }
+
+    func answerIncoming(id: UInt64, with bytes: [UInt8]) {
+        guard state == .open, let active = activeIncoming, active.id == id else { return }
+        activeIncoming = nil
+        transmit(bytes)
+        pumpIncoming()
+    }
+
+    /// True while a request handed to the server awaits its answer.
+    public var isAnsweringRequest: Bool { activeIncoming != nil }
+
+    /// Sends a Handle Value Notification (Part F, 3.4.7.1) at once; a value longer than
+    /// ATT_MTU - 3 is truncated to its first ATT_MTU - 3 octets. False when the bearer is not open.
+    @discardableResult
+    public func sendNotification(handle: UInt16, value: [UInt8]) -> Bool {
+        guard state == .open else { return false }
+        let count = min(value.count, mtu - 3)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(3 + count)
+        bytes.append(ATTOpcode.handleValueNotification.rawValue)
+        bytes.append(UInt8(truncatingIfNeeded: handle))
+        bytes.append(UInt8(truncatingIfNeeded: handle >> 8))
+        if count == value.count { bytes.append(contentsOf: value) } else { bytes.append(contentsOf: value[..<count]) }
+        counters.notificationsSent &+= 1
+        transmit(bytes)
+        return true
+    }
+
+    /// Queues a Handle Value Indication (Part F, 3.4.7.2); one is outstanding at a time, and the
+    /// peer's Handle Value Confirmation completes it. Truncated to ATT_MTU - 3 like a notification.
+    public func sendIndication(handle: UInt16, value: [UInt8], completion: ((Result<Void, ATTError>) -> Void)? = nil) {
+        guard state == .open else {
+            completion?(.failure(unusableError(.handleValueIndication)))
+            return
+        }
+        indicationQueue.push(PendingIndication(handle: handle, value: value, completion: completion))
+        sendNextIndication()
+    }
+
+    /// Indications waiting behind the outstanding one.
+    public var queuedIndicationCount: Int { indicationQueue.count }
+    public var hasOutstandingIndication: Bool { outstandingIndication != nil }
+
+    func sendNextIndication() {
+        guard state == .open, outstandingIndication == nil, let next = indicationQueue.pop() else { return }
+        outstandingIndication = next
+        indicationTimer = loop.schedule(after: transactionTimeout) { [weak self] in
+            self?.transactionTimedOut(.handleValueIndication)
+        }
+        let count = min(next.value.count, mtu - 3)
+        transmit(ATTHandleValueIndication(handle: next.handle, value: Array(next.value[..<count])).encoded)
+    }
+
+    func receivedConfirmation() {
+        guard let pending = outstandingIndication else {
+            violation(.unsolicitedConfirmation)
+            return
+        }
+        outstandingIndication = nil
+        indicationTimer?.cancel()
+        indicationTimer = nil
+        pending.completion?(.success(()))
+        sendNextIndication()
+    }
+}
