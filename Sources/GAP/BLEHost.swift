@@ -1,5 +1,6 @@
 import BLERuntime
 import BLEWire
+import GATT
 import HCI
 import Host
 import Transport
@@ -34,6 +35,10 @@ public final class BLEHost {
     public private(set) var localVersion: ReadLocalVersionInformationReturn?
     public private(set) var supportedCommands: BitFieldReturn?
 
+    /// This host's GATT server: one attribute database served on every connection. Add services
+    /// with `gattServer.addService(_:)`.
+    public let gattServer: GATTServer
+
     /// Live connections by handle.
     public internal(set) var connections: [UInt16: Connection] = [:]
 
@@ -54,11 +59,13 @@ public final class BLEHost {
         self.loop = loop
         self.configuration = configuration
         self.driver = HCIDriver(loop: loop, transport: transport)
+        // The standard GAP and GATT services always fit an empty database.
+        let database = try! GATTDatabase(deviceName: configuration.deviceName)
+        gattServer = GATTServer(database: database)
         driver.onEvent = { [unowned self] event in self.handle(event) }
         driver.onL2CAPPDU = { [unowned self] handle, pdu in self.connections[handle]?.link.receive(pdu: pdu) }
         driver.onProtocolError = { [unowned self] error in self.onProtocolError?(error) }
         driver.onTransportClosed = { [unowned self] error in self.transportClosed(error) }
-        setUpGATT()
     }
 
     // MARK: Power on
@@ -188,5 +195,19 @@ public final class BLEHost {
             onDisconnection?(connection, .hardwareFailure)
         }
         failRoleStates(with: .transport(error))
+    }
+
+    /// The controller is gone: nothing is advertising, scanning or connecting any more.
+    private func failRoleStates(with error: HostError) {
+        advertiser.isEnabled = false
+        if let scanner {
+            scanner.isEnabled = false
+            self.scanner = nil
+        }
+        if let state = initiator {
+            initiator = nil
+            state.timer?.cancel()
+            state.completion(.failure(error))
+        }
     }
 }

@@ -19,6 +19,8 @@ public final class Connection {
     public let link: L2CAPLink
     public let bearer: ATTBearer
     public let client: GATTClient
+    /// This host's GATT server as this connection's peer sees it (its CCCDs, prepared writes).
+    public let serverConnection: GATTServerConnection
     public private(set) var isConnected = true
     /// Why the connection ended, once it has.
     public private(set) var disconnectReason: HCIStatus?
@@ -36,16 +38,16 @@ public final class Connection {
         supervisionTimeout = e.supervisionTimeout
         let link = L2CAPLink(handle: e.handle, role: e.role, driver: host.driver)
         self.link = link
-        bearer = ATTBearer(loop: host.loop, send: { [unowned link] pdu in link.sendATT(pdu) })
-        bearer.serverMTU = host.configuration.attMTU
+        bearer = ATTBearer(loop: host.loop, preferredMTU: UInt16(clamping: host.configuration.attMTU),
+                           send: { [unowned link] pdu in link.sendATT(pdu) })
         client = GATTClient(bearer: bearer)
+        serverConnection = host.gattServer.attach(bearer)
         link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
         link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
         }
-        host.gattServer.attach(bearer)
     }
 
     public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
@@ -115,7 +117,7 @@ public final class Connection {
         isConnected = false
         disconnectReason = reason
         link.close(reason: reason)
-        bearer.close(reason: .disconnected(reason.rawValue))
+        bearer.close(reason: reason.rawValue)
         host?.gattServer.detach(bearer)
         let observers = disconnectObservers
         disconnectObservers.removeAll()
