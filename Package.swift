@@ -30,7 +30,7 @@ let package = Package(
         .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
-        .testTarget(name: "BLELabTests", dependencies: ["BLELab"]),
+        .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
     ],
     swiftLanguageModes: [.v5]
 )

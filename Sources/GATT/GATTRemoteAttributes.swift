@@ -71,4 +71,10 @@ public struct GATTNotification: Hashable, Sendable {
     public let handle: UInt16
     public let value: [UInt8]
     public let isIndication: Bool
+
+    public init(handle: UInt16, value: [UInt8], isIndication: Bool) {
+        self.handle = handle
+        self.value = value
+        self.isIndication = isIndication
+    }
 }
