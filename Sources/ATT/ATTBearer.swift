@@ -103,7 +103,7 @@ public final class ATTBearer {
     }
     var outstandingRequest: PendingRequest?
     var requestQueue = ATTQueue<PendingRequest>()
-    var requestTimer: Timer?
+    var requestTimer: LoopTimer?
 
     // Server role.
     enum IncomingRequest {
@@ -124,7 +124,7 @@ public final class ATTBearer {
     }
     var outstandingIndication: PendingIndication?
     var indicationQueue = ATTQueue<PendingIndication>()
-    var indicationTimer: Timer?
+    var indicationTimer: LoopTimer?
 
     /// - Parameters:
     ///   - send: hands one ATT PDU to L2CAP for channel 0x0004.

@@ -7,7 +7,7 @@ public protocol EventLoop: AnyObject {
     /// Runs `task` at `deadline` (or as soon as possible if that has passed). Tasks with equal
     /// deadlines run in the order they were scheduled.
     @discardableResult
-    func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> Timer
+    func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> LoopTimer
 
     /// Runs `task` soon, at the current time, after the work already due now.
     func execute(_ task: @escaping () -> Void)
@@ -15,13 +15,13 @@ public protocol EventLoop: AnyObject {
 
 extension EventLoop {
     @discardableResult
-    public func schedule(after delay: TimeSpan, _ task: @escaping () -> Void) -> Timer {
+    public func schedule(after delay: TimeSpan, _ task: @escaping () -> Void) -> LoopTimer {
         schedule(at: now + delay, task)
     }
 }
 
 /// A scheduled task. Cancelling is idempotent; a timer that already ran ignores it.
-public final class Timer {
+public final class LoopTimer {
     public let deadline: Instant
     let sequence: UInt64
     var task: (() -> Void)?
@@ -54,27 +54,27 @@ public final class Timer {
 /// A binary min-heap of timers ordered by (deadline, sequence): the order that makes a run
 /// deterministic. Shared by the virtual and system loops.
 final class TimerQueue {
-    private var heap: [Timer] = []
+    private var heap: [LoopTimer] = []
 
     var isEmpty: Bool { heap.isEmpty }
     var count: Int { heap.count }
-    var first: Timer? { heap.first }
+    var first: LoopTimer? { heap.first }
 
-    func insert(_ timer: Timer) {
+    func insert(_ timer: LoopTimer) {
         timer.owner = self
         timer.heapIndex = heap.count
         heap.append(timer)
         siftUp(heap.count - 1)
     }
 
-    func popFirst() -> Timer? {
+    func popFirst() -> LoopTimer? {
         guard !heap.isEmpty else { return nil }
         let top = heap[0]
         removeAt(0)
         return top
     }
 
-    func remove(_ timer: Timer) {
+    func remove(_ timer: LoopTimer) {
         let i = timer.heapIndex
         guard i >= 0, i < heap.count, heap[i] === timer else { return }
         removeAt(i)
@@ -94,7 +94,7 @@ final class TimerQueue {
         }
     }
 
-    @inline(__always) private func less(_ a: Timer, _ b: Timer) -> Bool {
+    @inline(__always) private func less(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
         a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
     }
 

@@ -16,9 +16,9 @@ public final class VirtualEventLoop: EventLoop {
     public init() {}
 
     @discardableResult
-    public func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> Timer {
+    public func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> LoopTimer {
         nextSequence &+= 1
-        let timer = Timer(deadline: max(deadline, now), sequence: nextSequence, task: task)
+        let timer = LoopTimer(deadline: max(deadline, now), sequence: nextSequence, task: task)
         timers.insert(timer)
         return timer
     }

@@ -76,7 +76,7 @@ public final class SimController {
     var advertisingData: [UInt8] = []
     var scanResponseData: [UInt8] = []
     public internal(set) var isAdvertising = false
-    var advertisingTimer: Timer?
+    var advertisingTimer: LoopTimer?
     /// End of high duty cycle directed advertising (1.28 s after it started).
     var advertisingDeadline: Instant = .distantFuture
 

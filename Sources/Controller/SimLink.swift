@@ -77,14 +77,14 @@ final class SimLink {
     private var toPeripheral = FrameQueue()
     private var toCentral = FrameQueue()
     private var lastProcessed: Int64 = -1
-    private var eventTimer: Timer?
+    private var eventTimer: LoopTimer?
     private var scheduledCounter: Int64 = .max
     private lazy var eventTask: () -> Void = { [weak self] in self?.runEvent() }
 
     private var wasReachable = true
     private var reachableSince: Instant
     private var lastHeard: Instant?
-    private var supervisionTimer: Timer?
+    private var supervisionTimer: LoopTimer?
 
     init(air: SimAir, central: SimController, peripheral: SimController,
          centralAddress: LEAddress, peripheralAddress: LEAddress,

@@ -6,7 +6,7 @@ import Host
 final class InitiatorState {
     let peer: LEAddress
     let completion: (Result<Connection, HostError>) -> Void
-    var timer: Timer?
+    var timer: LoopTimer?
     /// Why the attempt is being cancelled, once LE Create Connection Cancel was sent.
     var cancellation: HostError?
 

@@ -59,7 +59,7 @@ final class ScannerState {
     let onReport: (ScanReport) -> Void
     var reported: Set<LEAddress> = []
     /// Scannable advertisements waiting for their SCAN_RSP.
-    var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: Timer)] = [:]
+    var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: LoopTimer)] = [:]
     var isEnabled = false
 
     init(configuration: ScanConfiguration, onReport: @escaping (ScanReport) -> Void) {

@@ -33,7 +33,7 @@ public final class HCIDriver {
     private var commandQueueHead = 0
     private var inFlight: PendingCommand?
     private var commandCredits = 1
-    private var commandTimer: Timer?
+    private var commandTimer: LoopTimer?
 
     // MARK: ACL
     /// LE_ACL_Data_Packet_Length and Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size.

@@ -12,7 +12,7 @@ final class TimerOrderFuzzTests: XCTestCase {
         // Few distinct deadlines, so ties (broken by scheduling order) are common.
         let deadlines = (0..<count).map { _ in Instant(nanoseconds: random.int(in: 0...999) * 1_000_000) }
         var fired: [Int] = []
-        var timers: [BLERuntime.Timer] = []
+        var timers: [LoopTimer] = []
         for (id, deadline) in deadlines.enumerated() {
             timers.append(loop.schedule(at: deadline) {
                 XCTAssertEqual(loop.now, deadline, "timer \(id) ran at the wrong time")
@@ -82,7 +82,7 @@ final class TimerOrderFuzzTests: XCTestCase {
     private func runOnLoop(_ initialDeadlines: [Int64]) -> [Step] {
         let loop = VirtualEventLoop()
         var decisions = SeededRandom(seed: 99, stream: "actions")
-        var timers: [BLERuntime.Timer?] = []
+        var timers: [LoopTimer?] = []
         var steps: [Step] = []
 
         func task(_ id: Int) -> () -> Void {

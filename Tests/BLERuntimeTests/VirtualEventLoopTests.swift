@@ -134,7 +134,7 @@ final class VirtualEventLoopTests: XCTestCase {
     }
 
     func testCancelFromInsideAnotherTaskAtTheSameDeadline() {
-        var victim: BLERuntime.Timer!
+        var victim: LoopTimer!
         loop.schedule(at: .seconds(1)) { [unowned self] in
             self.log.append("canceller")
             victim.cancel()
@@ -147,7 +147,7 @@ final class VirtualEventLoopTests: XCTestCase {
     }
 
     func testATaskCancellingItsOwnTimerIsHarmless() {
-        var timer: BLERuntime.Timer!
+        var timer: LoopTimer!
         timer = loop.schedule(at: .seconds(1)) { [unowned self] in
             XCTAssertFalse(timer.isPending, "a running timer is no longer pending")
             timer.cancel()

@@ -34,7 +34,7 @@ public final class L2CAPLink {
     public var signalingTimeout: TimeSpan = .seconds(30)
 
     private var nextIdentifier: UInt8 = 1
-    private var pendingUpdate: (identifier: UInt8, timer: Timer, completion: (Result<Bool, HostError>) -> Void)?
+    private var pendingUpdate: (identifier: UInt8, timer: LoopTimer, completion: (Result<Bool, HostError>) -> Void)?
     public private(set) var isClosed = false
 
     public init(handle: UInt16, role: ConnectionRole, driver: HCIDriver) {
