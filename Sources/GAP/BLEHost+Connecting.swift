@@ -25,8 +25,8 @@ extension BLEHost {
     public func connect(to peer: LEAddress, parameters: ConnectionParameters? = nil, timeout: TimeSpan? = nil,
                         completion: @escaping (Result<Connection, HostError>) -> Void) {
         if let error = requireReady() { return completion(.failure(error)) }
-        guard initiator == nil else {
-            return completion(.failure(.invalidState("a connection attempt to \(initiator!.peer) is already in progress")))
+        if let pending = initiator {
+            return completion(.failure(.invalidState("a connection attempt to \(pending.peer) is already in progress")))
         }
         let p = parameters ?? configuration.connectionParameters
         guard p.isValid else {
