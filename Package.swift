@@ -7,6 +7,9 @@ let package = Package(
     name: "BLELab",
     products: [
         .library(name: "BLELab", targets: ["BLELab"]),
+        .library(name: "CoreBluetoothLab", targets: ["CoreBluetoothLab"]),
+        .library(name: "Scenario", targets: ["Scenario"]),
+        .executable(name: "blelab", targets: ["blelab"]),
         .executable(name: "blelab-bench", targets: ["BLELabBench"]),
     ],
     targets: [
@@ -20,7 +23,11 @@ let package = Package(
         .target(name: "GATT", dependencies: ["ATT"]),
         .target(name: "GAP", dependencies: ["Host", "GATT"]),
         .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport"]),
-        .executableTarget(name: "BLELabBench", dependencies: ["BLELab"]),
+        .target(name: "YAMLSubset"),
+        .target(name: "Scenario", dependencies: ["BLELab", "YAMLSubset"]),
+        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
+        .executableTarget(name: "blelab", dependencies: ["Scenario"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELab", "Scenario"]),
 
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
@@ -31,6 +38,9 @@ let package = Package(
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"]),
+        .testTarget(name: "CoreBluetoothLabTests", dependencies: ["CoreBluetoothLab", "BLELab"]),
     ],
     swiftLanguageModes: [.v5]
 )

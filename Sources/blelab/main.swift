@@ -1,0 +1,1 @@
+print("blelab: not yet")
