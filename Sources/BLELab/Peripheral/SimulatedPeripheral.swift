@@ -1,0 +1,309 @@
+import ATT
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+import Host
+
+/// A `PeripheralSpec` brought to life on a lab device: its services in the GATT server, its
+/// advertising, and its triggers wired to what centrals do.
+///
+/// Requests and triggers: the actions of an `on-read` or `on-write` trigger run in order; leading
+/// `delay`s postpone the answer, and the request is answered just before the first other action —
+/// with that error if it is `respond-error`, else normally (a write is stored then) — so the
+/// remaining actions see the new value. Write Commands are never answered (Core 5.4 Vol 3 Part F
+/// 3.4.5.3); their actions run all the same.
+public final class SimulatedPeripheral {
+    public let spec: PeripheralSpec
+    public let device: LabDevice
+    public var host: BLEHost { device.host }
+    public var server: GATTServer { device.host.gattServer }
+
+    /// What the peripheral did and saw, in order (for reports and timelines).
+    public private(set) var activity: [PeripheralActivity] = []
+    public var onActivity: ((PeripheralActivity) -> Void)?
+
+    private var random: SeededRandom
+    /// Generator state per action site (counter values, sequence positions).
+    private var generatorState: [String: Int] = [:]
+    private var repeating: [CharacteristicRef: LoopTimer] = [:]
+    private var loop: EventLoop { device.lab.loop }
+
+    /// Adds the device to `lab` and lays out its GATT database. Call `start()` once the lab is
+    /// powered on.
+    public init(spec: PeripheralSpec, in lab: Lab) throws {
+        self.spec = spec
+        var configuration = HostConfiguration(deviceName: spec.deviceName ?? spec.advertising?.name ?? spec.id)
+        var publicAddress: BDAddr?
+        if let address = spec.address {
+            if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }
+        }
+        device = lab.addDevice(spec.id, address: publicAddress, configuration: configuration)
+        random = SeededRandom(seed: lab.seed, stream: "peripheral:\(spec.id)")
+        if let rssi = spec.rssi { device.rssi = rssi }
+        for service in spec.services {
+            _ = try device.host.gattServer.addService(GATTService(uuid: service.uuid, isPrimary: service.isPrimary, characteristics:
+                service.characteristics.map { GATTCharacteristic(uuid: $0.uuid, properties: $0.properties, value: $0.value, descriptors: $0.descriptors) }))
+        }
+        installTriggers()
+    }
+
+    /// Starts advertising (when the spec advertises). The lab must be powered on.
+    public func start(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        guard let advertising = spec.advertising else { return completion(.success(())) }
+        host.startAdvertising(advertising.configuration, completion: completion)
+    }
+
+    /// The handles of `ref` in this peripheral's database.
+    public func handles(for ref: CharacteristicRef) -> GATTCharacteristicHandles? {
+        server.database.characteristic(ref.characteristic, inService: ref.service)
+    }
+
+    /// The stored value of `ref`.
+    public func value(of ref: CharacteristicRef) -> [UInt8]? {
+        handles(for: ref).flatMap { server.value(at: $0.valueHandle) }
+    }
+
+    /// Runs `actions` now, as a scenario's `peripheral:` step does.
+    public func perform(_ actions: [PeripheralAction], site: String = "step") {
+        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
+    }
+
+    // MARK: Triggers
+
+    private func installTriggers() {
+        for (service, characteristic) in spec.characteristics {
+            let ref = CharacteristicRef(characteristic.uuid, in: service)
+            guard let handles = handles(for: ref) else { continue }
+            let site = "\(ref)"
+            if !characteristic.onWrite.isEmpty {
+                server.setWriteHandler({ [weak self] request, respond in
+                    guard let self else { return respond(.accept) }
+                    self.run(characteristic.onWrite[...], context: ActionContext(site: site + ".on-write", written: request.value, answer: { error in
+                        respond(error.map(GATTWriteResult.error) ?? .accept)
+                    }), index: 0)
+                }, forHandle: handles.valueHandle)
+            }
+            if !characteristic.onRead.isEmpty {
+                server.setReadHandler({ [weak self] _, respond in
+                    guard let self else { return respond(.storedValue) }
+                    self.run(characteristic.onRead[...], context: ActionContext(site: site + ".on-read", written: nil, answer: { error in
+                        respond(error.map(GATTReadResult.error) ?? .storedValue)
+                    }), index: 0)
+                }, forHandle: handles.valueHandle)
+            }
+        }
+        server.onSubscriptionChange = { [weak self] event in self?.subscriptionChanged(event) }
+        host.onConnection = { [weak self] connection in
+            guard let self, connection.role == .peripheral else { return }
+            self.record(.connected(connection.peer))
+            connection.whenDisconnected { [weak self] reason in
+                guard let self else { return }
+                self.record(.disconnected(connection.peer, reason))
+                self.perform(self.spec.onDisconnect, site: "on-disconnect")
+            }
+            self.perform(self.spec.onConnect, site: "on-connect")
+        }
+    }
+
+    private func subscriptionChanged(_ event: GATTSubscriptionEvent) {
+        guard let (service, characteristic) = spec.characteristics.first(where: { entry in
+            handles(for: CharacteristicRef(entry.characteristic.uuid, in: entry.service))?.valueHandle == event.valueHandle
+        }) else { return }
+        let ref = CharacteristicRef(characteristic.uuid, in: service)
+        if event.isSubscribe {
+            record(.subscribed(ref, indications: event.new.contains(.indication)))
+            perform(characteristic.onSubscribe, site: "\(ref).on-subscribe")
+        } else if event.isUnsubscribe {
+            record(.unsubscribed(ref))
+            perform(characteristic.onUnsubscribe, site: "\(ref).on-unsubscribe")
+        }
+    }
+
+    // MARK: Running actions
+
+    struct ActionContext {
+        var site: String
+        var written: [UInt8]?
+        /// Answers the request in progress (nil error: success); nil when there is none or it
+        /// was answered.
+        var answer: ((ATTErrorCode?) -> Void)?
+    }
+
+    private func run(_ actions: ArraySlice<PeripheralAction>, context: ActionContext, index: Int) {
+        var context = context
+        var index = index
+        for (offset, action) in zip(actions.indices, actions) {
+            if case let .delay(span) = action {
+                let rest = actions[(offset + 1)...]
+                let next = index + 1
+                let carried = context
+                loop.schedule(after: span) { [weak self] in self?.run(rest, context: carried, index: next) }
+                return
+            }
+            if let answer = context.answer {
+                context.answer = nil
+                if case let .respondError(code) = action {
+                    record(.answered(code))
+                    answer(code)
+                    index += 1
+                    continue
+                }
+                answer(nil)
+            }
+            execute(action, context: context, site: "\(context.site)#\(index)")
+            index += 1
+        }
+        // Only delays, or nothing: answer now.
+        if let answer = context.answer { answer(nil) }
+    }
+
+    private func execute(_ action: PeripheralAction, context: ActionContext, site: String) {
+        switch action {
+        case let .notify(ref, source):
+            notify(ref, source, context: context, site: site)
+        case let .indicate(ref, source):
+            guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
+                return record(.note("indicate \(ref): no such characteristic"))
+            }
+            _ = server.setValue(value, at: handles.valueHandle)
+            var sent = 0
+            for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
+                if server.indicate(value, handle: handles.valueHandle, to: connection.serverConnection, completion: { [weak self] result in
+                    self?.record(.indicationConfirmed(ref, (try? result.get()) != nil))
+                }) { sent += 1 }
+            }
+            record(.indicated(ref, value, centrals: sent))
+        case let .notifyEvery(ref, interval, source, count):
+            repeating[ref]?.cancel()
+            tick(ref, interval: interval, source: source, remaining: count, site: site)
+        case let .stopNotifying(ref):
+            repeating.removeValue(forKey: ref)?.cancel()
+        case let .setValue(ref, source):
+            guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
+                return record(.note("set-value \(ref): no such characteristic"))
+            }
+            _ = server.setValue(value, at: handles.valueHandle)
+            record(.valueSet(ref, value))
+        case let .respondError(code):
+            record(.note("respond-error \(code.name) with no request to answer"))
+        case .delay:
+            break // handled by `run`
+        case let .disconnect(reason):
+            for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
+                connection.disconnect(reason: reason ?? .remoteUserTerminatedConnection)
+            }
+            record(.action(action))
+        case .stopAdvertising:
+            host.stopAdvertising()
+            record(.action(action))
+        case .startAdvertising:
+            guard let advertising = spec.advertising else { return record(.note("start-advertising: nothing to advertise")) }
+            host.startAdvertising(advertising.configuration)
+            record(.action(action))
+        }
+    }
+
+    private func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
+        guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
+            return record(.note("notify \(ref): no such characteristic"))
+        }
+        _ = server.setValue(value, at: handles.valueHandle)
+        let sent = server.notifyAll(value, handle: handles.valueHandle)
+        record(.notified(ref, value, centrals: sent))
+    }
+
+    private func tick(_ ref: CharacteristicRef, interval: TimeSpan, source: ValueSource?, remaining: Int?, site: String) {
+        if let remaining, remaining <= 0 {
+            repeating[ref] = nil
+            return
+        }
+        repeating[ref] = loop.schedule(after: interval) { [weak self] in
+            guard let self else { return }
+            self.notify(ref, source, context: ActionContext(site: site, written: nil, answer: nil), site: site)
+            self.tick(ref, interval: interval, source: source, remaining: remaining.map { $0 - 1 }, site: site)
+        }
+    }
+
+    /// The bytes of `source`; nil source: the stored value.
+    private func resolve(_ source: ValueSource?, for handles: GATTCharacteristicHandles, context: ActionContext, site: String) -> [UInt8]? {
+        guard let source else { return server.value(at: handles.valueHandle) ?? [] }
+        var part = 0
+        return resolve(source, context: context, site: site, part: &part)
+    }
+
+    private func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
+        let key = "\(site).\(part)"
+        part += 1
+        switch source {
+        case let .bytes(b): return b
+        case .written: return context.written ?? []
+        case let .randomU8(range):
+            return [UInt8(random.int(in: Int64(range.lowerBound)...Int64(range.upperBound)))]
+        case let .counterU8(start):
+            let n = generatorState[key, default: 0]
+            generatorState[key] = n + 1
+            return [UInt8(truncatingIfNeeded: Int(start) + n)]
+        case let .sequence(list):
+            guard !list.isEmpty else { return [] }
+            let n = generatorState[key, default: 0]
+            generatorState[key] = n + 1
+            return list[n % list.count]
+        case let .concatenation(parts):
+            return parts.flatMap { resolve($0, context: context, site: site, part: &part) }
+        }
+    }
+
+    private func record(_ kind: PeripheralActivity.Kind) {
+        let entry = PeripheralActivity(time: loop.now, kind: kind)
+        activity.append(entry)
+        onActivity?(entry)
+    }
+}
+
+/// One thing a simulated peripheral did or saw.
+public struct PeripheralActivity: CustomStringConvertible {
+    public enum Kind {
+        case connected(LEAddress)
+        case disconnected(LEAddress, HCIStatus)
+        case subscribed(CharacteristicRef, indications: Bool)
+        case unsubscribed(CharacteristicRef)
+        case notified(CharacteristicRef, [UInt8], centrals: Int)
+        case indicated(CharacteristicRef, [UInt8], centrals: Int)
+        case indicationConfirmed(CharacteristicRef, Bool)
+        case valueSet(CharacteristicRef, [UInt8])
+        case answered(ATTErrorCode)
+        case action(PeripheralAction)
+        case note(String)
+    }
+
+    public let time: Instant
+    public let kind: Kind
+
+    public var description: String {
+        let what: String
+        switch kind {
+        case let .connected(peer): what = "connected to \(peer)"
+        case let .disconnected(peer, reason): what = "disconnected from \(peer): \(reason)"
+        case let .subscribed(ref, indications): what = "\(ref) subscribed (\(indications ? "indications" : "notifications"))"
+        case let .unsubscribed(ref): what = "\(ref) unsubscribed"
+        case let .notified(ref, value, n): what = "notify \(ref) \(value.spacedHex) → \(n) central(s)"
+        case let .indicated(ref, value, n): what = "indicate \(ref) \(value.spacedHex) → \(n) central(s)"
+        case let .indicationConfirmed(ref, ok): what = "indication of \(ref) \(ok ? "confirmed" : "failed")"
+        case let .valueSet(ref, value): what = "set \(ref) = \(value.spacedHex)"
+        case let .answered(code): what = "answered the request with \(code.name)"
+        case let .action(action): what = action.description
+        case let .note(note): what = note
+        }
+        return "\(time) \(what)"
+    }
+}
+
+extension Lab {
+    /// Adds a simulated peripheral built from `spec`; call `start()` on it after `powerOn()`.
+    @discardableResult
+    public func addPeripheral(_ spec: PeripheralSpec) throws -> SimulatedPeripheral {
+        try SimulatedPeripheral(spec: spec, in: self)
+    }
+}
