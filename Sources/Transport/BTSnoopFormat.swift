@@ -18,8 +18,8 @@ import HCI
 //     4       4     included length (octets stored in this record; at most the original length)
 //     8       4     packet flags (below)
 //     12      4     cumulative drops (packets lost since the capture began)
-//     16      8     timestamp, signed, microseconds since midnight 0000-01-01 AD (proleptic
-//                   Gregorian); 1970-01-01T00:00:00Z is 0x00dcddb30f2f8000
+//     16      8     timestamp, signed, microseconds since "midnight 0000-01-01 AD"; what every
+//                   tool actually uses is the constant 0x00dcddb30f2f8000 for 1970-01-01T00:00:00Z
 //     24      n     packet data (included length octets)
 //
 // Packet flags for datalinks 1001 and 1002 (Wireshark's KHciLogger* constants):
@@ -151,8 +151,9 @@ public struct BTSnoopMonitorOpcode: RawRepresentable, Hashable, Sendable, Custom
 /// microseconds: the same packet log always gives the same file, and tools show the run starting at
 /// midnight on 1 January 2000.
 public enum BTSnoopTime {
-    /// 1970-01-01T00:00:00Z in btsnoop microseconds (since 0000-01-01): Wireshark's KUnixTimeBase,
-    /// Android's BTSNOOP_EPOCH_DELTA.
+    /// 1970-01-01T00:00:00Z in btsnoop microseconds: Wireshark's KUnixTimeBase, Android's
+    /// BTSNOOP_EPOCH_DELTA. It is 719 540 days, not the 719 528 of the proleptic Gregorian calendar
+    /// from 0000-01-01: the shared constant, not the calendar, is what makes files agree.
     public static let unixEpoch: Int64 = 0x00dc_ddb3_0f2f_8000
     /// 946 684 800 s after the Unix epoch.
     public static let unixSecondsAtLabEpoch: Int64 = 946_684_800

@@ -27,7 +27,7 @@ public struct BTSnoopFile: Hashable, Sendable {
 
 /// One btsnoop record with its flags decoded for the file's datalink.
 public struct BTSnoopRecord: Hashable, Sendable {
-    /// Microseconds since midnight 0000-01-01 (see `BTSnoopTime` to convert).
+    /// Microseconds on btsnoop's scale (nominally since 0000-01-01; `BTSnoopTime` converts).
     public let timestamp: Int64
     /// The record's packet flags as stored (meaning depends on the datalink).
     public let flags: UInt32
