@@ -5,12 +5,8 @@ import XCTest
 
 /// Shared steps: a lab, a central app recorder on it, and getting to "connected and discovered".
 class LabTestCase: XCTestCase {
-    var lab: CBLab!
-
-    override func setUp() {
-        super.setUp()
-        lab = CBLab(seed: 11)
-    }
+    /// A fresh lab for each test (XCTest makes one instance per test method).
+    var lab: CBLab! = CBLab(seed: 11)
 
     override func tearDown() {
         lab = nil
