@@ -15,30 +15,33 @@ extension CBPeripheral {
     /// services are added to `services` (objects already there are kept).
     public func discoverServices(_ serviceUUIDs: [CBUUID]?) {
         guard let connection = connected("discoverServices(_:)") else { return }
-        let finish: (Result<[GATTRemoteService], GATTError>) -> Void = { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case let .success(found) = outcome { self.merge(found.filter { !Self.hiddenServices.contains($0.uuid) }) }
-                self.deliver { $0.peripheral(self, didDiscoverServices: outcome.failureError) }
-            }
-        }
-        guard let wanted = serviceUUIDs?.map(\.bluetoothUUID) else {
-            return connection.client.discoverPrimaryServices(completion: finish)
-        }
-        var found: [GATTRemoteService] = []
-        func next(_ k: Int) {
-            guard k < wanted.count else { return finish(.success(found)) }
-            connection.client.discoverPrimaryServices(uuid: wanted[k]) { result in
-                switch result {
-                case let .success(services):
-                    found += services
-                    next(k + 1)
-                case let .failure(error):
-                    finish(.failure(error))
+        enqueue(on: connection) { done in
+            let finish: (Result<[GATTRemoteService], GATTError>) -> Void = { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case let .success(found) = outcome { self.merge(found.filter { !Self.hiddenServices.contains($0.uuid) }) }
+                    self.deliver { $0.peripheral(self, didDiscoverServices: outcome.failureError) }
                 }
             }
+            guard let wanted = serviceUUIDs?.map(\.bluetoothUUID) else {
+                return connection.client.discoverPrimaryServices(completion: finish)
+            }
+            var found: [GATTRemoteService] = []
+            func next(_ k: Int) {
+                guard k < wanted.count else { return finish(.success(found)) }
+                connection.client.discoverPrimaryServices(uuid: wanted[k]) { result in
+                    switch result {
+                    case let .success(services):
+                        found += services
+                        next(k + 1)
+                    case let .failure(error):
+                        finish(.failure(error))
+                    }
+                }
+            }
+            next(0)
         }
-        next(0)
     }
 
     private func merge(_ found: [GATTRemoteService]) {
@@ -53,11 +56,14 @@ extension CBPeripheral {
     /// support included services yet: the delegate hears of none.
     public func discoverIncludedServices(_ includedServiceUUIDs: [CBUUID]?, for service: CBService) {
         guard let connection = connected("discoverIncludedServices(_:for:)") else { return }
-        manager?.loop?.execute { [weak self] in
-            guard let self else { return }
-            self.ifStill(connection) {
-                if service.storedIncludedServices == nil { service.storedIncludedServices = [] }
-                self.deliver { $0.peripheral(self, didDiscoverIncludedServicesFor: service, error: nil) }
+        enqueue(on: connection) { [weak self] done in
+            self?.manager?.loop?.execute {
+                done()
+                guard let self else { return }
+                self.ifStill(connection) {
+                    if service.storedIncludedServices == nil { service.storedIncludedServices = [] }
+                    self.deliver { $0.peripheral(self, didDiscoverIncludedServicesFor: service, error: nil) }
+                }
             }
         }
     }
@@ -69,45 +75,56 @@ extension CBPeripheral {
     public func discoverCharacteristics(_ characteristicUUIDs: [CBUUID]?, for service: CBService) {
         guard let connection = connected("discoverCharacteristics(_:for:)"), let remote = service.remote else { return }
         let wanted = characteristicUUIDs.map { Set($0.map(\.bluetoothUUID)) }
-        connection.client.discoverCharacteristics(of: remote) { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case let .success(found) = outcome {
-                    var list = service.storedCharacteristics ?? []
-                    for c in found where wanted?.contains(c.uuid) ?? true {
-                        if let existing = list.first(where: { $0.remote?.valueHandle == c.valueHandle }) {
-                            var updated = c
-                            updated.descriptors = existing.remote?.descriptors ?? []
-                            existing.remote = updated
-                        } else {
-                            list.append(CBCharacteristic(uuid: c.uuid.cbUUID, properties: CBCharacteristicProperties(c.properties),
-                                                         value: nil, remote: c, service: service))
-                        }
-                    }
-                    service.storedCharacteristics = list.sorted { ($0.remote?.valueHandle ?? 0) < ($1.remote?.valueHandle ?? 0) }
+        enqueue(on: connection) { done in
+            connection.client.discoverCharacteristics(of: remote) { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case let .success(found) = outcome { self.add(found.filter { wanted?.contains($0.uuid) ?? true }, to: service) }
+                    self.deliver { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: outcome.failureError) }
                 }
-                self.deliver { $0.peripheral(self, didDiscoverCharacteristicsFor: service, error: outcome.failureError) }
             }
         }
+    }
+
+    /// Adds what was found to `service.characteristics`, keeping the objects already there.
+    private func add(_ found: [GATTRemoteCharacteristic], to service: CBService) {
+        var list = service.storedCharacteristics ?? []
+        for c in found {
+            if let existing = list.first(where: { $0.remote?.valueHandle == c.valueHandle }) {
+                var updated = c
+                updated.descriptors = existing.remote?.descriptors ?? []
+                existing.remote = updated
+            } else {
+                list.append(CBCharacteristic(uuid: c.uuid.cbUUID, properties: CBCharacteristicProperties(c.properties),
+                                             value: nil, remote: c, service: service))
+            }
+        }
+        service.storedCharacteristics = list.sorted { ($0.remote?.valueHandle ?? 0) < ($1.remote?.valueHandle ?? 0) }
     }
 
     /// Discovers the descriptors of a characteristic ("Discover All Characteristic Descriptors").
     public func discoverDescriptors(for characteristic: CBCharacteristic) {
         guard let connection = connected("discoverDescriptors(for:)"), let remote = characteristic.remote else { return }
-        connection.client.discoverDescriptors(of: remote) { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case let .success(found) = outcome {
-                    characteristic.remote?.descriptors = found
-                    var list = characteristic.storedDescriptors ?? []
-                    for d in found where !list.contains(where: { $0.handle == d.handle }) {
-                        list.append(CBDescriptor(uuid: d.uuid.cbUUID, value: nil, handle: d.handle, characteristic: characteristic))
-                    }
-                    characteristic.storedDescriptors = list.sorted { ($0.handle ?? 0) < ($1.handle ?? 0) }
+        enqueue(on: connection) { done in
+            connection.client.discoverDescriptors(of: remote) { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case let .success(found) = outcome { self.add(found, to: characteristic) }
+                    self.deliver { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: outcome.failureError) }
                 }
-                self.deliver { $0.peripheral(self, didDiscoverDescriptorsFor: characteristic, error: outcome.failureError) }
             }
         }
+    }
+
+    private func add(_ found: [GATTRemoteDescriptor], to characteristic: CBCharacteristic) {
+        characteristic.remote?.descriptors = found
+        var list = characteristic.storedDescriptors ?? []
+        for d in found where !list.contains(where: { $0.handle == d.handle }) {
+            list.append(CBDescriptor(uuid: d.uuid.cbUUID, value: nil, handle: d.handle, characteristic: characteristic))
+        }
+        characteristic.storedDescriptors = list.sorted { ($0.handle ?? 0) < ($1.handle ?? 0) }
     }
 
     // MARK: Service Changed

@@ -32,6 +32,11 @@ public class CBPeripheral: CBPeer {
     var waitsForWriteWithoutResponseRoom = false
     /// The Service Changed characteristic's value handle, once subscribed.
     var serviceChangedHandle: UInt16?
+    /// GATT procedures waiting for the one in progress (see `enqueue`).
+    private var procedures: [(@escaping () -> Void) -> Void] = []
+    private var procedureRunning = false
+    /// Counts connections, so that a procedure of an earlier one cannot release the queue.
+    private var generation = 0
 
     init(address: LEAddress, manager: CBCentralManager) {
         self.manager = manager
@@ -42,6 +47,7 @@ public class CBPeripheral: CBPeer {
 
     func attach(_ connection: Connection) {
         self.connection = connection
+        resetProcedures()
         services = nil
         serviceChangedHandle = nil
         waitsForWriteWithoutResponseRoom = false
@@ -50,6 +56,7 @@ public class CBPeripheral: CBPeer {
 
     func detach() {
         connection = nil
+        resetProcedures()
         state = .disconnected
         waitsForWriteWithoutResponseRoom = false
         for characteristic in (services ?? []).flatMap({ $0.characteristics ?? [] }) { characteristic.isNotifying = false }
@@ -62,6 +69,39 @@ public class CBPeripheral: CBPeer {
             return nil
         }
         return connection
+    }
+
+    /// Runs GATT procedures one after another, in the order the app asked for them, as
+    /// CoreBluetooth does: a procedure of several requests (setting notifications discovers the
+    /// descriptors, then writes the CCCD; a long write is several Prepare Writes) completes before
+    /// the next one starts, so callbacks come in call order. `start` gets a `done` to call once.
+    func enqueue(on connection: Connection, _ start: @escaping (_ done: @escaping () -> Void) -> Void) {
+        let current = generation
+        procedures.append { [weak self] done in
+            guard let self, self.connection === connection, self.generation == current else { return done() }
+            start(done)
+        }
+        runNextProcedure()
+    }
+
+    private func runNextProcedure() {
+        guard !procedureRunning, !procedures.isEmpty else { return }
+        procedureRunning = true
+        let next = procedures.removeFirst()
+        let current = generation
+        var finished = false
+        next { [weak self] in
+            guard let self, !finished, self.generation == current else { return }
+            finished = true
+            self.procedureRunning = false
+            self.runNextProcedure()
+        }
+    }
+
+    private func resetProcedures() {
+        generation += 1
+        procedures.removeAll()
+        procedureRunning = false
     }
 
     /// Runs `body` when `connection` is still this peripheral's: a result that arrives after the
@@ -93,11 +133,14 @@ public class CBPeripheral: CBPeer {
     /// for a long value). The result comes in `peripheral(_:didUpdateValueFor:error:)`.
     public func readValue(for characteristic: CBCharacteristic) {
         guard let connection = connected("readValue(for:)"), let remote = characteristic.remote else { return }
-        connection.client.read(handle: remote.valueHandle) { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case let .success(bytes) = outcome { characteristic.storedValue = Data(bytes) }
-                self.deliver { $0.peripheral(self, didUpdateValueFor: characteristic, error: outcome.failureError) }
+        enqueue(on: connection) { done in
+            connection.client.read(handle: remote.valueHandle) { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case let .success(bytes) = outcome { characteristic.storedValue = Data(bytes) }
+                    self.deliver { $0.peripheral(self, didUpdateValueFor: characteristic, error: outcome.failureError) }
+                }
             }
         }
     }
@@ -105,11 +148,14 @@ public class CBPeripheral: CBPeer {
     /// Retrieves the value of a specified characteristic descriptor.
     public func readValue(for descriptor: CBDescriptor) {
         guard let connection = connected("readValue(for descriptor)"), let handle = descriptor.handle else { return }
-        connection.client.read(handle: handle) { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case let .success(bytes) = outcome { descriptor.storedValue = CBDescriptor.typedValue(bytes, for: descriptor.uuid) }
-                self.deliver { $0.peripheral(self, didUpdateValueFor: descriptor, error: outcome.failureError) }
+        enqueue(on: connection) { done in
+            connection.client.read(handle: handle) { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case let .success(bytes) = outcome { descriptor.storedValue = CBDescriptor.typedValue(bytes, for: descriptor.uuid) }
+                    self.deliver { $0.peripheral(self, didUpdateValueFor: descriptor, error: outcome.failureError) }
+                }
             }
         }
     }
@@ -133,10 +179,13 @@ public class CBPeripheral: CBPeer {
         let bytes = [UInt8](data)
         switch type {
         case .withResponse:
-            connection.client.write(bytes, handle: remote.valueHandle) { [weak self] result in
-                self?.complete(result, on: connection) { outcome in
-                    guard let self else { return }
-                    self.deliver { $0.peripheral(self, didWriteValueFor: characteristic, error: outcome.failureError) }
+            enqueue(on: connection) { done in
+                connection.client.write(bytes, handle: remote.valueHandle) { [weak self] result in
+                    done()
+                    self?.complete(result, on: connection) { outcome in
+                        guard let self else { return }
+                        self.deliver { $0.peripheral(self, didWriteValueFor: characteristic, error: outcome.failureError) }
+                    }
                 }
             }
         case .withoutResponse:
@@ -162,10 +211,13 @@ public class CBPeripheral: CBPeer {
             manager?.misuse("Client Characteristic Configuration descriptors must be configured using setNotifyValue:forCharacteristic:")
             return
         }
-        connection.client.write([UInt8](data), handle: handle) { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                self.deliver { $0.peripheral(self, didWriteValueFor: descriptor, error: outcome.failureError) }
+        enqueue(on: connection) { done in
+            connection.client.write([UInt8](data), handle: handle) { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    self.deliver { $0.peripheral(self, didWriteValueFor: descriptor, error: outcome.failureError) }
+                }
             }
         }
     }
@@ -195,22 +247,34 @@ public class CBPeripheral: CBPeer {
     public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {
         guard let connection = connected("setNotifyValue(_:for:)"), let remote = characteristic.remote else { return }
         guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
-            manager?.loop?.execute { [weak self] in
-                guard let self else { return }
-                self.ifStill(connection) {
-                    self.deliver { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: CBATTError(.requestNotSupported)) }
+            // Refused without a word to the peripheral, in its turn.
+            enqueue(on: connection) { [weak self] done in
+                self?.manager?.loop?.execute {
+                    done()
+                    guard let self else { return }
+                    self.ifStill(connection) {
+                        self.deliver { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: CBATTError(.requestNotSupported)) }
+                    }
                 }
             }
             return
         }
-        let done: (Result<Void, GATTError>) -> Void = { [weak self] result in
-            self?.complete(result, on: connection) { outcome in
-                guard let self else { return }
-                if case .success = outcome { characteristic.isNotifying = enabled }
-                self.deliver { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: outcome.failureError) }
+        enqueue(on: connection) { done in
+            let finish: (Result<Void, GATTError>) -> Void = { [weak self] result in
+                done()
+                self?.complete(result, on: connection) { outcome in
+                    guard let self else { return }
+                    if case .success = outcome { characteristic.isNotifying = enabled }
+                    self.deliver { $0.peripheral(self, didUpdateNotificationStateFor: characteristic, error: outcome.failureError) }
+                }
+            }
+            // The descriptors found on the way are kept, so the CCCD is looked for only once.
+            connection.client.discoverDescriptorsIfNeeded(of: remote) { [weak characteristic] descriptors in
+                if let descriptors { characteristic?.remote?.descriptors = descriptors }
+                let current = characteristic?.remote ?? remote
+                if enabled { connection.client.subscribe(to: current, completion: finish) } else { connection.client.unsubscribe(from: current, completion: finish) }
             }
         }
-        if enabled { connection.client.subscribe(to: remote, completion: done) } else { connection.client.unsubscribe(from: remote, completion: done) }
     }
 
     private func received(_ notification: GATTNotification) {
@@ -239,6 +303,15 @@ public class CBPeripheral: CBPeer {
 
     public override var description: String {
         "<CBPeripheral: identifier = \(identifier.uuidString), name = \(name ?? "(null)"), state = \(state)>"
+    }
+}
+
+extension GATTClient {
+    /// The characteristic's descriptors when they are not known yet (nil when they are, or on
+    /// failure: the subscription then reports what went wrong).
+    func discoverDescriptorsIfNeeded(of characteristic: GATTRemoteCharacteristic, completion: @escaping ([GATTRemoteDescriptor]?) -> Void) {
+        guard characteristic.configurationHandle == nil else { return completion(nil) }
+        discoverDescriptors(of: characteristic) { completion(try? $0.get()) }
     }
 }
 
