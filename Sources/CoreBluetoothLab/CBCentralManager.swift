@@ -60,12 +60,15 @@ public class CBCentralManager: CBManager {
         deliver { $0.centralManagerDidUpdateState(self) }
     }
 
-    override func controllerWillGoAway() {
+    /// Below `.poweredOn` scanning stops and peripherals are disconnected; below `.poweredOff`
+    /// the peripherals become invalid too: the app must retrieve or discover them again.
+    override func controllerWillGoAway(to newState: CBManagerState) {
         isScanning = false
         let dropped = waitingToConnect + (connectingNow.map { [$0] } ?? [])
         waitingToConnect.removeAll()
         connectingNow = nil
         for peripheral in dropped { peripheral.state = .disconnected }
+        if newState.rawValue < CBManagerState.poweredOff.rawValue { known.removeAll() }
     }
 
     // MARK: Scanning

@@ -70,7 +70,7 @@ public class CBManager: NSObject {
     func controllerWentAway(_ newState: CBManagerState) {
         guard let device else { return }
         controllerIsGoingAway = true
-        controllerWillGoAway()
+        controllerWillGoAway(to: newState)
         device.host.controllerDidReset(reason: .hardwareFailure)
         controllerIsGoingAway = false
         update(state: newState)
@@ -79,7 +79,9 @@ public class CBManager: NSObject {
     // Subclass hooks.
     func stateDidChange() {}
     func controllerDidPowerOn() {}
-    func controllerWillGoAway() {}
+    /// `newState` below `.poweredOff` (`.resetting`) also invalidates what the manager handed
+    /// out, as CoreBluetooth documents; `.poweredOff` only ends activity.
+    func controllerWillGoAway(to newState: CBManagerState) {}
 
     /// "API MISUSE" as CoreBluetooth logs it: the call is ignored.
     func misuse(_ message: String) {

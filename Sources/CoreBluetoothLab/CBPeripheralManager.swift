@@ -63,25 +63,27 @@ public class CBPeripheralManager: CBManager {
         deliver { $0.peripheralManagerDidUpdateState(self) }
     }
 
-    /// CoreBluetooth: below powered off, advertising has stopped and the local database is
-    /// cleared; services must be added again.
-    override func controllerWillGoAway() {
+    /// CoreBluetooth: below `.poweredOn` advertising has stopped and connected centrals are
+    /// disconnected; below `.poweredOff` (`.resetting`) the local database is cleared too, and
+    /// services must be added again. (After a mere power-off they are still there: adding the
+    /// same service object again fails with `CBError.invalidParameters`.)
+    override func controllerWillGoAway(to newState: CBManagerState) {
         isAdvertising = false
         advertising = nil
         for entry in published {
-            _ = server?.removeService(at: entry.handles.range.start)
             for case let characteristic as CBMutableCharacteristic in entry.service.characteristics ?? [] {
                 characteristic.subscribedCentrals = []
             }
         }
-        published.removeAll()
         centrals.removeAll()
+        if newState.rawValue < CBManagerState.poweredOff.rawValue { removeAllServices() }
     }
 
     // MARK: Services
 
     /// Publishes a service and its characteristics to the local GATT database;
-    /// `peripheralManager(_:didAdd:error:)` follows.
+    /// `peripheralManager(_:didAdd:error:)` follows (with `CBError.invalidParameters` for a
+    /// service already published, or a characteristic with a cached value that is not read-only).
     public func add(_ service: CBMutableService) {
         guard state == .poweredOn, let server else {
             return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")

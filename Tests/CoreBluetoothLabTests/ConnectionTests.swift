@@ -124,4 +124,20 @@ final class ConnectionTests: LabTestCase {
         lab.run(for: .seconds(10))
         XCTAssertEqual(recorder.count("disconnect"), 0)
     }
+
+    func testAfterAResetPeripheralsAreDiscoveredAnew() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let before = try discover("HMSoft", with: central, recorder)
+        lab.powerOff(central)
+        lab.powerOn(central)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
+        XCTAssertTrue(central.retrievePeripherals(withIdentifiers: [before.identifier]).first === before, "kept over a power-off")
+        lab.reset(central)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
+        let after = try XCTUnwrap(central.retrievePeripherals(withIdentifiers: [before.identifier]).first)
+        XCTAssertFalse(after === before, "invalid below powered off: a new object")
+        XCTAssertEqual(after.identifier, before.identifier)
+    }
 }

@@ -191,12 +191,27 @@ final class PeripheralManagerTests: LabTestCase {
         XCTAssertEqual(managerRecorder.events.last, "added FEED error \(CBError.Code.invalidParameters.rawValue)")
     }
 
-    func testPoweringOffClearsAdvertisingAndServices() throws {
+    func testPoweringOffStopsAdvertisingAndKeepsServicesAResetClearsThem() throws {
         publish()
+        let database = { self.lab.device(of: self.manager)?.host.gattServer.database.service(self.serviceUUID.bluetoothUUIDForTests) }
         lab.powerOff(manager)
         XCTAssertEqual(manager.state, .poweredOff)
         XCTAssertFalse(manager.isAdvertising)
-        XCTAssertNil(lab.device(of: manager)?.host.gattServer.database.service(serviceUUID.bluetoothUUIDForTests))
+        XCTAssertNotNil(database(), "the local database survives a power-off")
+
+        lab.powerOn(manager)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { self.manager.state == .poweredOn })
+        // The recorder adds its service again on .poweredOn, as many apps do: it is still published.
+        XCTAssertTrue(lab.run(within: .seconds(1)) { self.managerRecorder.count("added") == 2 })
+        XCTAssertEqual(managerRecorder.events.filter { $0.hasPrefix("added") }.last,
+                       "added \(serviceUUID.uuidString) error \(CBError.Code.invalidParameters.rawValue)")
+        XCTAssertEqual(lab.device(of: manager)?.host.gattServer.database.services.filter { $0.uuid == serviceUUID.bluetoothUUIDForTests }.count, 1)
+
+        lab.reset(manager)
+        XCTAssertEqual(manager.state, .resetting)
+        XCTAssertNil(database(), "cleared below powered off")
+        XCTAssertTrue(lab.run(within: .seconds(5)) { self.manager.state == .poweredOn })
+        XCTAssertEqual(lab.device(of: manager)?.host.gattServer.database.services.filter { $0.uuid == serviceUUID.bluetoothUUIDForTests }.count, 1)
     }
 }
 
