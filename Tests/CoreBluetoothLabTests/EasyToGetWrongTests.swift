@@ -79,6 +79,16 @@ final class EasyToGetWrongTests: LabTestCase {
         XCTAssertTrue(lab.warnings.last?.contains("does not specify the \"Write Without Response\" property") ?? false)
     }
 
+    func testWithoutResponseLongerThanTheMaximumIsDroppedWithAWarning() throws {
+        let fff1 = try characteristic("FFF1", of: peripheral)
+        let maximum = peripheral.maximumWriteValueLength(for: .withoutResponse)
+        peripheral.writeValue(Data(count: maximum + 1), for: fff1, type: .withoutResponse)
+        peripheral.writeValue(Data(count: maximum), for: fff1, type: .withoutResponse)
+        lab.run(for: .seconds(1))
+        XCTAssertEqual(lab.attWrites(to: CBUUID(string: "FFF1")).map(\.value.count), [maximum], "only the one that fits")
+        XCTAssertTrue(lab.warnings.last?.contains("maximumWriteValueLength") ?? false)
+    }
+
     func testSetNotifyValueOnACharacteristicWithoutNotifyOrIndicateFails() throws {
         let fff3 = try characteristic("FFF3", of: peripheral)
         let before = lab.attTraffic(of: central).count

@@ -70,6 +70,25 @@ final class PeripheralManagerTests: LabTestCase {
         XCTAssertFalse(manager.isAdvertising)
     }
 
+    func testALocalNameThatDoesNotFitGoesToTheScanResponse() throws {
+        managerRecorder = PeripheralManagerRecorder()
+        let name = "Kitchen thermometer 2"
+        managerRecorder.onStateUpdate = { [serviceUUID] pm in
+            if pm.state == .poweredOn { pm.startAdvertising([CBAdvertisementDataLocalNameKey: name, CBAdvertisementDataServiceUUIDsKey: [serviceUUID]]) }
+        }
+        manager = lab.attach { CBPeripheralManager(delegate: managerRecorder, queue: nil) }
+        XCTAssertTrue(lab.run(within: .seconds(5)) { self.manager.isAdvertising })
+        let configuration = try XCTUnwrap(lab.device(of: manager)?.host.advertisingConfiguration)
+        XCTAssertNil(configuration.data.localName, "flags and the 128-bit UUID leave no room")
+        XCTAssertEqual(configuration.scanResponse?.localName, name)
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        central.scanForPeripherals(withServices: [serviceUUID])
+        XCTAssertTrue(lab.run(within: .seconds(2)) { !recorder.discovered.isEmpty })
+        XCTAssertEqual(recorder.discovered.first?.name, name)
+        XCTAssertEqual(recorder.advertisements.first?[CBAdvertisementDataLocalNameKey] as? String, name)
+    }
+
     func testReadsOfACachedValueNeverReachTheDelegate() throws {
         publish()
         let (recorder, _, peripheral) = try connectedCentral()
