@@ -65,7 +65,9 @@ extension CBPeripheralManager {
         }
         let limit = cbLab?.transmitQueueLimit ?? Int.max
         let links = targets.compactMap(\.connection)
-        if links.contains(where: { $0.link.queuedFragments >= limit }) {
+        // Full: ACL fragments waiting for controller buffers, or indications waiting for the
+        // confirmation of the one outstanding (Core 5.4 Vol 3 Part F 3.4.7.2).
+        if links.contains(where: { $0.link.queuedFragments >= limit || $0.bearer.queuedIndicationCount >= limit }) {
             waitsForUpdateRoom = true
             return false
         }

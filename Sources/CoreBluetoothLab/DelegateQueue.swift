@@ -18,7 +18,8 @@ final class DelegateQueue {
     private let key = DispatchSpecificKey<Int>()
 
     init(_ queue: DispatchQueue?) {
-        if let queue, queue !== DispatchQueue.main {
+        // On Linux `DispatchQueue.main` is a new wrapper object on every access: compare labels.
+        if let queue, queue.label != DispatchQueue.main.label {
             self.queue = queue
             queue.setSpecific(key: key, value: 1)
         } else {

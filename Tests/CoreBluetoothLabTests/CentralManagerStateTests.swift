@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import CoreBluetoothLab
 import Dispatch
+import Foundation
 import XCTest
 
 /// CBManagerState: `.unknown` until the controller's HCI power-on after init, then `.poweredOn`;
@@ -47,6 +48,15 @@ final class CentralManagerStateTests: LabTestCase {
         let central = poweredCentral(recorder, queue: queue)
         XCTAssertEqual(central.state, .poweredOn)
         XCTAssertEqual(seenOn, ["app.ble"])
+    }
+
+    func testTheMainQueueGivenExplicitlyIsTheMainQueue() {
+        let recorder = CentralRecorder()
+        var onMain: [Bool] = []
+        recorder.onStateUpdate = { _ in onMain.append(Thread.isMainThread) }
+        let central = poweredCentral(recorder, queue: .main)
+        XCTAssertEqual(central.state, .poweredOn)
+        XCTAssertEqual(onMain, [true])
     }
 
     func testScanningBeforePoweredOnIsIgnoredWithAnAPIMisuseWarning() {
