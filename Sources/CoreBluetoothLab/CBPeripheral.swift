@@ -8,9 +8,9 @@ import GATT
 /// connection, results through `delegate` on the central manager's queue.
 ///
 /// Operations need a connected peripheral; otherwise they are ignored with an "API MISUSE"
-/// warning (in `CBLab.warnings`), as CoreBluetooth does. Requests go out one at a time in the
-/// order they were made (ATT allows one outstanding request), and their callbacks come in that
-/// order. When the link goes down, callbacks of unfinished operations are dropped: the app hears
+/// warning (in `CBLab.warnings`), as CoreBluetooth does. GATT procedures run one after another
+/// in the order they were called (see `enqueue`), and their callbacks come in that order; writes
+/// without response and RSSI reads do not wait for them. When the link goes down, callbacks of unfinished operations are dropped: the app hears
 /// `centralManager(_:didDisconnectPeripheral:error:)` instead.
 public class CBPeripheral: CBPeer {
     /// The delegate object specified to receive peripheral events.
@@ -42,8 +42,6 @@ public class CBPeripheral: CBPeer {
         self.manager = manager
         super.init(address: address)
     }
-
-    var client: GATTClient? { connection?.client }
 
     func attach(_ connection: Connection) {
         self.connection = connection
