@@ -27,6 +27,13 @@ let package = Package(
         .target(name: "Scenario", dependencies: ["BLELab", "YAMLSubset"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         .executableTarget(name: "blelab", dependencies: ["Scenario"]),
+        // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
+        // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
+        .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
+        .target(name: "BLEScanner", dependencies: ["CoreBluetoothLab"], path: "Examples/BLEScanner"),
+        .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
+        .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
+        .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELab", "Scenario"]),
 
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
@@ -40,7 +47,10 @@ let package = Package(
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"]),
-        .testTarget(name: "CoreBluetoothLabTests", dependencies: ["CoreBluetoothLab", "BLELab"]),
+        .testTarget(name: "CoreBluetoothLabTests", dependencies: [
+            "CoreBluetoothLab", "BLELab",
+            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",
+        ]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -197,6 +197,22 @@ public final class BLEHost {
         failRoleStates(with: .transport(error))
     }
 
+    /// The controller lost all its state behind the host's back (a lab powered it off or reset it,
+    /// as when a user turns Bluetooth off): every connection ends with `reason`, advertising,
+    /// scanning and connecting stop, and the host is `.off` until `powerOn` configures the
+    /// controller again. Nothing is sent to the controller.
+    public func controllerDidReset(reason: HCIStatus = .hardwareFailure) {
+        let live = connections.values.sorted { $0.handle < $1.handle }
+        connections.removeAll()
+        for connection in live {
+            driver.connectionClosed(handle: connection.handle)
+            connection.closed(reason: reason)
+            onDisconnection?(connection, reason)
+        }
+        failRoleStates(with: .notReady)
+        state = .off
+    }
+
     /// The controller is gone: nothing is advertising, scanning or connecting any more.
     private func failRoleStates(with error: HostError) {
         advertiser.isEnabled = false

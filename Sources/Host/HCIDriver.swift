@@ -20,6 +20,10 @@ public final class HCIDriver {
     public var onProtocolError: ((HostError) -> Void)?
     /// The transport closed: everything pending has failed.
     public var onTransportClosed: ((TransportError) -> Void)?
+    /// Called each time an ACL fragment goes to the controller, with its connection handle and
+    /// how many fragments of that connection still wait in the host. A sender that held back
+    /// because the queue was full (CoreBluetooth's `canSendWriteWithoutResponse`) waits for this.
+    public var onACLSent: ((_ handle: UInt16, _ stillQueued: Int) -> Void)?
 
     /// How long to wait for Command Complete/Status (BlueZ uses 2 s).
     public var commandTimeout: TimeSpan = .seconds(2)
@@ -155,6 +159,7 @@ public final class HCIDriver {
             unacknowledged[handle, default: 0] += 1
             if !queue.isEmpty { readyHandles.append(handle) }
             transport.send(frame)
+            onACLSent?(handle, queue.count)
         }
     }
 

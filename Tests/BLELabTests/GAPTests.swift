@@ -57,6 +57,34 @@ final class GAPTests: XCTestCase {
         XCTAssertEqual(peripheral.log.packets.count, sentBefore)
     }
 
+    func testAControllerResetBehindTheHostsBackEndsConnectionsAndRolesUntilPoweredOnAgain() throws {
+        let (lab, peripheral, central) = try pair()
+        let connection = try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()
+        var reasons: [HCIStatus] = []
+        connection.whenDisconnected { reasons.append($0) }
+        try lab.wait { done in central.host.startScanning(onReport: { _ in }, completion: done) }.get()
+
+        lab.air.powerOff(central.controller)
+        central.host.controllerDidReset()
+        XCTAssertEqual(reasons, [.hardwareFailure])
+        XCTAssertTrue(central.host.connections.isEmpty)
+        XCTAssertFalse(central.host.isScanning)
+        XCTAssertEqual(central.host.state, .off)
+        let refused = try lab.wait { done in central.host.startScanning(onReport: { _ in }, completion: done) }
+        XCTAssertEqual(refused.failureValue, .notReady)
+
+        // The peripheral hears nothing more and drops the link after its supervision timeout.
+        XCTAssertTrue(lab.run(within: .seconds(10)) { peripheral.host.connections.isEmpty })
+        try lab.wait { done in
+            peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P", services: [0x180D])), completion: done)
+        }.get()
+        lab.air.powerOn(central.controller)
+        try lab.wait(within: .seconds(10)) { done in central.host.powerOn(completion: done) }.get()
+        var seen = 0
+        try lab.wait { done in central.host.startScanning(onReport: { _ in seen += 1 }, completion: done) }.get()
+        XCTAssertTrue(lab.run(within: .seconds(2)) { seen > 0 }, "the host scans again after power-on")
+    }
+
     func testDuplicatesAreReportedWhenAllowed() throws {
         let (lab, peripheral, central) = try pair()
         var reports: [ScanReport] = []

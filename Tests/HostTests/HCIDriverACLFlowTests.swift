@@ -62,6 +62,22 @@ final class HCIDriverACLFlowTests: XCTestCase {
         XCTAssertEqual(h.protocolErrors, [])
     }
 
+    func testEveryFragmentHandedToTheControllerIsReportedWithWhatStillWaits() {
+        let h = DriverHarness()
+        var sent: [(handle: UInt16, stillQueued: Int)] = []
+        h.driver.onACLSent = { sent.append(($0, $1)) }
+        h.driver.setLEBuffers(packetLength: 27, count: 1)
+        h.driver.sendL2CAP(handle: 0x0001, pdu: Self.sixtyOctetPDU)   // three fragments, one credit
+        XCTAssertEqual(sent.map(\.handle), [0x0001])
+        XCTAssertEqual(sent.map(\.stillQueued), [2])
+
+        // Number Of Completed Packets: 1 handle | 0x0001 | 1 packet
+        h.controller.reply("04 13 05 | 01 | 01 00 | 01 00")
+        h.controller.reply("04 13 05 | 01 | 01 00 | 01 00")
+        XCTAssertEqual(sent.map(\.stillQueued), [2, 1, 0])
+        XCTAssertEqual(h.driver.queuedFragments(for: 0x0001), 0)
+    }
+
     func testNoBuffersMeansNothingIsSent() {
         let h = DriverHarness()
         h.driver.setLEBuffers(packetLength: 27, count: 0)

@@ -1,0 +1,257 @@
+import BLELab
+import BLEWire
+import Dispatch
+import Foundation
+import GAP
+import HCI
+import Host
+
+/// An object that scans for, discovers, connects to, and manages peripherals — on its own
+/// controller in the current `CBLab`.
+///
+/// Connections are made one at a time, in the order `connect(_:options:)` was called (the host
+/// initiates one LE connection at a time); like CoreBluetooth's, an attempt never times out.
+public class CBCentralManager: CBManager {
+    /// The delegate object that receives central events.
+    public weak var delegate: CBCentralManagerDelegate?
+    /// A Boolean value that indicates whether the central is currently scanning.
+    public private(set) var isScanning = false
+
+    /// The features a central manager may support.
+    public struct Feature: OptionSet {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Extended scan and connect (not simulated).
+        public static let extendedScanAndConnect = Feature(rawValue: 1)
+    }
+
+    /// Whether the device supports `features`: the lab's controllers do legacy advertising only.
+    public class func supports(_ features: Feature) -> Bool { features.isEmpty }
+
+    /// Every peripheral this manager has seen or retrieved, by address.
+    private var known: [LEAddress: CBPeripheral] = [:]
+    /// Peripherals waiting for their turn to connect, in order.
+    private var waitingToConnect: [CBPeripheral] = []
+    /// The peripheral the host is connecting to now.
+    private var connectingNow: CBPeripheral?
+    /// Peripherals by connection handle, while connected.
+    private var byHandle: [UInt16: CBPeripheral] = [:]
+
+    public convenience init() {
+        self.init(delegate: nil, queue: nil, options: nil)
+    }
+
+    /// Initializes the central manager with a specified delegate and dispatch queue.
+    public convenience init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?) {
+        self.init(delegate: delegate, queue: queue, options: nil)
+    }
+
+    /// Initializes the central manager with a specified delegate, dispatch queue (nil: the main
+    /// queue) and initialization options (accepted and ignored).
+    public init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
+        self.delegate = delegate
+        super.init(queue: queue, kind: "central")
+        device?.host.driver.onACLSent = { [weak self] handle, stillQueued in self?.aclSent(handle: handle, stillQueued: stillQueued) }
+    }
+
+    // MARK: State
+
+    override func stateDidChange() {
+        deliver { $0.centralManagerDidUpdateState(self) }
+    }
+
+    /// Below `.poweredOn` scanning stops and peripherals are disconnected; below `.poweredOff`
+    /// the peripherals become invalid too: the app must retrieve or discover them again.
+    override func controllerWillGoAway(to newState: CBManagerState) {
+        isScanning = false
+        let dropped = waitingToConnect + (connectingNow.map { [$0] } ?? [])
+        waitingToConnect.removeAll()
+        connectingNow = nil
+        for peripheral in dropped { peripheral.state = .disconnected }
+        if newState.rawValue < CBManagerState.poweredOff.rawValue { known.removeAll() }
+    }
+
+    // MARK: Scanning
+
+    /// Scans for peripherals that are advertising services: any of `serviceUUIDs` (nil: every
+    /// peripheral). Options: `CBCentralManagerScanOptionAllowDuplicatesKey` (default false: each
+    /// peripheral is reported once per scan). Scanning again replaces the previous scan.
+    public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+        guard state == .poweredOn, let device else {
+            return misuse("<CBCentralManager> can only accept this command while in the powered on state")
+        }
+        let configuration = ScanConfiguration(services: serviceUUIDs?.map(\.bluetoothUUID), active: true,
+                                              allowDuplicates: Self.flag(options?[CBCentralManagerScanOptionAllowDuplicatesKey]))
+        isScanning = true
+        device.host.startScanning(configuration, onReport: { [weak self] report in
+            self?.discovered(report)
+        }, completion: { [weak self] result in
+            if case let .failure(error) = result {
+                self?.isScanning = false
+                self?.cbLab?.warn("scan did not start: \(error)")
+            }
+        })
+    }
+
+    /// Asks the central manager to stop scanning for peripherals.
+    public func stopScan() {
+        guard isScanning, let device else { return }
+        isScanning = false
+        device.host.stopScanning()
+    }
+
+    private func discovered(_ report: ScanReport) {
+        guard isScanning else { return }
+        let peripheral = self.peripheral(at: report.address)
+        if let name = report.localName { peripheral.name = name }
+        peripheral.advertisedServices = report.serviceUUIDs
+        let advertisement = AdvertisementData.dictionary(for: report)
+        deliver { $0.centralManager(self, didDiscover: peripheral, advertisementData: advertisement, rssi: NSNumber(value: report.rssi)) }
+    }
+
+    /// The one `CBPeripheral` for `address`.
+    private func peripheral(at address: LEAddress) -> CBPeripheral {
+        if let existing = known[address] { return existing }
+        let peripheral = CBPeripheral(address: address, manager: self)
+        known[address] = peripheral
+        return peripheral
+    }
+
+    static func flag(_ value: Any?) -> Bool {
+        if let bool = value as? Bool { return bool }
+        if let number = value as? NSNumber { return number.boolValue }
+        return false
+    }
+
+    // MARK: Retrieving
+
+    /// Returns peripherals by their identifiers: those this manager knows, and any lab device
+    /// whose identifier it is (identifiers encode the address, as iOS remembers known devices).
+    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
+        identifiers.compactMap { id in
+            if let peripheral = known.values.first(where: { $0.identifier == id }) { return peripheral }
+            return PeerIdentifier.address(for: id).map { peripheral(at: $0) }
+        }
+    }
+
+    /// Returns the peripherals connected through this manager that have any of the services,
+    /// among those discovered or advertised.
+    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+        let wanted = Set(serviceUUIDs.map(\.bluetoothUUID))
+        return byHandle.sorted { $0.key < $1.key }.map(\.value).filter { peripheral in
+            let offered = (peripheral.services ?? []).map(\.uuid.bluetoothUUID) + peripheral.advertisedServices
+            return offered.contains { wanted.contains($0) }
+        }
+    }
+
+    // MARK: Connecting
+
+    /// Establishes a local connection to a peripheral. Options are accepted and ignored.
+    public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+        guard state == .poweredOn else {
+            return misuse("<CBCentralManager> can only accept this command while in the powered on state")
+        }
+        guard peripheral.manager === self else { return misuse("connect: \(peripheral) belongs to another central manager") }
+        guard peripheral.state == .disconnected else { return }
+        peripheral.state = .connecting
+        peripheral.cancelRequested = false
+        waitingToConnect.append(peripheral)
+        connectNext()
+    }
+
+    private func connectNext() {
+        guard connectingNow == nil, !waitingToConnect.isEmpty, let device else { return }
+        let peripheral = waitingToConnect.removeFirst()
+        connectingNow = peripheral
+        device.host.connect(to: peripheral.address, timeout: nil) { [weak self] result in
+            guard let self, self.connectingNow === peripheral else { return }
+            self.connectingNow = nil
+            switch result {
+            case let .success(connection):
+                self.attach(peripheral, to: connection)
+            case let .failure(error):
+                peripheral.state = .disconnected
+                if peripheral.cancelRequested {
+                    self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
+                } else {
+                    self.deliver { $0.centralManager(self, didFailToConnect: peripheral, error: error.connectionError) }
+                }
+            }
+            self.connectNext()
+        }
+    }
+
+    /// The link is up: settle the ATT_MTU (CoreBluetooth exchanges it on every connection), then
+    /// report the connection.
+    private func attach(_ peripheral: CBPeripheral, to connection: Connection) {
+        byHandle[connection.handle] = peripheral
+        peripheral.attach(connection)
+        connection.whenDisconnected { [weak self, weak peripheral] reason in
+            guard let self, let peripheral else { return }
+            self.disconnected(peripheral, handle: connection.handle, reason: reason)
+        }
+        connection.client.exchangeMTU { [weak self, weak peripheral] _ in
+            guard let self, let peripheral, peripheral.connection === connection, peripheral.state == .connecting else { return }
+            peripheral.state = .connected
+            self.deliver { $0.centralManager(self, didConnect: peripheral) }
+        }
+        peripheral.watchServiceChanges()
+    }
+
+    private func disconnected(_ peripheral: CBPeripheral, handle: UInt16, reason: HCIStatus) {
+        byHandle[handle] = nil
+        let wasConnecting = peripheral.state == .connecting
+        peripheral.detach()
+        if controllerIsGoingAway { return }
+        if wasConnecting && !peripheral.cancelRequested {
+            deliver { $0.centralManager(self, didFailToConnect: peripheral, error: reason.disconnectionError ?? CBError(.connectionFailed)) }
+        } else {
+            let error = peripheral.cancelRequested ? nil : reason.disconnectionError
+            deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: error) }
+        }
+    }
+
+    /// Cancels an active or pending local connection to a peripheral. The delegate then gets
+    /// `centralManager(_:didDisconnectPeripheral:error:)` with a nil error.
+    public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
+        guard peripheral.manager === self, peripheral.state != .disconnected else { return }
+        peripheral.cancelRequested = true
+        if let i = waitingToConnect.firstIndex(where: { $0 === peripheral }) {
+            waitingToConnect.remove(at: i)
+            peripheral.state = .disconnected
+            loop?.execute { [weak self] in
+                guard let self else { return }
+                self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
+            }
+        } else if connectingNow === peripheral, peripheral.connection == nil {
+            device?.host.cancelConnect()
+        } else if let connection = peripheral.connection {
+            peripheral.state = .disconnecting
+            connection.disconnect(reason: .remoteUserTerminatedConnection)
+        }
+    }
+
+    // MARK: Flow control
+
+    /// An ACL fragment left the host: a peripheral waiting for room to write without response
+    /// hears `peripheralIsReady(toSendWriteWithoutResponse:)` once the queue is below the limit.
+    private func aclSent(handle: UInt16, stillQueued: Int) {
+        guard let peripheral = byHandle[handle], peripheral.waitsForWriteWithoutResponseRoom,
+              stillQueued < (cbLab?.transmitQueueLimit ?? 0) else { return }
+        peripheral.waitsForWriteWithoutResponseRoom = false
+        // Not from inside the driver's send loop: the app may write again at once.
+        loop?.execute { [weak peripheral] in
+            guard let peripheral, peripheral.state == .connected else { return }
+            peripheral.deliver { $0.peripheralIsReady(toSendWriteWithoutResponse: peripheral) }
+        }
+    }
+
+    // MARK: Delivery
+
+    /// Calls the delegate on the manager's queue.
+    func deliver(_ call: (CBCentralManagerDelegate) -> Void) {
+        callbacks.run { if let delegate = self.delegate { call(delegate) } }
+    }
+
+    public override var description: String { "<CBCentralManager: state = \(state)>" }
+}

@@ -1,0 +1,127 @@
+import BLELab
+import BLERuntime
+import BLEWire
+import Controller
+import Foundation
+import GAP
+
+/// The lab behind CoreBluetoothLab: a `Lab` (one virtual loop, one simulated air) in which app
+/// code written for CoreBluetooth finds its controllers, and the test's handle on it.
+///
+/// A `CBCentralManager` or `CBPeripheralManager` created while a lab is current gets a new lab
+/// device of its own (controller and host). A lab is current inside `attach(_:)` and while it
+/// runs (`run(for:)`, `run(within:until:)`), on that thread only:
+///
+///     let lab = CBLab(seed: 7)
+///     try lab.addPeripheral(hm10)
+///     let app = lab.attach { SerialApp() }      // its CBCentralManager joins `lab`
+///     lab.run(for: .seconds(2))                 // power-on, scanning, connecting…
+///
+/// Apple's initializers take no lab, hence this scoping; it is per thread, so tests running in
+/// parallel on other threads never see each other's labs.
+public final class CBLab {
+    /// The lab itself: loop, air, devices, packet logs.
+    public let lab: Lab
+    /// How many ACL fragments may wait in a host for controller buffers before the link counts
+    /// as full: `canSendWriteWithoutResponse` is false and `updateValue` returns false from there
+    /// until it drains below (then `peripheralIsReady(toSendWriteWithoutResponse:)` and
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow).
+    public var transmitQueueLimit = 8
+    /// What CoreBluetooth would print to the console: API misuse and silently dropped operations,
+    /// in order, each with the virtual time.
+    public private(set) var warnings: [String] = []
+    /// The simulated peripherals placed with `addPeripheral`, in order.
+    public private(set) var peripherals: [SimulatedPeripheral] = []
+
+    private var managersMade = 0
+
+    public init(seed: UInt64 = 1, model: AirModel = AirModel()) {
+        lab = Lab(seed: seed, model: model)
+    }
+
+    var loop: VirtualEventLoop { lab.loop }
+
+    /// The virtual time.
+    public var now: Instant { lab.loop.now }
+
+    // MARK: Being current
+
+    /// Runs `body` with this lab current: CoreBluetooth managers created in it (directly or by
+    /// app objects it creates) attach to this lab.
+    public func attach<T>(_ body: () throws -> T) rethrows -> T {
+        CBLab.stack.labs.append(self)
+        defer { CBLab.stack.labs.removeLast() }
+        return try body()
+    }
+
+    /// The lab managers attach to on this thread, if any.
+    public static var current: CBLab? { stack.labs.last }
+
+    private final class Stack {
+        var labs: [CBLab] = []
+    }
+
+    private static let stackKey = "CoreBluetoothLab.CBLab.stack"
+
+    private static var stack: Stack {
+        let storage = Thread.current.threadDictionary
+        if let stack = storage[stackKey] as? Stack { return stack }
+        let stack = Stack()
+        storage[stackKey] = stack
+        return stack
+    }
+
+    // MARK: Time
+
+    /// Lets `span` of virtual time pass (the lab is current meanwhile).
+    public func run(for span: TimeSpan) {
+        attach { lab.run(for: span) }
+    }
+
+    /// Runs until `condition` holds, at most `span` of virtual time; returns whether it held.
+    @discardableResult
+    public func run(within span: TimeSpan = .seconds(60), until condition: () -> Bool) -> Bool {
+        attach { lab.run(within: span, until: condition) }
+    }
+
+    // MARK: Simulated peripherals
+
+    /// Places a simulated peripheral built from `spec`. It powers on and starts advertising as
+    /// soon as the lab runs.
+    @discardableResult
+    public func addPeripheral(_ spec: PeripheralSpec) throws -> SimulatedPeripheral {
+        let peripheral = try lab.addPeripheral(spec)
+        peripherals.append(peripheral)
+        powerOnAndStart(peripheral)
+        return peripheral
+    }
+
+    /// The simulated peripheral with this id.
+    public func peripheral(_ id: String) -> SimulatedPeripheral? {
+        peripherals.first { $0.spec.id == id }
+    }
+
+    func powerOnAndStart(_ peripheral: SimulatedPeripheral) {
+        loop.execute { [weak self, weak peripheral] in
+            peripheral?.host.powerOn { result in
+                guard let peripheral else { return }
+                switch result {
+                case .success: peripheral.start()
+                case let .failure(error): self?.warn("simulated peripheral \(peripheral.spec.id) did not power on: \(error)")
+                }
+            }
+        }
+    }
+
+    // MARK: For the managers
+
+    /// A new device for a manager, named after its kind and creation order.
+    func addManagerDevice(kind: String) -> LabDevice {
+        managersMade += 1
+        return lab.addDevice("\(kind)-\(managersMade)")
+    }
+
+    func warn(_ message: String) {
+        warnings.append("\(now) \(message)")
+    }
+}

@@ -1,0 +1,143 @@
+import BLELab
+import BLERuntime
+import BLEWire
+import CoreBluetoothLab
+import Foundation
+import HCI
+import XCTest
+
+/// connect / cancelPeripheralConnection and the disconnection errors.
+final class ConnectionTests: LabTestCase {
+    func testConnectReportsDidConnectWithTheMTUAlreadyExchanged() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try discover("HMSoft", with: central, recorder)
+        XCTAssertEqual(peripheral.state, .disconnected)
+        central.connect(peripheral, options: nil)
+        XCTAssertEqual(peripheral.state, .connecting)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { peripheral.state == .connected })
+        XCTAssertEqual(recorder.events.last, "connect HMSoft")
+        XCTAssertEqual(peripheral.maximumWriteValueLength(for: .withoutResponse), 244, "ATT_MTU 247 − 3")
+        XCTAssertEqual(peripheral.maximumWriteValueLength(for: .withResponse), 512)
+    }
+
+    /// Easy to get wrong: an app-initiated disconnection is reported with a nil error.
+    func testCancelPeripheralConnectionGivesDidDisconnectWithNilError() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("HMSoft", with: central, recorder)
+        central.cancelPeripheralConnection(peripheral)
+        XCTAssertEqual(peripheral.state, .disconnecting)
+        XCTAssertTrue(lab.run(within: .seconds(2)) { peripheral.state == .disconnected })
+        XCTAssertEqual(recorder.events.last, "disconnect HMSoft")
+        XCTAssertNil(recorder.errors["disconnect HMSoft"])
+    }
+
+    /// Easy to get wrong: a peripheral that goes away (powered off) is reported with an error,
+    /// after the supervision timeout.
+    func testAPeripheralGoingAwayGivesDidDisconnectWithAnError() throws {
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("HMSoft", with: central, recorder)
+        let wentAway = lab.now
+        lab.powerOff(hm10)
+        XCTAssertTrue(lab.run(within: .seconds(10)) { peripheral.state == .disconnected })
+        XCTAssertGreaterThanOrEqual(lab.now - wentAway, .seconds(4), "noticed only after the supervision timeout")
+        let error = try XCTUnwrap(recorder.errors["disconnect HMSoft"])
+        XCTAssertEqual((error as? CBError)?.code, .connectionTimeout)
+        XCTAssertEqual((error as NSError).domain, CBErrorDomain)
+        XCTAssertEqual((error as NSError).localizedDescription, "The connection has timed out unexpectedly.")
+    }
+
+    func testAPeripheralThatDisconnectsGivesPeripheralDisconnected() throws {
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("HMSoft", with: central, recorder)
+        hm10.perform([.disconnect(nil)])
+        XCTAssertTrue(lab.run(within: .seconds(2)) { peripheral.state == .disconnected })
+        guard case CBError.peripheralDisconnected? = recorder.errors["disconnect HMSoft"] else {
+            return XCTFail("expected CBError.peripheralDisconnected, got \(String(describing: recorder.errors["disconnect HMSoft"]))")
+        }
+    }
+
+    func testCancellingAPendingConnectionGivesDidDisconnectWithNilError() throws {
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try discover("HMSoft", with: central, recorder)
+        lab.setInRange(false, hm10)
+        central.connect(peripheral)
+        lab.run(for: .seconds(3))
+        XCTAssertEqual(peripheral.state, .connecting, "connection attempts never time out")
+        central.cancelPeripheralConnection(peripheral)
+        XCTAssertTrue(lab.run(within: .seconds(1)) { peripheral.state == .disconnected })
+        lab.run(for: .milliseconds(100))
+        XCTAssertEqual(recorder.events.last, "disconnect HMSoft")
+        XCTAssertNil(recorder.errors["disconnect HMSoft"])
+    }
+
+    func testRetrievePeripheralsByIdentifierConnectsWithoutScanning() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let first = CentralRecorder()
+        let firstCentral = poweredCentral(first)
+        let identifier = try discover("HMSoft", with: firstCentral, first).identifier
+
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let retrieved = central.retrievePeripherals(withIdentifiers: [identifier])
+        XCTAssertEqual(retrieved.map(\.identifier), [identifier])
+        central.connect(retrieved[0])
+        XCTAssertTrue(lab.run(within: .seconds(5)) { retrieved[0].state == .connected })
+        XCTAssertEqual(central.retrieveConnectedPeripherals(withServices: [CBUUID(string: "FFE0")]).count, 0,
+                       "services neither advertised to this central nor discovered yet")
+        retrieved[0].delegate = recorder
+        retrieved[0].discoverServices(nil)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { retrieved[0].services != nil })
+        XCTAssertEqual(central.retrieveConnectedPeripherals(withServices: [CBUUID(string: "FFE0")]).map(\.identifier), [identifier])
+    }
+
+    func testConnectionsToTwoPeripheralsAreMadeOneAfterTheOther() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        try lab.addPeripheral(Peripherals.probe())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        central.scanForPeripherals(withServices: nil)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.discovered.count == 2 })
+        for p in recorder.discovered { central.connect(p) }
+        XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.discovered.allSatisfy { $0.state == .connected } })
+        XCTAssertEqual(recorder.count("connect"), 2)
+    }
+
+    func testPoweringTheCentralOffDropsConnectionsWithoutDisconnectCallbacks() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("HMSoft", with: central, recorder)
+        lab.powerOff(central)
+        XCTAssertEqual(peripheral.state, .disconnected)
+        XCTAssertEqual(recorder.events.last, "state poweredOff")
+        XCTAssertEqual(recorder.count("disconnect"), 0)
+        lab.run(for: .seconds(10))
+        XCTAssertEqual(recorder.count("disconnect"), 0)
+    }
+
+    func testAfterAResetPeripheralsAreDiscoveredAnew() throws {
+        try lab.addPeripheral(Peripherals.hm10())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let before = try discover("HMSoft", with: central, recorder)
+        lab.powerOff(central)
+        lab.powerOn(central)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
+        XCTAssertTrue(central.retrievePeripherals(withIdentifiers: [before.identifier]).first === before, "kept over a power-off")
+        lab.reset(central)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
+        let after = try XCTUnwrap(central.retrievePeripherals(withIdentifiers: [before.identifier]).first)
+        XCTAssertFalse(after === before, "invalid below powered off: a new object")
+        XCTAssertEqual(after.identifier, before.identifier)
+    }
+}

@@ -1,0 +1,84 @@
+import ATT
+import BLELab
+import BLERuntime
+import CoreBluetoothLab
+import Foundation
+import GATT
+import HM10Serial
+import XCTest
+
+/// Seed 000: the HM-10 serial app, against an HM-10 with each write policy the app supports.
+final class HM10SerialExampleTests: XCTestCase {
+    private let ffe1 = CBUUID(string: "FFE1")
+
+    /// Scans, picks the only module, waits until FFE1 is ready and subscribed.
+    private func connectedSerial(to spec: PeripheralSpec, in lab: CBLab) throws -> (BluetoothSerial, ScanList) {
+        let (serial, list) = lab.attach { () -> (BluetoothSerial, ScanList) in
+            let serial = BluetoothSerial()
+            return (serial, ScanList(serial: serial))
+        }
+        XCTAssertTrue(lab.run(within: .seconds(2)) { serial.centralManager.state == .poweredOn })
+        list.start()
+        XCTAssertTrue(lab.run(within: .seconds(5)) { !list.peripherals.isEmpty })
+        list.select(0)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { serial.isReady && serial.writeCharacteristic?.isNotifying == true })
+        XCTAssertFalse(serial.centralManager.isScanning)
+        XCTAssertEqual(list.connected?.name, "HMSoft")
+        return (serial, list)
+    }
+
+    /// A real HM-10: FFE1 is read, write-without-response, notify → Write Commands, no acknowledgements.
+    func testAModuleWithoutWriteGetsWriteCommands() throws {
+        let lab = CBLab(seed: 100)
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let (serial, list) = try connectedSerial(to: hm10.spec, in: lab)
+        XCTAssertEqual(serial.writeType, .withoutResponse)
+
+        XCTAssertTrue(serial.send("AT+HELLO"))
+        lab.run(for: .seconds(1))
+        let writes = lab.attWrites(to: ffe1)
+        XCTAssertEqual(writes.map(\.opcode), [.writeCommand], "Write Command 0x52 on the link")
+        XCTAssertEqual(writes.map(\.value), [Data("AT+HELLO".utf8)])
+        XCTAssertEqual(hm10.value(of: CharacteristicRef(0xFFE1)), Array("AT+HELLO".utf8))
+        XCTAssertEqual(serial.acknowledgedWrites, 0, "didWriteValueFor never comes for Write Commands")
+
+        hm10.perform([.notify(CharacteristicRef(0xFFE1), .bytes(Array("OK+HELLO".utf8)))])
+        lab.run(for: .seconds(1))
+        XCTAssertEqual(list.messages, ["OK+HELLO"])
+    }
+
+    /// A module whose FFE1 takes Write Requests: the app prefers them, and each is acknowledged.
+    func testAModuleWithWriteGetsWriteRequests() throws {
+        for properties: CharacteristicProperties in [[.read, .write, .notify], [.read, .write, .writeWithoutResponse, .notify]] {
+            let lab = CBLab(seed: 101)
+            let hm10 = try lab.addPeripheral(Peripherals.hm10(ffe1: properties))
+            let (serial, _) = try connectedSerial(to: hm10.spec, in: lab)
+            XCTAssertEqual(serial.writeType, .withResponse, "\(properties)")
+            serial.send("AT")
+            serial.send("AT+VERS?")
+            XCTAssertTrue(lab.run(within: .seconds(2)) { serial.acknowledgedWrites == 2 }, "\(properties)")
+            XCTAssertEqual(lab.attWrites(to: ffe1).map(\.opcode), [.writeRequest, .writeRequest], "Write Request 0x12 on the link")
+            XCTAssertEqual(hm10.value(of: CharacteristicRef(0xFFE1)), Array("AT+VERS?".utf8))
+        }
+    }
+
+    func testTheScanListHoldsEachModuleOnceStrongestFirst() throws {
+        let lab = CBLab(seed: 102)
+        var far = Peripherals.hm10(id: "far")
+        far.rssi = -80
+        var near = Peripherals.hm10(id: "near")
+        near.rssi = -40
+        try lab.addPeripheral(far)
+        try lab.addPeripheral(near)
+        try lab.addPeripheral(Peripherals.probe())
+        let (serial, list) = lab.attach { () -> (BluetoothSerial, ScanList) in
+            let serial = BluetoothSerial()
+            return (serial, ScanList(serial: serial))
+        }
+        XCTAssertTrue(lab.run(within: .seconds(2)) { serial.centralManager.state == .poweredOn })
+        list.start()
+        lab.run(for: .seconds(3))
+        XCTAssertEqual(list.peripherals.map(\.rssi), [-40, -80], "only FFE0 modules, strongest first")
+        XCTAssertEqual(Set(list.peripherals.map(\.peripheral.identifier)).count, 2)
+    }
+}
