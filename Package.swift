@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "GAP", dependencies: ["Host", "GATT"]),
         .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport"]),
         .target(name: "YAMLSubset"),
-        .target(name: "Scenario", dependencies: ["BLELab", "YAMLSubset"]),
+        .target(name: "Scenario", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         .executableTarget(name: "blelab", dependencies: ["Scenario"]),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELab", "Scenario"]),
@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"], exclude: ["Fixtures"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: ["CoreBluetoothLab", "BLELab"]),
     ],
     swiftLanguageModes: [.v5]
