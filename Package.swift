@@ -32,7 +32,7 @@ let package = Package(
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
