@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"], exclude: ["Fixtures"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: ["CoreBluetoothLab", "BLELab"]),
     ],
     swiftLanguageModes: [.v5]

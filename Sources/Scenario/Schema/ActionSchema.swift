@@ -164,7 +164,7 @@ struct ActionSchema {
 
     /// A characteristic of this peripheral.
     func characteristic(_ node: YAMLNode) -> CharacteristicRef? {
-        CharacteristicResolver(r: r, catalog: catalog).resolve(node, in: peripheral, context: "\(peripheral)")
+        CharacteristicResolver(r: r, catalog: catalog).resolve(node, in: peripheral, context: "\(peripheral)", suggestingOthers: false)
     }
 }
 
@@ -185,7 +185,9 @@ struct CharacteristicResolver {
     }
 
     /// - Parameter context: how messages name the peripheral ("hm10", "hm10 (the peripheral this step talks to)").
-    func resolve(_ node: YAMLNode, in peripheral: String, context: String) -> CharacteristicRef? {
+    ///   - suggestingOthers: point to other peripherals that declare it (not for a peripheral's own
+    ///     actions, which only reach its own database).
+    func resolve(_ node: YAMLNode, in peripheral: String, context: String, suggestingOthers: Bool = true) -> CharacteristicRef? {
         guard let (ref, s) = parse(node) else { return nil }
         guard catalog.contains(peripheral) else { return ref }   // unknown peripheral: reported elsewhere
         switch catalog.resolve(ref, in: peripheral) {
@@ -193,8 +195,8 @@ struct CharacteristicResolver {
         case let .failure(.undeclared(elsewhere)):
             let declared = catalog.declared(in: peripheral)
             var hint: String?
-            if !elsewhere.isEmpty {
-                hint = "\(ref) is declared by \(SchemaReader.list(elsewhere)); say which peripheral with 'peripheral: \(elsewhere[0])'"
+            if suggestingOthers && !elsewhere.isEmpty {
+                hint = "\(ref) is declared by \(SchemaReader.list(elsewhere, "and")); say which peripheral with 'peripheral: \(elsewhere[0])'"
             } else if let close = Spelling.closest(to: s.text, in: declared) {
                 hint = "did you mean '\(close)'?"
             }

@@ -8,12 +8,16 @@ import YAMLSubset
 /// Which peripheral a step talks to is settled here, before anything runs: the one it names
 /// (`peripheral: ID`), else the only one connected at that point of the script (connections
 /// follow `connect`, `disconnect`, `expect: { disconnected }` and peripheral `disconnect` actions),
-/// else the only peripheral that declares the characteristic, else the only peripheral.
+/// else the only peripheral that declares the characteristic, else the peripheral the previous
+/// steps talked to (so `disconnect` then `expect: { disconnected }` needs no name), else the only
+/// peripheral.
 struct CentralSchema {
     let r: SchemaReader
     let catalog: PeripheralCatalog
     /// Connected at the step being read, in connection order.
     private var connected: [String] = []
+    /// The peripheral the latest step talked to.
+    private var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
                            "peripheral", "expect"]
@@ -97,6 +101,7 @@ struct CentralSchema {
             var within = Expectation.defaultWithin
             if let w = f["within"], let span = r.duration(w) { within = span }
             if !connected.contains(id) { connected.append(id) }
+            lastTarget = id
             return .connect(peripheral: id, within: within)
         case "discover":
             if let s = value.scalar, s.text == "all" {
@@ -204,10 +209,16 @@ struct CentralSchema {
 
     /// The peripheral a step talks to (see the type's documentation).
     mutating func target(_ explicit: YAMLNode?, characteristic: CharacteristicRef?, at keyword: YAMLScalar) -> String? {
+        let id = resolveTarget(explicit, characteristic: characteristic, at: keyword)
+        if let id { lastTarget = id }
+        return id
+    }
+
+    private mutating func resolveTarget(_ explicit: YAMLNode?, characteristic: CharacteristicRef?, at keyword: YAMLScalar) -> String? {
         if let explicit { return peripheralID(explicit) }
         if connected.count == 1 { return connected[0] }
         if connected.count > 1 {
-            r.error(at: keyword.mark, found: "'\(keyword.text)' while connected to \(SchemaReader.list(connected))",
+            r.error(at: keyword.mark, found: "'\(keyword.text)' while connected to \(SchemaReader.list(connected, "and"))",
                     expected: "the peripheral it means", hint: "add 'peripheral: \(connected[0])' (or another) to the step")
             return nil
         }
@@ -215,11 +226,12 @@ struct CentralSchema {
             let declarers = catalog.declarers(of: characteristic)
             if declarers.count == 1 { return declarers[0] }
             if declarers.count > 1 {
-                r.error(at: keyword.mark, found: "'\(keyword.text)' of \(characteristic), declared by \(SchemaReader.list(declarers))",
+                r.error(at: keyword.mark, found: "'\(keyword.text)' of \(characteristic), declared by \(SchemaReader.list(declarers, "and"))",
                         expected: "the peripheral it means", hint: "add 'peripheral: \(declarers[0])' (or another) to the step")
                 return nil
             }
         }
+        if let lastTarget, characteristic.map({ !catalog.matches($0, in: lastTarget).isEmpty }) ?? true { return lastTarget }
         if catalog.ids.count == 1 { return catalog.ids[0] }
         if characteristic != nil { return catalog.ids.first }   // reported as undeclared by the caller
         r.error(at: keyword.mark, found: "'\(keyword.text)' with no peripheral connected here",

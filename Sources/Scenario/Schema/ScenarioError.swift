@@ -49,21 +49,26 @@ public struct ScenarioErrors: Error, CustomStringConvertible {
 
 /// "Did you mean …?" for misspelt words.
 enum Spelling {
-    /// Levenshtein distance, case-insensitive.
+    /// Edit distance counting an insertion, a deletion, a substitution or a swap of two adjacent
+    /// characters as one edit (optimal string alignment), case-insensitive: `wiat` is one edit
+    /// from `wait`.
     static func distance(_ a: String, _ b: String) -> Int {
         let x = Array(a.lowercased().unicodeScalars), y = Array(b.lowercased().unicodeScalars)
         if x.isEmpty { return y.count }
         if y.isEmpty { return x.count }
-        var previous = Array(0...y.count)
-        var current = [Int](repeating: 0, count: y.count + 1)
+        var d = [[Int]](repeating: [Int](repeating: 0, count: y.count + 1), count: x.count + 1)
+        for i in 0...x.count { d[i][0] = i }
+        for j in 0...y.count { d[0][j] = j }
         for i in 1...x.count {
-            current[0] = i
             for j in 1...y.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
+                let cost = x[i - 1] == y[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
             }
-            swap(&previous, &current)
         }
-        return previous[y.count]
+        return d[x.count][y.count]
     }
 
     /// The candidate closest to `word`, if it is close enough to be a likely misspelling: at most

@@ -30,11 +30,12 @@ final class SchemaReader {
         return "'\(short)'"
     }
 
-    static func list(_ words: [String]) -> String {
+    /// `a`, `a or b`, `a, b or c` (or with `and`).
+    static func list(_ words: [String], _ conjunction: String = "or") -> String {
         switch words.count {
         case 0: return ""
         case 1: return words[0]
-        default: return words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1]
+        default: return words.dropLast().joined(separator: ", ") + " \(conjunction) " + words[words.count - 1]
         }
     }
 

@@ -1,0 +1,78 @@
+import BLELab
+import XCTest
+@testable import Scenario
+
+/// Scenario text → validated scenario, errors, or a run.
+enum ScenarioText {
+    static func load(_ text: String, file: String = "test.yaml") throws -> Scenario {
+        try Scenario.parse(text, file: file)
+    }
+
+    /// Every error message of `text` (empty when it is valid).
+    static func errors(_ text: String, file: String = "test.yaml") -> [String] {
+        do {
+            _ = try Scenario.parse(text, file: file)
+            return []
+        } catch let e as ScenarioErrors {
+            return e.errors.map(\.description)
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    static func run(_ text: String, options: RunOptions = RunOptions(), file: String = "test.yaml") throws -> ScenarioResult {
+        ScenarioRunner().run(try load(text, file: file), options: options)
+    }
+
+    /// A file around `central` steps with one HM-10-like peripheral (FFE0: FFE1 read/write-without-response/notify
+    /// echoing writes, FFE2 write only, FFE3 read/indicate, FFE4 read/write/write-without-response).
+    static func hm10(_ central: String, extraPeripheral: String = "", header: String = "") -> String {
+        """
+        scenario: test
+        \(header)
+        peripherals:
+          hm10:
+            rssi: -48
+            advertise: { name: HMSoft, services: [FFE0] }
+            gatt:
+              - service: FFE0
+                characteristics:
+                  - uuid: FFE1
+                    properties: [read, write-without-response, notify]
+                    value: text:ready
+                    on-write:
+                      - notify: FFE1
+                        value: written
+                  - { uuid: FFE2, properties: [write], value: hex:00 }
+                  - { uuid: FFE3, properties: [read, indicate], value: u8:1 }
+                  - { uuid: FFE4, properties: [read, write, write-without-response] }
+        \(extraPeripheral)
+        central:
+        \(central)
+        """
+    }
+
+    /// The usual opening: scan, connect, discover.
+    static let connected = """
+          - scan: { for: 1s }
+          - connect: hm10
+          - discover: all
+        """
+
+    static var fixtures: String {
+        let file = #filePath
+        guard let slash = file.lastIndex(of: "/") else { return "Fixtures" }
+        return String(file[..<slash]) + "/Fixtures"
+    }
+}
+
+extension ScenarioResult {
+    /// The failure's one-line summary, or "passed" / "skipped".
+    var verdict: String {
+        switch outcome {
+        case .passed: return "passed"
+        case .skipped: return "skipped"
+        case let .failed(f): return f.summary
+        }
+    }
+}
