@@ -130,13 +130,18 @@ public struct NotificationExpectation: Hashable {
     }
 }
 
-/// Values in reports, as a scenario file would write them: one octet as `u8:100`; printable
+/// Values in reports, as a scenario file would write them: one octet as `u8:100` (with its
+/// character when printable: `u8:100 (text:d)`); printable
 /// UTF-8 as `text:hello` or `"text:IOS_TEST\n"` (quoted when it needs escapes or has spaces);
 /// anything else as `hex:0a1b`.
 public enum ValueText {
     public static func describe(_ bytes: [UInt8]) -> String {
         if bytes.isEmpty { return "(empty)" }
-        if bytes.count == 1 { return "u8:\(bytes[0])" }
+        if bytes.count == 1 {
+            let b = bytes[0]
+            let printable = (0x21...0x7E).contains(b) && b != 0x22 && b != 0x5C
+            return printable ? "u8:\(b) (text:\(Character(Unicode.Scalar(b))))" : "u8:\(b)"
+        }
         if let text = String(validating: bytes, as: UTF8.self),
            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
             var escaped = ""

@@ -32,6 +32,9 @@ struct ActionSchema {
     let catalog: PeripheralCatalog
     let peripheral: String
 
+    /// The reasons HCI Disconnect accepts (Core 5.4 Vol 4 Part E 7.1.6).
+    static let disconnectReasons: [HCIStatus] = [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].map { HCIStatus(rawValue: $0) }
+
     static let keywords = ["notify", "indicate", "notify-every", "stop-notifying", "set-value", "respond-error", "delay",
                            "disconnect", "stop-advertising", "start-advertising"]
 
@@ -152,6 +155,11 @@ struct ActionSchema {
             let f = fields("reason", ["reason"])
             guard let reasonNode = f["reason"] else { return (.disconnect(nil), keyword.mark) }
             guard let reason = r.reason(reasonNode) else { return nil }
+            guard Self.disconnectReasons.contains(reason) else {
+                r.error(reasonNode, expected: "a reason HCI Disconnect allows (\(Self.disconnectReasons.map(\.name).joined(separator: ", ")))",
+                        hint: reason == .connectionTimeout ? "a supervision timeout happens to a link, it is not a reason to give" : nil)
+                return nil
+            }
             return (.disconnect(reason), keyword.mark)
         case "stop-advertising", "start-advertising":
             guard noOptions() else { return nil }
