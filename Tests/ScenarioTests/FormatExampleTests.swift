@@ -116,7 +116,8 @@ final class FormatExampleTests: XCTestCase {
     func testValueTextInReports() {
         XCTAssertEqual(ValueText.describe(Array("hello".utf8)), "text:hello")
         XCTAssertEqual(ValueText.describe(Array("IOS_TEST\n".utf8)), "\"text:IOS_TEST\\n\"")
-        XCTAssertEqual(ValueText.describe([100]), "u8:100")
+        XCTAssertEqual(ValueText.describe([100]), "u8:100 (text:d)")
+        XCTAssertEqual(ValueText.describe([7]), "u8:7")
         XCTAssertEqual(ValueText.describe([0x00, 0x3C]), "hex:003c")
         XCTAssertEqual(ValueText.describe([]), "(empty)")
     }

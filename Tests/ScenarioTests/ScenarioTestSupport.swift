@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BLELab
+import BLERuntime
 import XCTest
 @testable import Scenario
 
@@ -75,4 +79,39 @@ extension ScenarioResult {
         case let .failed(f): return f.summary
         }
     }
+}
+
+/// `blelab` with an injected console and a fake wall clock (1 ms per reading).
+final class CLIHarness {
+    var out = ""
+    var err = ""
+    private var clock: Int64 = 0
+    var files: [String: [UInt8]] = [:]
+
+    func run(_ arguments: [String], terminal: Bool = false, environment: [String: String] = [:], writesFiles: Bool = false) -> BLELabCLI.Status {
+        out = ""
+        err = ""
+        let console = Console(out: { [unowned self] in self.out += $0 }, err: { [unowned self] in self.err += $0 },
+                              isTerminal: terminal, environment: environment)
+        let cli = BLELabCLI(console: console, wallClock: { [unowned self] in
+            self.clock += 1_000_000
+            return Instant(nanoseconds: self.clock)
+        }, writeFile: { [unowned self] bytes, path in
+            if writesFiles { try FileText.write(bytes, to: path) } else { self.files[path] = bytes }
+        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } })
+        return cli.main(arguments)
+    }
+
+    var outLines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+}
+
+/// A fresh temporary directory.
+func temporaryDirectory() throws -> String {
+    var template = Array("/tmp/blelab-tests-XXXXXX".utf8CString)
+    let path: String? = template.withUnsafeMutableBufferPointer { buffer in
+        guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
+        return String(cString: base)
+    }
+    guard let path else { throw FileError(path: "/tmp", reason: "cannot create a temporary directory") }
+    return path
 }
