@@ -61,7 +61,8 @@ extension Parser {
     }
 
     /// A plain scalar: up to `: `, ` #`, the end of the line, or in flow a flow indicator or `:`
-    /// before one. Trailing spaces are not part of it. A tab inside is refused (PyYAML refuses it).
+    /// before one. Trailing spaces are not part of it. A tab inside is refused (PyYAML refuses it),
+    /// and so is a `?` inside a flow collection, where PyYAML ends the scalar and YAML 1.2 does not.
     private func parsePlain(at start: Int, inFlow: Bool) throws -> (node: YAMLNode, end: Int) {
         var position = start
         var end = start
@@ -79,6 +80,11 @@ extension Parser {
                 if next.isBlank || (inFlow && next.isFlowIndicator) { break }
             }
             if inFlow, scalar.isFlowIndicator { break }
+            if inFlow, scalar == "?" {
+                throw error(at: position, found: "'?' in \(Parser.quoted(source.string(start..<position + 1)))",
+                            expected: "a value without '?' inside [ ] or { }",
+                            hint: "quote the value; YAML 1.1 parsers (PyYAML) end a value at '?' inside [ ] and { }")
+            }
             position += 1
             end = position
         }

@@ -91,6 +91,10 @@ struct Parser {
                 try finishMarkerLine(after: start + 3, marker: "---")
             case .documentEnd:
                 let start = source.lines[lineIndex].start
+                if !sawDocumentStart, !sawContent {
+                    // YAML 1.2 reads this as no document at all; PyYAML refuses it.
+                    throw error(at: start, found: "'...'", expected: "a document before the document end marker")
+                }
                 documentEnd = mark(start)
                 try finishMarkerLine(after: start + 3, marker: "...")
                 return nil
