@@ -48,10 +48,12 @@ extension Parser {
         case "-" where endsToken:
             throw error(at: position, found: "'-'", expected: "a value",
                         hint: "a '-' item cannot start here; a block sequence starts on its own line")
-        case "?" where inFlow || endsToken:
-            throw error(at: position, found: inFlow ? found : "'?'", expected: "a value",
-                        hint: inFlow ? "quote a value that starts with '?' inside [ ] or { } (YAML parsers disagree on it)"
-                            : "complex keys ('? ') are not part of the YAML subset")
+        case "?" where inFlow:
+            throw error(at: position, found: found, expected: "a value",
+                        hint: "quote a value that starts with '?' inside [ ] or { } (YAML parsers disagree on it)")
+        case "?" where endsToken:
+            throw error(at: position, found: "complex key indicator '?'", expected: "a key on one line (key: value)",
+                        hint: "complex keys ('? ') are not part of the YAML subset")
         case ":" where inFlow || endsToken:
             throw error(at: position, found: inFlow ? found : "':'", expected: inFlow ? "a value" : "a key before ':'",
                         hint: inFlow ? "quote a value that starts with ':' inside [ ] or { } (YAML parsers disagree on it)" : nil)
@@ -202,8 +204,8 @@ extension Parser {
     }
 
     private func unclosedQuoteError(at start: Int) -> YAMLError {
-        let quote = text[start]
-        return error(at: start, found: "unclosed '\(quote)'", expected: "a closing '\(quote)' on the same line",
+        let (name, quote) = text[start] == "'" ? ("single", "'") : ("double", "\"")
+        return error(at: start, found: "an unclosed \(name) quote", expected: "a closing \(quote) on the same line",
                      hint: "multi-line scalars are not part of the YAML subset; keep the value on one line")
     }
 }

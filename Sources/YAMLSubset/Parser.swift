@@ -205,6 +205,8 @@ struct Parser {
         text[position] == "-" && (position + 1 == lineEnd || text[position + 1].isBlank)
     }
 
+    /// Counts a collection opening at `position`; the parser recurses once per level, so nesting
+    /// is bounded to keep hostile input from exhausting the stack.
     mutating func enter(at position: Int) throws {
         if depth >= Parser.maxDepth {
             throw error(at: position, found: "more than \(Parser.maxDepth) nested collections",
