@@ -11,8 +11,6 @@ extension Parser {
     /// Parses the block node that starts at `position` on the current line. `parentIndent` is the
     /// indentation of the enclosing block collection (-1 at the top).
     mutating func parseBlockNode(at position: Int, parentIndent: Int) throws -> YAMLNode {
-        try enter(at: position)
-        defer { depth -= 1 }
         let indent = position - lineStart
         if isBlockEntry(position) {
             return .sequence(try parseBlockSequence(at: position, indent: indent, parentIndent: parentIndent))
@@ -35,6 +33,8 @@ extension Parser {
     // MARK: Mappings
 
     private mutating func parseBlockMapping(firstKey: YAMLScalar, colon: Int, indent: Int, parentIndent: Int) throws -> YAMLMapping {
+        try enter(at: lineStart + indent)
+        defer { depth -= 1 }
         openIndents.append(indent)
         defer { openIndents.removeLast() }
         var entries: [(key: YAMLScalar, value: YAMLNode)] = []
@@ -140,6 +140,8 @@ extension Parser {
     /// `parentIndent == indent` it is a key's value written at the key's own indentation, and a
     /// line at that indentation that is not a `-` goes back to the mapping.
     private mutating func parseBlockSequence(at position: Int, indent: Int, parentIndent: Int) throws -> YAMLSequence {
+        try enter(at: position)
+        defer { depth -= 1 }
         openIndents.append(indent)
         defer { openIndents.removeLast() }
         let sequenceMark = mark(position)

@@ -48,10 +48,12 @@ extension Parser {
         case "-" where endsToken:
             throw error(at: position, found: "'-'", expected: "a value",
                         hint: "a '-' item cannot start here; a block sequence starts on its own line")
-        case "?" where inFlow || endsToken:
-            throw error(at: position, found: inFlow ? found : "'?'", expected: "a value",
-                        hint: inFlow ? "quote a value that starts with '?' inside [ ] or { } (YAML parsers disagree on it)"
-                            : "complex keys ('? ') are not part of the YAML subset")
+        case "?" where inFlow:
+            throw error(at: position, found: found, expected: "a value",
+                        hint: "quote a value that starts with '?' inside [ ] or { } (YAML parsers disagree on it)")
+        case "?" where endsToken:
+            throw error(at: position, found: "complex key indicator '?'", expected: "a key on one line (key: value)",
+                        hint: "complex keys ('? ') are not part of the YAML subset")
         case ":" where inFlow || endsToken:
             throw error(at: position, found: inFlow ? found : "':'", expected: inFlow ? "a value" : "a key before ':'",
                         hint: inFlow ? "quote a value that starts with ':' inside [ ] or { } (YAML parsers disagree on it)" : nil)
@@ -61,7 +63,8 @@ extension Parser {
     }
 
     /// A plain scalar: up to `: `, ` #`, the end of the line, or in flow a flow indicator or `:`
-    /// before one. Trailing spaces are not part of it. A tab inside is refused (PyYAML refuses it).
+    /// before one. Trailing spaces are not part of it. A tab inside is refused (PyYAML refuses it),
+    /// and so is a `?` inside a flow collection, where PyYAML ends the scalar and YAML 1.2 does not.
     private func parsePlain(at start: Int, inFlow: Bool) throws -> (node: YAMLNode, end: Int) {
         var position = start
         var end = start
@@ -79,6 +82,11 @@ extension Parser {
                 if next.isBlank || (inFlow && next.isFlowIndicator) { break }
             }
             if inFlow, scalar.isFlowIndicator { break }
+            if inFlow, scalar == "?" {
+                throw error(at: position, found: "'?' in \(Parser.quoted(source.string(start..<position + 1)))",
+                            expected: "a value without '?' inside [ ] or { }",
+                            hint: "quote the value; YAML 1.1 parsers (PyYAML) end a value at '?' inside [ ] and { }")
+            }
             position += 1
             end = position
         }
@@ -196,8 +204,8 @@ extension Parser {
     }
 
     private func unclosedQuoteError(at start: Int) -> YAMLError {
-        let quote = text[start]
-        return error(at: start, found: "unclosed '\(quote)'", expected: "a closing '\(quote)' on the same line",
+        let (name, quote) = text[start] == "'" ? ("single", "'") : ("double", "\"")
+        return error(at: start, found: "an unclosed \(name) quote", expected: "a closing \(quote) on the same line",
                      hint: "multi-line scalars are not part of the YAML subset; keep the value on one line")
     }
 }

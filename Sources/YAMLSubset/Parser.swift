@@ -91,6 +91,10 @@ struct Parser {
                 try finishMarkerLine(after: start + 3, marker: "---")
             case .documentEnd:
                 let start = source.lines[lineIndex].start
+                if !sawDocumentStart, !sawContent {
+                    // YAML 1.2 reads this as no document at all; PyYAML refuses it.
+                    throw error(at: start, found: "'...'", expected: "a document before the document end marker")
+                }
                 documentEnd = mark(start)
                 try finishMarkerLine(after: start + 3, marker: "...")
                 return nil
@@ -201,6 +205,8 @@ struct Parser {
         text[position] == "-" && (position + 1 == lineEnd || text[position + 1].isBlank)
     }
 
+    /// Counts a collection opening at `position`; the parser recurses once per level, so nesting
+    /// is bounded to keep hostile input from exhausting the stack.
     mutating func enter(at position: Int) throws {
         if depth >= Parser.maxDepth {
             throw error(at: position, found: "more than \(Parser.maxDepth) nested collections",
