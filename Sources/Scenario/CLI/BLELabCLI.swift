@@ -114,19 +114,20 @@ public struct BLELabCLI {
             console.out("no scenario selected (\(scenarios.count) loaded)\n")
         }
         let runner = ScenarioRunner(backend: backend)
-        let total = selected.count * arguments.repeatCount
+        let repeats = max(1, arguments.repeatCount)
+        let total = selected.count * repeats
         let start = wallClock()
         var runs: [ScenarioRun] = []
         var status = Status.passed
         for scenario in selected {
             let base = arguments.seed ?? scenario.seed ?? Scenario.defaultSeed
-            for repetition in 1...arguments.repeatCount {
+            for repetition in 1...repeats {
                 reporter.willRun(scenario.name, position: runs.count, total: total, elapsed: wallClock() - start)
                 let options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
                                          recordsTimeline: arguments.json != nil)
                 let began = wallClock()
                 var result = runner.run(scenario, options: options)
-                var run = ScenarioRun(result: result, repetition: repetition, repetitions: arguments.repeatCount, wallTime: wallClock() - began)
+                var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
                 if let directory = arguments.capture {
                     for (path, capture) in RunReports.captureFiles([run], directory: directory) {
                         guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }

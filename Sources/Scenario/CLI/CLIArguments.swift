@@ -27,7 +27,7 @@ public struct Shard: Equatable, CustomStringConvertible {
 
     /// Whether the item at `position` (0-based, in sorted order) belongs to this shard: items are
     /// dealt round-robin, so every shard gets a fair share and together they cover everything once.
-    public func contains(position: Int) -> Bool { position % count == index - 1 }
+    public func contains(position: Int) -> Bool { count > 0 && position >= 0 && position % count == index - 1 }
 
     public var description: String { "\(index)/\(count)" }
 }
