@@ -38,14 +38,11 @@ extension Parser {
         openIndents.append(indent)
         defer { openIndents.removeLast() }
         var entries: [(key: YAMLScalar, value: YAMLNode)] = []
-        var firstMarks: [String: Mark] = [:]
+        var keys = KeyIndex()
         var key = firstKey
         var colon = colon
         while true {
-            if let first = firstMarks[key.text] {
-                throw duplicateKeyError(key, first: first)
-            }
-            firstMarks[key.text] = key.mark
+            if let first = keys.insert(key) { throw duplicateKeyError(key, first: first) }
             let value = try parseMappingValue(afterColon: colon + 1, key: key, keyIndent: indent)
             entries.append((key, value))
 

@@ -20,7 +20,7 @@ extension Parser {
     private mutating func parseFlowSequence(at start: Int) throws -> (YAMLSequence, Int) {
         var items: [YAMLNode] = []
         var position = start + 1
-        while true {
+        scanning: while true {
             position = try skipInFlow(from: position, opener: start)
             if text[position] == "]" { break }
             if text[position] == "," {
@@ -33,23 +33,22 @@ extension Parser {
             case ",":
                 position += 1
             case "]":
-                break
+                break scanning
             case ":":
                 throw error(at: position, found: "':'", expected: "',' or ']'",
                             hint: "a key: value pair inside [ ] is written as a mapping: [{ key: value }]")
             default:
                 throw error(at: position, found: snippet(at: position), expected: "',' or ']'")
             }
-            if text[position] == "]" { break }
         }
         return (YAMLSequence(items: items, style: .flow, mark: mark(start)), position + 1)
     }
 
     private mutating func parseFlowMapping(at start: Int) throws -> (YAMLMapping, Int) {
         var entries: [(key: YAMLScalar, value: YAMLNode)] = []
-        var firstMarks: [String: Mark] = [:]
+        var keys = KeyIndex()
         var position = start + 1
-        while true {
+        scanning: while true {
             position = try skipInFlow(from: position, opener: start)
             if text[position] == "}" { break }
             if text[position] == "," {
@@ -76,8 +75,7 @@ extension Parser {
                 let hint = key.style == .plain && key.text.contains(":") ? "put a space after ':' (key: value)" : nil
                 throw error(at: position, found: snippet(at: position), expected: "':' after the key \(Parser.quoted(key.text))", hint: hint)
             }
-            if let first = firstMarks[key.text] { throw duplicateKeyError(key, first: first) }
-            firstMarks[key.text] = key.mark
+            if let first = keys.insert(key) { throw duplicateKeyError(key, first: first) }
 
             let afterColon = position + 1
             position = try skipInFlow(from: afterColon, opener: start)
@@ -94,11 +92,10 @@ extension Parser {
             case ",":
                 position += 1
             case "}":
-                break
+                break scanning
             default:
                 throw error(at: position, found: snippet(at: position), expected: "',' or '}'")
             }
-            if text[position] == "}" { break }
         }
         return (YAMLMapping(entries: entries, style: .flow, mark: mark(start)), position + 1)
     }

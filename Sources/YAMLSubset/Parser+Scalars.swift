@@ -21,8 +21,14 @@ extension Parser {
     /// subset leaves out when it is one.
     private func checkPlainStart(at position: Int, inFlow: Bool) throws {
         let first = text[position]
+        switch first {
+        case "&", "*", "!", "|", ">", "%", "@", "`", ",", "[", "]", "{", "}", "#", "\t", "-", "?", ":":
+            break
+        default:
+            return
+        }
         let next: Unicode.Scalar? = position + 1 < lineEnd ? text[position + 1] : nil
-        let endsToken = next == nil || next!.isBlank || (inFlow && next!.isFlowIndicator)
+        let endsToken = next.map { $0.isBlank || (inFlow && $0.isFlowIndicator) } ?? true
         let found = snippet(at: position)
         switch first {
         case "&":
@@ -96,6 +102,10 @@ extension Parser {
 
     /// `'…'` with `''` for a quote, on one line.
     private func parseSingleQuoted(at start: Int) throws -> (node: YAMLNode, end: Int) {
+        if let close = closingQuote(from: start + 1, quote: "'", escape: "'") {
+            let node = YAMLScalar(text: source.string(start + 1..<close), style: .singleQuoted, mark: mark(start))
+            return (.scalar(node), close + 1)
+        }
         var content = String.UnicodeScalarView()
         var position = start + 1
         while position < lineEnd {
@@ -117,6 +127,10 @@ extension Parser {
 
     /// `"…"` with YAML 1.2's escapes, on one line.
     private func parseDoubleQuoted(at start: Int) throws -> (node: YAMLNode, end: Int) {
+        if let close = closingQuote(from: start + 1, quote: "\"", escape: "\\") {
+            let node = YAMLScalar(text: source.string(start + 1..<close), style: .doubleQuoted, mark: mark(start))
+            return (.scalar(node), close + 1)
+        }
         var content = String.UnicodeScalarView()
         var position = start + 1
         while position < lineEnd {
@@ -135,6 +149,21 @@ extension Parser {
             position += 1
         }
         throw unclosedQuoteError(at: start)
+    }
+
+    /// The closing quote of a quoted scalar with no escapes in it (the common case, copied as is),
+    /// or nil when there is an escape or no closing quote on the line.
+    private func closingQuote(from position: Int, quote: Unicode.Scalar, escape: Unicode.Scalar) -> Int? {
+        var position = position
+        while position < lineEnd {
+            let scalar = text[position]
+            if scalar == escape, position + 1 < lineEnd, quote == escape ? text[position + 1] == quote : true {
+                return nil
+            }
+            if scalar == quote { return position }
+            position += 1
+        }
+        return nil
     }
 
     /// The escape at `position` (a backslash) and how many scalars it spans. YAML 1.2, 5.7.

@@ -270,3 +270,26 @@ struct Parser {
         }
     }
 }
+
+/// The keys of a mapping being parsed, to find a duplicate: searched in order while there are few,
+/// through a dictionary once there are many, so neither small nor huge mappings cost much.
+struct KeyIndex {
+    private var small: [(text: String, mark: Mark)] = []
+    private var large: [String: Mark]?
+
+    /// Records `key`; returns where the same key was first defined, if it was.
+    mutating func insert(_ key: YAMLScalar) -> Mark? {
+        if large == nil {
+            if let first = small.first(where: { $0.text == key.text }) { return first.mark }
+            small.append((key.text, key.mark))
+            if small.count > 12 {
+                large = Dictionary(small.map { ($0.text, $0.mark) }, uniquingKeysWith: { first, _ in first })
+                small = []
+            }
+            return nil
+        }
+        if let first = large?[key.text] { return first }
+        large?[key.text] = key.mark
+        return nil
+    }
+}

@@ -63,11 +63,35 @@ struct Source {
         return Mark(line: line + 1, column: column)
     }
 
-    /// The text of `range` as a String.
+    /// The text of `range` as a String, encoded straight into the String's storage.
     func string(_ range: Range<Int>) -> String {
-        var view = String.UnicodeScalarView()
-        view.append(contentsOf: text[range])
-        return String(view)
+        String(unsafeUninitializedCapacity: range.count * 4) { buffer in
+            var count = 0
+            for scalar in text[range] {
+                let value = scalar.value
+                switch value {
+                case ..<0x80:
+                    buffer[count] = UInt8(value)
+                    count += 1
+                case ..<0x800:
+                    buffer[count] = UInt8(0xC0 | value >> 6)
+                    buffer[count + 1] = UInt8(0x80 | value & 0x3F)
+                    count += 2
+                case ..<0x10000:
+                    buffer[count] = UInt8(0xE0 | value >> 12)
+                    buffer[count + 1] = UInt8(0x80 | value >> 6 & 0x3F)
+                    buffer[count + 2] = UInt8(0x80 | value & 0x3F)
+                    count += 3
+                default:
+                    buffer[count] = UInt8(0xF0 | value >> 18)
+                    buffer[count + 1] = UInt8(0x80 | value >> 12 & 0x3F)
+                    buffer[count + 2] = UInt8(0x80 | value >> 6 & 0x3F)
+                    buffer[count + 3] = UInt8(0x80 | value & 0x3F)
+                    count += 4
+                }
+            }
+            return count
+        }
     }
 
     /// Characters YAML 1.2 does not allow in a stream (C0 and C1 controls other than tab and line
@@ -84,15 +108,34 @@ struct Source {
     }
 
     /// Column of each scalar of `line` (and of the position after it), counting Characters.
+    ///
+    /// Two ASCII scalars in a row are always two Characters (no grapheme rule joins them), so
+    /// only the stretches around non-ASCII scalars — each with one ASCII scalar on either side,
+    /// which a combining mark or a prepended mark may join — go through Swift's grapheme
+    /// breaking. A stretch starts after an ASCII scalar, so no rule that looks back (emoji ZWJ
+    /// sequences, regional-indicator pairs, Indic conjuncts) could reach across its start.
     private static func characterColumns(_ line: ArraySlice<Unicode.Scalar>) -> [Int] {
-        var view = String.UnicodeScalarView()
-        view.append(contentsOf: line)
         var columns: [Int] = []
         columns.reserveCapacity(line.count + 1)
         var column = 1
-        for character in String(view) {
-            for _ in character.unicodeScalars { columns.append(column) }
-            column += 1
+        var position = line.startIndex
+        while position < line.endIndex {
+            let next = position + 1
+            if line[position].isASCII, next == line.endIndex || line[next].isASCII {
+                columns.append(column)
+                column += 1
+                position = next
+                continue
+            }
+            var end = next
+            while end < line.endIndex, !(line[end].isASCII && line[end - 1].isASCII) { end += 1 }
+            var stretch = String.UnicodeScalarView()
+            stretch.append(contentsOf: line[position..<end])
+            for character in String(stretch) {
+                for _ in character.unicodeScalars { columns.append(column) }
+                column += 1
+            }
+            position = end
         }
         columns.append(column)
         return columns

@@ -65,7 +65,9 @@ public struct YAMLMapping: Sendable {
     public let style: YAMLCollectionStyle
     /// The first key of a block mapping, or the `{` of a flow mapping.
     public let mark: Mark
-    private let indexByKey: [String: Int]
+    /// Positions by key text, for mappings too large to search in order; nil for small ones.
+    private let indexByKey: [String: Int]?
+    private static let largeCount = 12
 
     /// Builds a mapping. If two entries share a key's text, lookups find the first one (the parser
     /// never builds such a mapping; it reports the duplicate instead).
@@ -73,11 +75,15 @@ public struct YAMLMapping: Sendable {
         self.entries = entries
         self.style = style
         self.mark = mark
-        var index: [String: Int] = [:]
-        for (position, entry) in entries.enumerated() where index[entry.key.text] == nil {
-            index[entry.key.text] = position
+        if entries.count > YAMLMapping.largeCount {
+            var index: [String: Int] = [:]
+            for (position, entry) in entries.enumerated() where index[entry.key.text] == nil {
+                index[entry.key.text] = position
+            }
+            self.indexByKey = index
+        } else {
+            self.indexByKey = nil
         }
-        self.indexByKey = index
     }
 
     /// The keys' text, in order.
@@ -92,8 +98,10 @@ public struct YAMLMapping: Sendable {
 
     /// The key as written (with its mark) and its value.
     public func entry(for key: String) -> (key: YAMLScalar, value: YAMLNode)? {
-        guard let position = indexByKey[key] else { return nil }
-        return entries[position]
+        if let indexByKey {
+            return indexByKey[key].map { entries[$0] }
+        }
+        return entries.first { $0.key.text == key }
     }
 
     public subscript(key: String) -> YAMLNode? { value(for: key) }
@@ -107,8 +115,9 @@ extension YAMLMapping: Equatable {
 }
 
 /// A node of the document: a scalar, a sequence or a mapping. Equality compares text, styles and
-/// marks; compare `kindName`s or walk the tree to compare structure alone.
-public indirect enum YAMLNode: Equatable, Sendable {
+/// marks; compare `kindName`s or walk the tree to compare structure alone. (Not `indirect`: the
+/// payloads hold their children in arrays already, and a box per node would cost a malloc each.)
+public enum YAMLNode: Equatable, Sendable {
     case scalar(YAMLScalar)
     case sequence(YAMLSequence)
     case mapping(YAMLMapping)

@@ -46,6 +46,17 @@ final class APITests: XCTestCase {
         XCTAssertEqual(mapping.entries.map(\.key.text), mapping.keys)
     }
 
+    func testLookupInLargeMappings() throws {
+        let yaml = (0..<40).map { "key\($0): value\($0)\n" }.joined()
+        let mapping = try XCTUnwrap(parse(yaml)?.mapping)
+        XCTAssertEqual(mapping.count, 40)
+        for index in [0, 12, 13, 39] {
+            XCTAssertEqual(mapping["key\(index)"]?.scalar?.text, "value\(index)")
+            XCTAssertEqual(mapping.entry(for: "key\(index)")?.key.mark, Mark(line: index + 1, column: 1))
+        }
+        XCTAssertNil(mapping["key40"])
+    }
+
     func testKindNamesAndAccessors() throws {
         let root = try XCTUnwrap(parse("s: x\nq: []\nm: {}\ne:\n"))
         XCTAssertEqual(root.kindName, "a mapping")

@@ -206,6 +206,14 @@ final class RefusalTests: XCTestCase {
         assertTree("a: { x: 1 }\nb: { x: 2 }\n", ["a": ["x": "1"], "b": ["x": "2"]])
     }
 
+    func testDuplicateKeysInLargeMappings() {
+        let keys = (0..<40).map { "key\($0)" }
+        let block = keys.map { "\($0): v\n" }.joined() + "key7: again\n"
+        assertError(block, "test.yaml:41:1: error: found duplicate key 'key7', expected a key not already in this mapping; 'key7' is first defined at 8:1")
+        let flow = "{" + keys.map { "\($0): v" }.joined(separator: ", ") + ", key39: w}"
+        assertError(flow, "test.yaml:1:\(flow.count - 8): error: found duplicate key 'key39', expected a key not already in this mapping; 'key39' is first defined at 1:\(flow.count - 18)")
+    }
+
     func testEscapes() {
         assertError("a: \"\\q\"\n",
                     "test.yaml:1:5: error: found '\\q', expected an escape; YAML escapes are \\\\ \\\" \\/ \\0 \\a \\b \\t \\n \\v \\f \\r \\e \\N \\_ \\L \\P \\xNN \\uNNNN \\UNNNNNNNN and backslash-space")
