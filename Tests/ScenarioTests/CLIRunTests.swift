@@ -67,6 +67,7 @@ final class CLIRunTests: XCTestCase {
 
     func testAFolderWithoutScenariosIsBadInput() throws {
         let empty = try temporaryDirectory()
+        defer { removeTree(empty) }
         XCTAssertEqual(cli.run(["run", empty]), .badInput)
         XCTAssertEqual(cli.err, "blelab: no scenario files (*.yaml) in \(empty)\nblelab: nothing was run\n")
     }
@@ -152,6 +153,7 @@ final class CLIRunTests: XCTestCase {
 
     func testJUnitJSONAndCaptures() throws {
         let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
         XCTAssertEqual(cli.run(["run", "--junit", dir + "/junit.xml", "--json", dir + "/timeline.json", "--capture", dir + "/captures",
                                 f + "/passing", f + "/failing"], writesFiles: true), .failed)
         let report = try JUnitReport(xml: try FileText.read(dir + "/junit.xml"))
@@ -180,6 +182,7 @@ final class CLIRunTests: XCTestCase {
 
         // Same files, same seeds: byte for byte the same outputs.
         let again = try temporaryDirectory()
+        defer { removeTree(again) }
         XCTAssertEqual(cli.run(["run", "--junit", again + "/junit.xml", "--json", again + "/timeline.json", "--capture", again + "/captures",
                                 f + "/passing", f + "/failing"], writesFiles: true), .failed)
         for name in captures {

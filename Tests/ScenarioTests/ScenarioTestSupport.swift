@@ -115,3 +115,13 @@ func temporaryDirectory() throws -> String {
     guard let path else { throw FileError(path: "/tmp", reason: "cannot create a temporary directory") }
     return path
 }
+
+/// `rm -r`, for the temporary directories tests make.
+func removeTree(_ path: String) {
+    if FileText.kind(path) == .directory {
+        for name in (try? FileText.entries(path)) ?? [] { removeTree(path + "/" + name) }
+        rmdir(path)
+    } else {
+        unlink(path)
+    }
+}
