@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "GAP", dependencies: ["Host", "GATT"]),
         .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport"]),
         .target(name: "YAMLSubset"),
-        .target(name: "Scenario", dependencies: ["BLELab", "YAMLSubset"]),
+        .target(name: "Scenario", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         .executableTarget(name: "blelab", dependencies: ["Scenario"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

@@ -1,1 +1,29 @@
-print("blelab: not yet")
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import BLERuntime
+import Scenario
+
+// The only code that touches the process: streams, the terminal check, the environment, the wall
+// clock and the exit status. Everything else is `BLELabCLI`, which the tests drive.
+
+func write(_ text: String, to stream: UnsafeMutablePointer<FILE>) {
+    fputs(text, stream)
+    fflush(stream)
+}
+
+var environment: [String: String] = [:]
+if let value = getenv("NO_COLOR") { environment["NO_COLOR"] = String(cString: value) }
+
+let console = Console(out: { write($0, to: stdout) }, err: { write($0, to: stderr) },
+                      isTerminal: isatty(STDOUT_FILENO) == 1, environment: environment)
+
+let cli = BLELabCLI(console: console, wallClock: {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Instant(nanoseconds: Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec))
+})
+
+exit(cli.main(Array(CommandLine.arguments.dropFirst())).rawValue)

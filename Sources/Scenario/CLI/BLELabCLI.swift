@@ -1,0 +1,160 @@
+import BLERuntime
+import Transport
+
+/// `blelab`'s commands over an injected console, wall clock and file writer, so that everything
+/// but `main.swift`'s few lines is testable.
+///
+/// Exit status: 0 all passed (or valid), 1 some scenario failed, 2 bad input or usage — and with
+/// bad input nothing runs.
+public struct BLELabCLI {
+    public enum Status: Int32 {
+        case passed = 0
+        case failed = 1
+        case badInput = 2
+    }
+
+    public var console: Console
+    /// A monotonic wall clock, read only to report wall time per scenario run.
+    public var wallClock: () -> Instant
+    /// Writes a file, creating missing folders.
+    public var writeFile: ([UInt8], String) throws -> Void
+    /// `mkdir -p`, to check the capture folder before running anything.
+    public var makeDirectory: (String) throws -> Void
+    /// The backend for a `--transport` name; nil: not available.
+    public var backend: (String) -> ScenarioBackend?
+
+    public init(console: Console, wallClock: @escaping () -> Instant = { .zero },
+                writeFile: @escaping ([UInt8], String) throws -> Void = { try FileText.write($0, to: $1) },
+                makeDirectory: @escaping (String) throws -> Void = { try FileText.makeDirectories($0) },
+                backend: @escaping (String) -> ScenarioBackend? = BLELabCLI.availableBackend) {
+        self.console = console
+        self.wallClock = wallClock
+        self.writeFile = writeFile
+        self.makeDirectory = makeDirectory
+        self.backend = backend
+    }
+
+    /// The tiers built so far: only the sim.
+    public static func availableBackend(_ name: String) -> ScenarioBackend? {
+        name == TransportTier.sim.rawValue ? SimBackend() : nil
+    }
+
+    /// Runs the command line (without the program name) and returns the exit status.
+    public func main(_ arguments: [String]) -> Status {
+        let command: CLICommand
+        do { command = try CLIArguments.parse(arguments) } catch {
+            console.err("blelab: \(error)\n")
+            return .badInput
+        }
+        switch command {
+        case let .help(text):
+            console.out(text + "\n")
+            return .passed
+        case let .run(arguments): return run(arguments)
+        case let .validate(paths): return validate(paths)
+        case let .list(arguments): return list(arguments)
+        }
+    }
+
+    // MARK: Loading
+
+    /// Every scenario in `paths`, or nil after printing every error.
+    private func load(_ paths: [String]) -> [Scenario]? {
+        let paths = paths.isEmpty ? [CLIArguments.defaultPath] : paths
+        let (files, missing) = ScenarioFiles.collect(paths)
+        let (scenarios, invalid) = ScenarioFiles.load(files)
+        let errors = missing + invalid
+        if !errors.isEmpty {
+            for error in errors { console.err("\(error)\n") }
+            let broken = Set(errors.map(\.file)).count
+            console.err("blelab: \(errors.count) error\(errors.count == 1 ? "" : "s") in \(broken) file\(broken == 1 ? "" : "s")\n")
+            return nil
+        }
+        if files.isEmpty {
+            console.err("blelab: no scenario files (*.yaml) in \(paths.joined(separator: ", "))\n")
+            return nil
+        }
+        return scenarios
+    }
+
+    // MARK: Commands
+
+    func validate(_ paths: [String]) -> Status {
+        guard let scenarios = load(paths) else { return .badInput }
+        console.out("\(scenarios.count) scenario file\(scenarios.count == 1 ? "" : "s") valid\n")
+        return .passed
+    }
+
+    func list(_ arguments: ListArguments) -> Status {
+        guard let scenarios = load(arguments.paths) else { return .badInput }
+        for s in ScenarioSelection(tags: arguments.tags, filter: arguments.filter).select(scenarios) {
+            console.out("\(s.name)  [\(s.tags.joined(separator: ", "))]  \(s.file)\n")
+        }
+        return .passed
+    }
+
+    func run(_ arguments: RunArguments) -> Status {
+        guard let backend = backend(arguments.transport) else {
+            console.err("blelab: transport \(arguments.transport) is not available yet (sim only)\n")
+            return .badInput
+        }
+        guard let scenarios = load(arguments.paths) else {
+            console.err("blelab: nothing was run\n")
+            return .badInput
+        }
+        if let directory = arguments.capture {
+            do { try makeDirectory(directory) } catch {
+                console.err("blelab: \(error)\nblelab: nothing was run\n")
+                return .badInput
+            }
+        }
+        let selected = ScenarioSelection(tags: arguments.tags, filter: arguments.filter, shard: arguments.shard).select(scenarios)
+        let reporter = ConsoleReporter(console: console, verbosity: arguments.quiet ? .quiet : arguments.verbose ? .verbose : .normal)
+        if selected.isEmpty {
+            console.out("no scenario selected (\(scenarios.count) loaded)\n")
+        }
+        let runner = ScenarioRunner(backend: backend)
+        let repeats = max(1, arguments.repeatCount)
+        let total = selected.count * repeats
+        let start = wallClock()
+        var runs: [ScenarioRun] = []
+        var status = Status.passed
+        for scenario in selected {
+            let base = arguments.seed ?? scenario.seed ?? Scenario.defaultSeed
+            for repetition in 1...repeats {
+                reporter.willRun(scenario.name, position: runs.count, total: total, elapsed: wallClock() - start)
+                let options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
+                                         recordsTimeline: arguments.json != nil)
+                let began = wallClock()
+                var result = runner.run(scenario, options: options)
+                var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
+                if let directory = arguments.capture {
+                    for (path, capture) in RunReports.captureFiles([run], directory: directory) {
+                        guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
+                    }
+                    result.captures = []   // written: no need to keep them
+                    run.result = result
+                }
+                reporter.finished(run)
+                runs.append(run)
+            }
+        }
+        if let path = arguments.junit, !write(Array(RunReports.junit(runs, tier: backend.tier).xml.utf8), to: path) { status = .badInput }
+        if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
+            status = .badInput
+        }
+        reporter.summary(runs, wall: wallClock() - start)
+        if status == .badInput { return status }
+        return runs.contains { $0.result.failure != nil } ? .failed : .passed
+    }
+
+    private func write(_ bytes: [UInt8], to path: String) -> Bool {
+        do {
+            try writeFile(bytes, path)
+            return true
+        } catch {
+            console.err("blelab: \(error)\n")
+            return false
+        }
+    }
+}

@@ -1,0 +1,266 @@
+/// `blelab`'s command line, parsed: which command, with which options. Parsing never touches the
+/// file system; a bad command line is a `UsageError` (exit status 2).
+public enum CLICommand: Equatable {
+    case run(RunArguments)
+    case validate(paths: [String])
+    case list(ListArguments)
+    /// Print this help text and exit 0.
+    case help(String)
+}
+
+/// `--shard I/N`: the I-th of N parts (1-based) of the sorted scenario list.
+public struct Shard: Equatable, CustomStringConvertible {
+    public var index: Int
+    public var count: Int
+
+    public init(index: Int, count: Int) {
+        self.index = index
+        self.count = count
+    }
+
+    /// Parses `I/N` with 1 <= I <= N.
+    public init?(string: String) {
+        let parts = string.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, (1...n).contains(i) else { return nil }
+        self.init(index: i, count: n)
+    }
+
+    /// Whether the item at `position` (0-based, in sorted order) belongs to this shard: items are
+    /// dealt round-robin, so every shard gets a fair share and together they cover everything once.
+    public func contains(position: Int) -> Bool { count > 0 && position >= 0 && position % count == index - 1 }
+
+    public var description: String { "\(index)/\(count)" }
+}
+
+public struct RunArguments: Equatable {
+    /// Files or folders; empty means `scenarios/`.
+    public var paths: [String] = []
+    /// Keep scenarios with any of these tags.
+    public var tags: [String] = []
+    /// Keep scenarios whose name contains this (case-insensitive).
+    public var filter: String?
+    public var seed: UInt64?
+    public var repeatCount = 1
+    public var shard: Shard?
+    public var junit: String?
+    public var capture: String?
+    public var json: String?
+    public var transport = "sim"
+    public var quiet = false
+    public var verbose = false
+
+    public init() {}
+}
+
+public struct ListArguments: Equatable {
+    public var paths: [String] = []
+    public var tags: [String] = []
+    public var filter: String?
+
+    public init() {}
+}
+
+public struct UsageError: Error, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+public enum CLIArguments {
+    public static let defaultPath = "scenarios"
+
+    /// Parses the arguments after the program name.
+    public static func parse(_ arguments: [String]) throws -> CLICommand {
+        guard let command = arguments.first else { return .help(Help.main) }
+        let rest = Array(arguments.dropFirst())
+        switch command {
+        case "run": return try parseRun(rest)
+        case "validate":
+            if rest.contains(where: isHelp) { return .help(Help.validate) }
+            return .validate(paths: try positional(rest, command: "validate"))
+        case "list": return try parseList(rest)
+        case "help":
+            switch rest.first {
+            case nil: return .help(Help.main)
+            case "run"?: return .help(Help.run)
+            case "validate"?: return .help(Help.validate)
+            case "list"?: return .help(Help.list)
+            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate and list")
+            }
+        case "-h", "--help": return .help(Help.main)
+        default:
+            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "help"]).map { "; \($0)" } ?? ""
+            throw UsageError("unknown command '\(command)': expected run, validate or list\(hint)")
+        }
+    }
+
+    static func isHelp(_ argument: String) -> Bool { argument == "-h" || argument == "--help" }
+
+    private static func positional(_ arguments: [String], command: String) throws -> [String] {
+        var paths: [String] = []
+        var onlyPaths = false
+        for argument in arguments {
+            if !onlyPaths && argument == "--" { onlyPaths = true; continue }
+            if !onlyPaths && argument.hasPrefix("-") && argument != "-" {
+                throw UsageError("unknown option '\(argument)' for \(command); see 'blelab \(command) --help'")
+            }
+            paths.append(argument)
+        }
+        return paths
+    }
+
+    /// Reads option values in the `--name value` form (the `--name=value` form is split by the caller).
+    private struct Cursor {
+        var arguments: [String]
+        var index = 0
+
+        mutating func value(for option: String, inline: String?) throws -> String {
+            if let inline { return inline }
+            guard index < arguments.count else { throw UsageError("option \(option) needs a value") }
+            defer { index += 1 }
+            return arguments[index]
+        }
+    }
+
+    private static func split(_ argument: String) -> (name: String, inline: String?) {
+        guard let eq = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
+    }
+
+    static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--json", "--transport",
+                             "--quiet", "--verbose", "--help"]
+
+    private static func parseRun(_ arguments: [String]) throws -> CLICommand {
+        var run = RunArguments()
+        var cursor = Cursor(arguments: arguments)
+        var onlyPaths = false
+        while cursor.index < cursor.arguments.count {
+            let argument = cursor.arguments[cursor.index]
+            cursor.index += 1
+            if onlyPaths || !argument.hasPrefix("-") || argument == "-" {
+                run.paths.append(argument)
+                continue
+            }
+            if argument == "--" { onlyPaths = true; continue }
+            let (name, inline) = split(argument)
+            switch name {
+            case "-h", "--help": return .help(Help.run)
+            case "--tag":
+                let tag = try cursor.value(for: name, inline: inline)
+                guard !tag.isEmpty else { throw UsageError("option --tag needs a tag") }
+                run.tags.append(tag)
+            case "--filter": run.filter = try cursor.value(for: name, inline: inline)
+            case "--seed":
+                let text = try cursor.value(for: name, inline: inline)
+                guard let seed = ScalarSyntax.unsigned(text) else { throw UsageError("--seed takes a non-negative integer, not '\(text)'") }
+                run.seed = seed
+            case "--repeat":
+                let text = try cursor.value(for: name, inline: inline)
+                guard let n = Int(text), n >= 1 else { throw UsageError("--repeat takes a count of 1 or more, not '\(text)'") }
+                run.repeatCount = n
+            case "--shard":
+                let text = try cursor.value(for: name, inline: inline)
+                guard let shard = Shard(string: text) else {
+                    throw UsageError("--shard takes I/N with 1 <= I <= N, such as 2/4, not '\(text)'")
+                }
+                run.shard = shard
+            case "--junit": run.junit = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--capture": run.capture = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--json": run.json = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--transport": run.transport = try cursor.value(for: name, inline: inline)
+            case "-q", "--quiet", "-v", "--verbose":
+                if inline != nil { throw UsageError("option \(name) takes no value") }
+                if name.hasPrefix("-q") || name == "--quiet" { run.quiet = true } else { run.verbose = true }
+            default:
+                let hint = Spelling.suggestion(for: name, in: runOptions).map { "; \($0)" } ?? ""
+                throw UsageError("unknown option '\(name)' for run\(hint); see 'blelab run --help'")
+            }
+        }
+        if run.quiet && run.verbose { throw UsageError("--quiet and --verbose cannot be used together") }
+        return .run(run)
+    }
+
+    private static func nonEmpty(_ value: String, _ option: String) throws -> String {
+        guard !value.isEmpty else { throw UsageError("option \(option) needs a path") }
+        return value
+    }
+
+    private static func parseList(_ arguments: [String]) throws -> CLICommand {
+        var list = ListArguments()
+        var cursor = Cursor(arguments: arguments)
+        var onlyPaths = false
+        while cursor.index < cursor.arguments.count {
+            let argument = cursor.arguments[cursor.index]
+            cursor.index += 1
+            if onlyPaths || !argument.hasPrefix("-") || argument == "-" {
+                list.paths.append(argument)
+                continue
+            }
+            if argument == "--" { onlyPaths = true; continue }
+            let (name, inline) = split(argument)
+            switch name {
+            case "-h", "--help": return .help(Help.list)
+            case "--tag": list.tags.append(try cursor.value(for: name, inline: inline))
+            case "--filter": list.filter = try cursor.value(for: name, inline: inline)
+            default: throw UsageError("unknown option '\(name)' for list; see 'blelab list --help'")
+            }
+        }
+        return .list(list)
+    }
+}
+
+/// The help texts.
+public enum Help {
+    public static let main = """
+    blelab: run BLE scenarios on a virtual lab
+
+    usage: blelab <command> [options] [PATHS…]
+
+    commands:
+      run [PATHS…]       run scenarios (files, or folders searched for *.yaml; default scenarios/)
+      validate [PATHS…]  check scenario files without running them; every error is printed
+      list [PATHS…]      list scenarios: name, tags, file
+
+    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)
+    'blelab <command> --help' describes each command.
+    """
+
+    public static let run = """
+    usage: blelab run [options] [PATHS…]
+
+    Runs every scenario in PATHS (files, or folders searched recursively for *.yaml, in sorted
+    order; default scenarios/). Every file is validated first: one broken file runs nothing.
+
+    options:
+      --tag T          only scenarios tagged T (repeatable: any of the tags)
+      --filter NAME    only scenarios whose name contains NAME (case-insensitive)
+      --seed N         use seed N instead of each scenario's own
+      --repeat N       run each scenario N times, with seeds S, S+1, … (S: --seed or the scenario's)
+      --shard I/N      run only the I-th of N shards (round-robin over the sorted list; 1 <= I <= N)
+      --junit FILE     write a JUnit XML report (one testcase per scenario run)
+      --json FILE      write a machine-readable timeline of every run
+      --capture DIR    write one btsnoop capture per device per scenario run
+      --transport T    where to run: sim (the default and, for now, the only tier)
+      -q, --quiet      print only failures and the summary
+      -v, --verbose    also print every step with its virtual time
+      -h, --help       this text
+
+    Colour is used only when standard output is a terminal and NO_COLOR is not set.
+    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage
+    """
+
+    public static let validate = """
+    usage: blelab validate [PATHS…]
+
+    Parses and checks every scenario file in PATHS (default scenarios/) without running anything,
+    and prints every error as file:line:column: error: found X, expected Y.
+    exit status: 0 all valid, 2 some file has errors
+    """
+
+    public static let list = """
+    usage: blelab list [--tag T] [--filter NAME] [PATHS…]
+
+    Lists the scenarios in PATHS (default scenarios/): name, tags and file, in sorted file order.
+    exit status: 0, or 2 when a file cannot be read or validated
+    """
+}

@@ -1,0 +1,159 @@
+import BLERuntime
+import Transport
+
+/// One scenario run of a `blelab run`: the result, which repetition it was, and its wall time
+/// (measured by the command-line layer; reports that must be deterministic leave it out).
+public struct ScenarioRun {
+    public var result: ScenarioResult
+    /// 1-based.
+    public var repetition: Int
+    public var repetitions: Int
+    public var wallTime: TimeSpan
+
+    public init(result: ScenarioResult, repetition: Int = 1, repetitions: Int = 1, wallTime: TimeSpan = .zero) {
+        self.result = result
+        self.repetition = repetition
+        self.repetitions = repetitions
+        self.wallTime = wallTime
+    }
+
+    /// The scenario's name, with the repetition and seed when repeated.
+    public var displayName: String {
+        repetitions > 1 ? "\(result.name) (run \(repetition) of \(repetitions), seed \(result.seed))" : result.name
+    }
+}
+
+/// The files a run writes: JUnit XML, the JSON timeline, btsnoop captures. All of them depend
+/// only on the runs' results (virtual times, never wall times), so equal runs give equal files.
+public enum RunReports {
+    // MARK: JUnit XML
+
+    /// One suite per tier, one testcase per scenario run; times are virtual seconds.
+    public static func junit(_ runs: [ScenarioRun], tier: TransportTier) -> JUnitReport {
+        let cases = runs.map { run -> JUnitCase in
+            let r = run.result
+            let outcome: JUnitCase.Outcome
+            switch r.outcome {
+            case .passed: outcome = .passed
+            case let .skipped(reason): outcome = .skipped(reason: reason)
+            case let .failed(f):
+                let message = "expected \(f.expected); seen \(f.seen)"
+                let details = "seed \(r.seed)\n" + f.report(indent: "")
+                outcome = f.kind == .setup ? .error(message: message, details: details, type: f.kind.rawValue)
+                    : .failed(message: message, details: details, type: f.kind.rawValue)
+            }
+            return JUnitCase(name: run.displayName, className: className(for: r.file), time: r.virtualTime.seconds, outcome: outcome)
+        }
+        return JUnitReport(name: "blelab", suites: [JUnitSuite(name: "blelab.\(tier)", cases: cases)])
+    }
+
+    /// `scenarios/seed/hm10.yaml` → `scenarios.seed.hm10`.
+    static func className(for file: String) -> String {
+        var path = file.hasSuffix(".yaml") ? String(file.dropLast(5)) : file
+        while path.hasPrefix("./") { path.removeFirst(2) }
+        while path.hasPrefix("/") { path.removeFirst() }
+        return String(path.map { $0 == "/" ? "." : $0 })
+    }
+
+    // MARK: JSON timeline
+
+    /// `{"tool", "transport", "scenarios": [{name, file, tags, seed, repetition, outcome,
+    /// virtual_time_ns, failure, steps: [...], events: [...]}]}`; times in nanoseconds of virtual time.
+    public static func timeline(_ runs: [ScenarioRun], tier: TransportTier) -> JSONValue {
+        .object([
+            ("tool", "blelab"),
+            ("transport", .string(tier.rawValue)),
+            ("scenarios", .array(runs.map(scenario))),
+        ])
+    }
+
+    private static func scenario(_ run: ScenarioRun) -> JSONValue {
+        let r = run.result
+        var outcome = "passed", failure = JSONValue.null
+        switch r.outcome {
+        case .passed: break
+        case let .skipped(reason):
+            outcome = "skipped"
+            failure = .object([("reason", .string(reason))])
+        case let .failed(f):
+            outcome = "failed"
+            failure = .object([
+                ("kind", .string(f.kind.rawValue)),
+                ("step", f.step.map { .int(Int64($0.index)) } ?? .null),
+                ("line", f.step.map { .int(Int64($0.location.line)) } ?? .null),
+                ("text", f.step.map { .string($0.text) } ?? .null),
+                ("expected", .string(f.expected)),
+                ("seen", .string(f.seen)),
+                ("time_ns", .int(f.time.nanoseconds)),
+                ("recent_packets", .array(f.recentPackets.map { .string($0) })),
+            ])
+        }
+        return .object([
+            ("name", .string(r.name)),
+            ("file", .string(r.file)),
+            ("tags", .array(r.tags.map { .string($0) })),
+            ("seed", r.seed <= UInt64(Int64.max) ? .int(Int64(r.seed)) : .string(String(r.seed))),
+            ("repetition", .int(Int64(run.repetition))),
+            ("outcome", .string(outcome)),
+            ("virtual_time_ns", .int(r.virtualTime.nanoseconds)),
+            ("failure", failure),
+            ("steps", .array(r.steps.map(step))),
+            ("events", .array(r.timeline.map(event))),
+        ])
+    }
+
+    private static func step(_ s: StepRecord) -> JSONValue {
+        .object([
+            ("index", .int(Int64(s.step.index))),
+            ("line", .int(Int64(s.step.location.line))),
+            ("text", .string(s.step.text)),
+            ("start_ns", .int(s.start.nanoseconds)),
+            ("end_ns", .int(s.end.nanoseconds)),
+            ("outcome", .string(s.outcome.rawValue)),
+            ("note", s.note.map { .string($0) } ?? .null),
+        ])
+    }
+
+    private static func event(_ e: TimelineEvent) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = [
+            ("time_ns", .int(e.time.nanoseconds)), ("device", .string(e.device)), ("kind", .string(e.kind.rawValue)), ("text", .string(e.text)),
+        ]
+        if let direction = e.direction { members.append(("direction", .string(direction))) }
+        if let bytes = e.bytes { members.append(("bytes", .string(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")))) }
+        if let step = e.step { members.append(("step", .int(Int64(step)))) }
+        return .object(members)
+    }
+
+    // MARK: Captures
+
+    /// Where each device's capture of each run goes: `DIR/<file>[.run<k>].<device>.btsnoop`, where
+    /// `<file>` is the scenario file's name without `.yaml` (its whole path, dashed, when two
+    /// selected files share a name).
+    public static func captureFiles(_ runs: [ScenarioRun], directory: String) -> [(path: String, capture: DeviceCapture)] {
+        let stems = runs.map { stem(of: $0.result.file) }
+        var counts: [String: Set<String>] = [:]
+        for (run, s) in zip(runs, stems) { counts[s, default: []].insert(run.result.file) }
+        let dir = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        var out: [(String, DeviceCapture)] = []
+        for (run, s) in zip(runs, stems) {
+            let base = (counts[s]?.count ?? 1) > 1 ? dashed(run.result.file) : s
+            let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
+            for capture in run.result.captures {
+                out.append(("\(dir)/\(base)\(repetition).\(capture.device).btsnoop", capture))
+            }
+        }
+        return out
+    }
+
+    static func stem(of file: String) -> String {
+        let name = file.split(separator: "/").last.map(String.init) ?? file
+        return name.hasSuffix(".yaml") ? String(name.dropLast(5)) : name
+    }
+
+    static func dashed(_ file: String) -> String {
+        var path = file.hasSuffix(".yaml") ? String(file.dropLast(5)) : file
+        while path.hasPrefix("./") { path.removeFirst(2) }
+        while path.hasPrefix("/") { path.removeFirst() }
+        return String(path.map { $0 == "/" ? "-" : $0 })
+    }
+}

@@ -1,0 +1,139 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GATT
+import HCI
+
+/// One step of the scripted central, with where it was written.
+public struct CentralStep {
+    /// 1-based position in `central:`.
+    public var index: Int
+    public var location: SourceLocation
+    /// The step as written in the file (compacted to one line), for reports.
+    public var text: String
+    public var action: CentralAction
+
+    public init(index: Int, location: SourceLocation, text: String, action: CentralAction) {
+        self.index = index
+        self.location = location
+        self.text = text
+        self.action = action
+    }
+
+    public var isExpectation: Bool {
+        if case .expect = action { return true }
+        return false
+    }
+}
+
+/// What a central step does. Every step that talks to a peripheral names it: validation resolves
+/// the peripheral a step means (written `peripheral: ID`, or the only one connected there).
+public enum CentralAction {
+    case scan(ScanStep)
+    /// Connect to a peripheral found by a scan, waiting at most `within`.
+    case connect(peripheral: String, within: TimeSpan)
+    /// Primary services (all, or those listed), their characteristics and descriptors.
+    case discover(peripheral: String, services: [BluetoothUUID]?)
+    /// ATT Exchange MTU offering `mtu`.
+    case exchangeMTU(peripheral: String, mtu: Int)
+    case read(peripheral: String, characteristic: CharacteristicRef)
+    case write(WriteStep)
+    case subscribe(peripheral: String, characteristic: CharacteristicRef)
+    case unsubscribe(peripheral: String, characteristic: CharacteristicRef)
+    /// Let time pass.
+    case wait(TimeSpan)
+    case disconnect(peripheral: String)
+    /// Make peripherals act now, in the order written.
+    case peripheralActions([PeripheralActions])
+    case expect(Expectation)
+
+    /// Whether the step is an ATT operation whose error an `expect: { error: … }` may take.
+    public var isOperation: Bool {
+        switch self {
+        case .discover, .exchangeMTU, .read, .write, .subscribe, .unsubscribe: return true
+        default: return false
+        }
+    }
+
+    /// The peripheral the step talks to, if any.
+    public var peripheral: String? {
+        switch self {
+        case let .connect(p, _), let .discover(p, _), let .exchangeMTU(p, _), let .read(p, _), let .subscribe(p, _),
+             let .unsubscribe(p, _), let .disconnect(p):
+            return p
+        case let .write(w): return w.peripheral
+        case let .expect(e): return e.peripheral
+        case .scan, .wait, .peripheralActions: return nil
+        }
+    }
+}
+
+public struct ScanStep: Hashable {
+    /// CoreBluetooth-style filter: any of these in the advertised service lists; empty: all.
+    public var services: [BluetoothUUID]
+    /// Keep only devices whose advertised local name (complete or shortened) is one of these; empty: all.
+    public var names: [String]
+    public var duration: TimeSpan
+    /// Report every advertising event instead of each device once.
+    public var duplicates: Bool
+
+    public init(services: [BluetoothUUID] = [], names: [String] = [], duration: TimeSpan = .seconds(1), duplicates: Bool = false) {
+        self.services = services
+        self.names = names
+        self.duration = duration
+        self.duplicates = duplicates
+    }
+}
+
+/// How a `write` step chooses between a Write Request and a Write Command.
+public enum WriteType: String, Hashable, CaseIterable {
+    case request
+    case command
+    /// Request when the characteristic has `write`, else command (the HM-10 app's policy).
+    case preferRequest = "prefer-request"
+    /// Command when the characteristic has `write-without-response`, else request.
+    case preferCommand = "prefer-command"
+
+    /// The ATT method for a characteristic with `properties`.
+    public func method(for properties: CharacteristicProperties) -> WriteMethod {
+        switch self {
+        case .request: return .request
+        case .command: return .command
+        case .preferRequest: return properties.contains(.write) ? .request : .command
+        case .preferCommand: return properties.contains(.writeWithoutResponse) ? .command : .request
+        }
+    }
+}
+
+/// How a write crossed the link: ATT Write Request (or a long write's Prepare/Execute Write
+/// Requests), or ATT Write Command.
+public enum WriteMethod: String, Hashable, CaseIterable {
+    case request
+    case command
+}
+
+public struct WriteStep: Hashable {
+    public var peripheral: String
+    public var characteristic: CharacteristicRef
+    public var value: [UInt8]
+    public var type: WriteType
+
+    public init(peripheral: String, characteristic: CharacteristicRef, value: [UInt8], type: WriteType = .preferRequest) {
+        self.peripheral = peripheral
+        self.characteristic = characteristic
+        self.value = value
+        self.type = type
+    }
+}
+
+/// `peripheral: { ID: [actions] }`: one peripheral's actions.
+public struct PeripheralActions: Hashable {
+    public var peripheral: String
+    public var actions: [PeripheralAction]
+
+    public init(peripheral: String, actions: [PeripheralAction]) {
+        self.peripheral = peripheral
+        self.actions = actions
+    }
+}

@@ -1,0 +1,66 @@
+import BLELab
+import BLERuntime
+import Controller
+
+/// Where scenarios run: makes the lab for each run. The sim tier builds simulated controllers on
+/// a simulated air; other tiers (socket, vhci) plug in here with their own controllers.
+public protocol ScenarioBackend {
+    var tier: TransportTier { get }
+    func makeLab(seed: UInt64) throws -> Lab
+}
+
+/// The embedded simulator: deterministic in the seed, on virtual time.
+public struct SimBackend: ScenarioBackend {
+    public var model: AirModel
+
+    /// The sim's model for scenarios: the lab's defaults, with ±2 dB of seeded RSSI noise on
+    /// what scanners report (SCENARIO-FORMAT.md `rssi:`).
+    public static var scenarioModel: AirModel {
+        var model = AirModel()
+        model.rssiNoise = 2
+        return model
+    }
+
+    public init(model: AirModel = SimBackend.scenarioModel) { self.model = model }
+
+    public var tier: TransportTier { .sim }
+
+    public func makeLab(seed: UInt64) throws -> Lab { Lab(seed: seed, model: model) }
+}
+
+public struct RunOptions {
+    /// Overrides the scenario's seed (`blelab run --seed`).
+    public var seed: UInt64?
+    /// Keep every device's packets in the result (for `--capture`).
+    public var keepsCaptures: Bool
+    /// Record the timeline in the result (for `--json`).
+    public var recordsTimeline: Bool
+    /// How many packets a failure report shows.
+    public var recentPacketCount: Int
+
+    public init(seed: UInt64? = nil, keepsCaptures: Bool = false, recordsTimeline: Bool = false, recentPacketCount: Int = 10) {
+        self.seed = seed
+        self.keepsCaptures = keepsCaptures
+        self.recordsTimeline = recordsTimeline
+        self.recentPacketCount = recentPacketCount
+    }
+}
+
+/// Runs validated scenarios. Each run builds its own lab, so runs never share state; a failing
+/// scenario is a `ScenarioResult`, never a thrown error or a crash.
+public struct ScenarioRunner {
+    public var backend: ScenarioBackend
+
+    public init(backend: ScenarioBackend = SimBackend()) { self.backend = backend }
+
+    public func run(_ scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult {
+        let seed = options.seed ?? scenario.seed ?? Scenario.defaultSeed
+        guard scenario.runs(on: backend.tier) else {
+            let tiers = scenario.requires?.map(\.rawValue).joined(separator: ", ") ?? ""
+            return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
+                                  outcome: .skipped(reason: "requires \(tiers), not \(backend.tier)"), virtualTime: .zero,
+                                  steps: [], timeline: [], captures: [])
+        }
+        return ScenarioSession(scenario: scenario, backend: backend, seed: seed, options: options).run()
+    }
+}

@@ -1,0 +1,248 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+import Host
+
+/// The scripted central's steps (SCENARIO-FORMAT.md "Central steps").
+extension ScenarioSession {
+    func execute(_ step: CentralStep, position: Int) throws {
+        switch step.action {
+        case let .scan(scan): try self.scan(scan, step: step)
+        case let .connect(id, within): try connect(id, within: within)
+        case let .discover(id, services): try discover(id, services: services, step: step, position: position)
+        case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
+        case let .read(id, ref): try read(ref, on: id, step: step, position: position)
+        case let .write(w): try write(w, step: step, position: position)
+        case let .subscribe(id, ref): try subscribe(ref, on: id, enable: true, step: step, position: position)
+        case let .unsubscribe(id, ref): try subscribe(ref, on: id, enable: false, step: step, position: position)
+        case let .wait(span): try pass(span, doing: "the end of wait: \(span)")
+        case let .disconnect(id): try disconnect(id)
+        case let .peripheralActions(list):
+            for entry in list {
+                guard let peripheral = peripherals[entry.peripheral] else { continue }
+                peripheral.perform(entry.actions, site: "step\(step.index)")
+            }
+            note = list.map { "\($0.peripheral): \($0.actions.map(\.description).joined(separator: ", "))" }.joined(separator: "; ")
+        case let .expect(expectation): try check(expectation, step: step)
+        }
+    }
+
+    // MARK: Scanning and connecting
+
+    private func scan(_ scan: ScanStep, step: CentralStep) throws {
+        var reports: [ScanReport] = []
+        let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
+                                              allowDuplicates: scan.duplicates)
+        let started = try operate("the scan to start") { done in
+            central.host.startScanning(configuration, onReport: { reports.append($0) }, completion: done)
+        }
+        if case let .failure(error) = started {
+            throw StepFailure(kind: .operation, expected: "the scan to start", seen: "\(error)")
+        }
+        try pass(scan.duration, doing: "the end of the scan (for: \(scan.duration))")
+        _ = try operate("the scan to stop") { done in central.host.stopScanning(completion: done) }
+        var found: [String: ScanReport] = [:]
+        var others = 0
+        for report in reports where scan.names.isEmpty || Self.localNames(report).contains(where: scan.names.contains) {
+            if let id = peripheralID(at: report.address) {
+                found[id] = report
+                everDiscovered[id] = report
+            } else {
+                others += 1
+            }
+        }
+        lastScan = (step.index, found, others)
+        note = found.isEmpty ? "discovered nothing" : "discovered " + describeScan(found)
+    }
+
+    func describeScan(_ found: [String: ScanReport]) -> String {
+        scenario.peripherals.compactMap { spec in found[spec.id].map { "\(spec.id) (\($0.rssi) dBm)" } }.joined(separator: ", ")
+    }
+
+    /// Every local name a report advertises, complete and shortened, in the advertising data and
+    /// the scan response.
+    static func localNames(_ report: ScanReport) -> [String] {
+        (report.advertisement.structures + (report.scanResponse?.structures ?? [])).compactMap { s in
+            if case let .localName(bytes, _) = s { return String(decoding: bytes, as: UTF8.self) }
+            return nil
+        }
+    }
+
+    func peripheralID(at address: LEAddress) -> String? {
+        scenario.peripherals.first { peripherals[$0.id]?.device.address == address }?.id
+    }
+
+    private func connect(_ id: String, within: TimeSpan) throws {
+        if let existing = connections[id], existing.isConnected {
+            throw StepFailure(kind: .operation, expected: "a new connection to \(id)", seen: "already connected to \(id)")
+        }
+        guard let report = everDiscovered[id] else {
+            let scanned = lastScan == nil ? "no scan has run" : "no scan discovered \(id)"
+            throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
+        }
+        var result: Result<Connection, HostError>?
+        central.host.connect(to: report.address, timeout: within) { result = $0 }
+        // The host cancels the attempt at `within`; its completion follows the cancel's round trip.
+        try waitFor("the connection to \(id) (within: \(within))", within: within + .seconds(1)) { result != nil }
+        switch result {
+        case let .success(connection)?:
+            connections[id] = connection
+            observations.connected(id, centralHandle: connection.handle)
+            note = "connected to \(id) at \(report.address), handle \(hex4(connection.handle))"
+        case let .failure(error)?:
+            let seen: String
+            if case .timeout = error { seen = "no connection within \(within)" } else { seen = "\(error)" }
+            throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: seen)
+        case nil:
+            central.host.cancelConnect()
+            throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "no answer from the controller")
+        }
+    }
+
+    private func disconnect(_ id: String) throws {
+        let connection = try live(id)
+        connection.disconnect(reason: .remoteUserTerminatedConnection)
+        guard try waitFor("the disconnection from \(id)", within: Expectation.defaultWithin, until: { !connection.isConnected }) else {
+            throw StepFailure(kind: .operation, expected: "the connection to \(id) to end within \(Expectation.defaultWithin)",
+                              seen: "still connected")
+        }
+        note = "disconnected from \(id): \(connection.disconnectReason.map { "\($0)" } ?? "?")"
+    }
+
+    /// The live connection to `id`.
+    func live(_ id: String) throws -> Connection {
+        guard let connection = connections[id] else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")
+        }
+        guard connection.isConnected else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)",
+                              seen: "the connection ended (\(connection.disconnectReason.map { "\($0)" } ?? "?"))")
+        }
+        return connection
+    }
+
+    /// The characteristic `ref` as discovery found it on `id`.
+    func discovered(_ ref: CharacteristicRef, on id: String, connection: Connection) throws -> GATTRemoteCharacteristic {
+        let services = connection.client.services
+        for service in services where ref.service == nil || service.uuid == ref.service {
+            if let c = service.characteristic(ref.characteristic) { return c }
+        }
+        let seen = services.isEmpty ? "nothing discovered yet (add a discover step)"
+            : "discovery found \(services.flatMap { s in s.characteristics.map { "\(s.uuid)/\($0.uuid)" } }.joined(separator: ", "))"
+        throw StepFailure(kind: .operation, expected: "characteristic \(ref) discovered on \(id)", seen: seen)
+    }
+
+    // MARK: GATT operations
+
+    /// Settles an operation's result: success, or an ATT error that the `expect` steps right
+    /// after it must expect, or a failure.
+    private func settle<T>(_ result: Result<T, GATTError>, _ what: String, step: CentralStep, position: Int) throws -> T? {
+        switch result {
+        case let .success(value):
+            lastOperation = (step, nil)
+            return value
+        case let .failure(error):
+            lastOperation = (step, error)
+            guard let code = error.attErrorCode else {
+                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
+            }
+            note = "ATT error \(code)"
+            let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
+            let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }
+            guard expectsAnError else {
+                throw StepFailure(kind: .unexpectedATTError,
+                                  expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step",
+                                  seen: "ATT Error Response \(code) for handle \(hex4(Self.handle(of: error)))")
+            }
+            return nil
+        }
+    }
+
+    static func handle(of error: GATTError) -> UInt16 {
+        if case let .att(_, handle) = error { return handle }
+        return 0
+    }
+
+    private func discover(_ id: String, services: [BluetoothUUID]?, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        let result = try operate("discovery on \(id)") { done in connection.client.discoverAll(serviceUUIDs: services, completion: done) }
+        if let found = try settle(result, "discovery on \(id)", step: step, position: position) {
+            note = "services " + found.map { s in "\(s.uuid) [\(s.characteristics.map(\.uuid.description).joined(separator: ", "))]" }.joined(separator: ", ")
+        }
+    }
+
+    private func exchangeMTU(_ id: String, mtu: Int, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        connection.bearer.preferredMTU = UInt16(clamping: mtu)
+        let result = try operate("Exchange MTU with \(id)") { done in connection.client.exchangeMTU(completion: done) }
+        if let value = try settle(result, "Exchange MTU with \(id)", step: step, position: position) { note = "ATT_MTU \(value)" }
+    }
+
+    private func read(_ ref: CharacteristicRef, on id: String, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        let c = try discovered(ref, on: id, connection: connection)
+        let result = try operate("the read of \(ref)") { done in connection.client.read(handle: c.valueHandle, completion: done) }
+        if let value = try settle(result, "the read of \(ref)", step: step, position: position) {
+            lastRead = (step.index, value)
+            note = "read \(ValueText.describe(value))"
+        }
+    }
+
+    private func write(_ w: WriteStep, step: CentralStep, position: Int) throws {
+        let connection = try live(w.peripheral)
+        let c = try discovered(w.characteristic, on: w.peripheral, connection: connection)
+        let method = w.type.method(for: c.properties)
+        let start = central.traffic.records.count
+        lastWrite = (step, start, connection.handle)
+        switch method {
+        case .request:
+            let result = try operate("the write to \(w.characteristic)") { done in
+                connection.client.write(w.value, handle: c.valueHandle, completion: done)
+            }
+            if try settle(result, "the write to \(w.characteristic)", step: step, position: position) != nil {
+                note = "Write Request accepted"
+            }
+        case .command:
+            lastOperation = (step, nil)
+            guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
+                throw StepFailure(kind: .operation, expected: "a Write Command of \(w.value.count) octets to \(w.characteristic)",
+                                  seen: "the value does not fit a Write Command (at most ATT_MTU - 3 = \(connection.client.mtu - 3) octets) or the link is closed")
+            }
+            // Like CoreBluetooth's writeWithoutResponse, done once it has left the host.
+            let crossed = try waitFor("the Write Command to cross the central's HCI", within: Expectation.defaultWithin) {
+                self.central.traffic.records.dropFirst(start).contains { $0.wasSent && $0.opcode == .writeCommand }
+            }
+            guard crossed else {
+                throw StepFailure(kind: .operation, expected: "the Write Command to leave the central within \(Expectation.defaultWithin)",
+                                  seen: "it did not cross the central's HCI")
+            }
+            note = "Write Command sent"
+        }
+    }
+
+    private func subscribe(_ ref: CharacteristicRef, on id: String, enable: Bool, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        let c = try discovered(ref, on: id, connection: connection)
+        let what = "\(enable ? "the subscription to" : "the unsubscription from") \(ref)"
+        let result = try operate(what) { done in
+            if enable { connection.client.subscribe(to: c, completion: done) } else { connection.client.unsubscribe(from: c, completion: done) }
+        }
+        if try settle(result, what, step: step, position: position) != nil {
+            note = enable ? "CCCD written" : "CCCD cleared"
+        }
+        // Notifications count from here ("since subscribing").
+        if let handle = valueHandle(ref, on: id) {
+            let key = LinkObservations.Key(peripheral: id, handle: handle)
+            notificationMarks[key] = observations.arrivals(id, handle).count
+        }
+    }
+
+    /// The value handle of `ref` in `id`'s own database: the handle on the link.
+    func valueHandle(_ ref: CharacteristicRef, on id: String) -> UInt16? {
+        peripherals[id]?.handles(for: ref)?.valueHandle
+    }
+}

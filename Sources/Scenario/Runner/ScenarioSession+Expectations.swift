@@ -1,0 +1,134 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+
+/// `expect:` steps. Writes and notifications are judged on the ATT PDUs that crossed the link.
+extension ScenarioSession {
+    func check(_ expectation: Expectation, step: CentralStep) throws {
+        func fail(_ seen: String) -> StepFailure { StepFailure(kind: .expectation, expected: expectation.summary, seen: seen) }
+        switch expectation {
+        case let .discovered(id), let .notDiscovered(id):
+            guard let scan = lastScan else { throw fail("no scan has run") }
+            let wanted: Bool
+            if case .discovered = expectation { wanted = true } else { wanted = false }
+            let found = scan.found[id] != nil
+            let summary = scan.found.isEmpty ? "nothing" : describeScan(scan.found)
+            guard found == wanted else {
+                throw fail("the last scan (step \(scan.step)) discovered \(summary)\(scan.others > 0 ? " and \(scan.others) other device(s)" : "")")
+            }
+            note = "the last scan discovered \(summary)"
+        case let .connected(id):
+            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
+            guard connection.isConnected else {
+                throw fail("the connection ended (\(connection.disconnectReason.map { "\($0)" } ?? "?"))")
+            }
+        case let .services(list, id):
+            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
+            let found = connection.client.services.map(\.uuid)
+            let missing = list.filter { !found.contains($0) }
+            guard missing.isEmpty else {
+                throw fail(found.isEmpty ? "no services discovered" : "services \(found.map(\.description).joined(separator: ", ")) (no \(missing.map(\.description).joined(separator: ", ")))")
+            }
+        case let .characteristic(ref, properties, id):
+            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
+            let c: GATTRemoteCharacteristic
+            do { c = try discovered(ref, on: id, connection: connection) } catch let f as StepFailure { throw fail(f.seen) }
+            guard c.properties == properties else { throw fail("\(ref) has properties \(c.properties)") }
+        case let .value(expected):
+            guard let read = lastRead else { throw fail("no read has returned a value") }
+            guard read.value == expected else { throw fail("the read in step \(read.step) returned \(ValueText.describe(read.value))") }
+        case let .writeSentAs(method):
+            try checkWriteMethod(method, fail: fail)
+        case let .error(code):
+            guard let last = lastOperation else { throw fail("no operation has run") }
+            guard let error = last.error else { throw fail("step \(last.step.index) (\(last.step.text)) succeeded") }
+            guard error.attErrorCode == code else { throw fail("step \(last.step.index) (\(last.step.text)) got \(error)") }
+            note = "step \(last.step.index) got \(code)"
+        case let .peripheralReceived(e):
+            try checkReceived(e, fail: fail)
+        case let .notification(e):
+            try checkNotifications(e, fail: fail)
+        case let .noNotification(id, ref, duration):
+            guard let handle = valueHandle(ref, on: id) else { throw fail("\(id) has no characteristic \(ref)") }
+            let key = LinkObservations.Key(peripheral: id, handle: handle)
+            try pass(duration, doing: "the end of no-notification (for: \(duration))")
+            let arrived = Array(observations.arrivals(id, handle).dropFirst(notificationMarks[key] ?? 0))
+            notificationMarks[key] = observations.arrivals(id, handle).count
+            guard arrived.isEmpty else { throw fail(describe(arrived, of: ref)) }
+        case let .disconnected(id, reason, within):
+            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
+            let ended = try waitFor("the disconnection of \(id) (within: \(within))", within: within) { !connection.isConnected }
+            guard ended else { throw fail("still connected after \(within)") }
+            let actual = connection.disconnectReason
+            if let reason, actual != reason { throw fail("disconnected with reason \(actual.map { "\($0)" } ?? "?")") }
+            note = "disconnected: \(actual.map { "\($0)" } ?? "?")"
+        }
+    }
+
+    private func checkWriteMethod(_ method: WriteMethod, fail: (String) -> StepFailure) throws {
+        guard let write = lastWrite else { throw fail("no write has run") }
+        let writes = central.traffic.records.dropFirst(write.trafficStart).filter { r in
+            r.wasSent && r.connectionHandle == write.connectionHandle
+                && [ATTOpcode.writeRequest, .writeCommand, .signedWriteCommand, .prepareWriteRequest].contains { $0 == r.opcode }
+        }
+        guard let first = writes.first else { throw fail("no write PDU crossed the central's HCI after step \(write.step.index)") }
+        let seen: WriteMethod = first.opcode == .writeCommand || first.opcode == .signedWriteCommand ? .command : .request
+        guard seen == method else { throw fail("ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))") }
+        note = "ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))"
+    }
+
+    private func checkReceived(_ e: PeripheralReceivedExpectation, fail: (String) -> StepFailure) throws {
+        guard let handle = valueHandle(e.characteristic, on: e.peripheral) else { throw fail("\(e.peripheral) has no characteristic \(e.characteristic)") }
+        let key = LinkObservations.Key(peripheral: e.peripheral, handle: handle)
+        let mark = writeMarks[key] ?? 0
+        func matching() -> ReceivedWriteMatch? {
+            observations.writes(e.peripheral, handle).dropFirst(mark).last { w in
+                (e.value == nil || w.value == e.value) && (e.via == nil || w.method == e.via)
+            }.map { ReceivedWriteMatch(write: $0) }
+        }
+        try waitFor("a write of \(e.characteristic) to reach \(e.peripheral) (within: \(e.within))", within: e.within) { matching() != nil }
+        let received = Array(observations.writes(e.peripheral, handle).dropFirst(mark))
+        writeMarks[key] = observations.writes(e.peripheral, handle).count
+        guard let match = matching() else {
+            if received.isEmpty { throw fail("no write of \(e.characteristic) reached \(e.peripheral)") }
+            throw fail(received.map { "\($0.time) \($0.description)" }.joined(separator: "; "))
+        }
+        note = "\(match.write.time) \(match.write.description)"
+    }
+
+    private struct ReceivedWriteMatch { var write: LinkObservations.ReceivedWrite }
+
+    private func checkNotifications(_ e: NotificationExpectation, fail: (String) -> StepFailure) throws {
+        guard let handle = valueHandle(e.characteristic, on: e.peripheral) else { throw fail("\(e.peripheral) has no characteristic \(e.characteristic)") }
+        let key = LinkObservations.Key(peripheral: e.peripheral, handle: handle)
+        let mark = notificationMarks[key] ?? 0
+        let (count, exact) = e.awaited
+        func arrived() -> [LinkObservations.Arrival] { Array(observations.arrivals(e.peripheral, handle).dropFirst(mark)) }
+        try waitFor("\(count) notification\(count == 1 ? "" : "s") of \(e.characteristic) from \(e.peripheral) (\(arrived().count) arrived, within: \(e.within))",
+                    within: e.within) { arrived().count >= count }
+        let got = arrived()
+        notificationMarks[key] = mark + got.count
+        guard got.count >= count else { throw fail(got.isEmpty ? "no notification of \(e.characteristic) arrived" : describe(got, of: e.characteristic)) }
+        if exact && got.count > count { throw fail(describe(got, of: e.characteristic)) }
+        if let inOrder = e.inOrder, got.map(\.value) != inOrder { throw fail(describe(got, of: e.characteristic)) }
+        if let value = e.value, let last = got.last, last.value != value {
+            throw fail("the last of \(got.count) was \(ValueText.describe(last.value)) (\(describe(got, of: e.characteristic)))")
+        }
+        note = describe(got, of: e.characteristic)
+    }
+
+    /// "2 notifications of FFE1: text:a at 1.2s, text:b at 2.2s" (at most 10 listed).
+    func describe(_ arrivals: [LinkObservations.Arrival], of ref: CharacteristicRef) -> String {
+        let indications = arrivals.filter(\.isIndication).count
+        let kind = indications == arrivals.count && !arrivals.isEmpty ? "indication" : "notification"
+        var s = "\(arrivals.count) \(kind)\(arrivals.count == 1 ? "" : "s") of \(ref)"
+        guard !arrivals.isEmpty else { return s }
+        let listed = arrivals.prefix(10).map { "\(ValueText.describe($0.value)) at \($0.time)" }
+        s += ": " + listed.joined(separator: ", ") + (arrivals.count > 10 ? ", …" : "")
+        return s
+    }
+}

@@ -1,0 +1,210 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+import Transport
+
+/// Why a step stopped the scenario (internal: becomes a `ScenarioFailure`).
+struct StepFailure: Error {
+    var kind: ScenarioFailure.Kind
+    var expected: String
+    var seen: String
+}
+
+/// One run of one scenario: its lab, its peripherals, the scripted central, and what has been
+/// observed so far. Steps run in order on the lab's virtual time; every wait is bounded by the
+/// step's own limit and by the scenario's `timeout`.
+final class ScenarioSession {
+    let scenario: Scenario
+    let backend: ScenarioBackend
+    let seed: UInt64
+    let options: RunOptions
+
+    var lab: Lab!
+    var central: LabDevice!
+    var peripherals: [String: SimulatedPeripheral] = [:]
+    let observations = LinkObservations()
+
+    /// The scenario's end, when it has a `timeout`.
+    var deadline: Instant?
+    /// The step running now.
+    var current: CentralStep?
+    var note: String?
+
+    // What the central has seen.
+    /// Reports of the most recent scan, by peripheral id (nil before any scan).
+    var lastScan: (step: Int, found: [String: ScanReport], others: Int)?
+    /// The latest report of every peripheral any scan found: what `connect` uses.
+    var everDiscovered: [String: ScanReport] = [:]
+    /// The latest connection to each peripheral (kept after it ends, for its reason).
+    var connections: [String: Connection] = [:]
+    var lastRead: (step: Int, value: [UInt8])?
+    var lastOperation: (step: CentralStep, error: GATTError?)?
+    /// The last write: its step, and where the central's ATT traffic stood when it started.
+    var lastWrite: (step: CentralStep, trafficStart: Int, connectionHandle: UInt16)?
+    /// Notifications already accounted for, per (peripheral, value handle).
+    var notificationMarks: [LinkObservations.Key: Int] = [:]
+    var writeMarks: [LinkObservations.Key: Int] = [:]
+
+    var timeline: [TimelineEvent] = []
+    var stepRecords: [StepRecord] = []
+
+    /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
+    static let operationLimit = TimeSpan.seconds(35)
+
+    init(scenario: Scenario, backend: ScenarioBackend, seed: UInt64, options: RunOptions) {
+        self.scenario = scenario
+        self.backend = backend
+        self.seed = seed
+        self.options = options
+    }
+
+    var now: Instant { lab?.loop.now ?? .zero }
+
+    // MARK: Running
+
+    func run() -> ScenarioResult {
+        var outcome = ScenarioResult.Outcome.passed
+        do {
+            try setUp()
+        } catch {
+            let failure = (error as? StepFailure) ?? StepFailure(kind: .setup, expected: "the lab to start", seen: "\(error)")
+            outcome = .failed(makeFailure(failure, step: nil))
+        }
+        if case .passed = outcome {
+            for (position, step) in scenario.steps.enumerated() {
+                let start = now
+                current = step
+                note = nil
+                record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
+                do {
+                    try execute(step, position: position)
+                    stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
+                    record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "passed" + (note.map { ": \($0)" } ?? ""), step: step.index))
+                } catch {
+                    let failure = (error as? StepFailure) ?? StepFailure(kind: .operation, expected: "the step to run", seen: "\(error)")
+                    let report = makeFailure(failure, step: step)
+                    stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .failed, note: report.seen))
+                    record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "failed: expected \(report.expected); seen \(report.seen)", step: step.index))
+                    for rest in scenario.steps[(position + 1)...] {
+                        stepRecords.append(StepRecord(step: StepReference(rest), start: now, end: now, outcome: .notRun, note: nil))
+                    }
+                    outcome = .failed(report)
+                    break
+                }
+            }
+        }
+        current = nil
+        var captures: [DeviceCapture] = []
+        if options.keepsCaptures, let lab {
+            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (central.map { [$0] } ?? [])
+            captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
+        }
+        let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
+                              outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
+    }
+
+    private func setUp() throws {
+        let lab = try backend.makeLab(seed: seed)
+        self.lab = lab
+        if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
+        for spec in scenario.peripherals {
+            let peripheral: SimulatedPeripheral
+            do { peripheral = try lab.addPeripheral(spec) } catch {
+                throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
+            }
+            peripherals[spec.id] = peripheral
+            observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
+            if options.recordsTimeline {
+                let id = spec.id
+                peripheral.onActivity = { [unowned self] activity in
+                    self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
+                }
+                watchTimeline(peripheral.device)
+            }
+        }
+        let central = lab.addDevice(PeripheralSchema.centralID)
+        self.central = central
+        observations.watchCentral(central.traffic)
+        if options.recordsTimeline { watchTimeline(central) }
+        do { try lab.powerOn() } catch {
+            throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
+        }
+        for spec in scenario.peripherals {
+            guard let peripheral = peripherals[spec.id] else { continue }
+            let result = try operate("advertising of \(spec.id) to start") { done in peripheral.start(completion: done) }
+            if case let .failure(error) = result {
+                throw StepFailure(kind: .setup, expected: "\(spec.id) to start advertising", seen: "\(error)")
+            }
+        }
+    }
+
+    private func watchTimeline(_ device: LabDevice) {
+        let name = device.name
+        device.traffic.observe { [unowned self] r in
+            self.record(TimelineEvent(time: r.time, device: name, kind: .att, text: r.pdu?.description ?? ATTPDU.describe(r.bytes),
+                                      direction: r.wasSent ? "sent" : "received", bytes: r.bytes))
+        }
+    }
+
+    func record(_ event: TimelineEvent) {
+        if options.recordsTimeline { timeline.append(event) }
+    }
+
+    /// The activity without its time (the event carries it).
+    static func describe(_ activity: PeripheralActivity) -> String {
+        let text = activity.description, prefix = "\(activity.time) "
+        return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+    }
+
+    private func makeFailure(_ f: StepFailure, step: CentralStep?) -> ScenarioFailure {
+        let packets = central.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
+        return ScenarioFailure(kind: f.kind, step: step.map(StepReference.init), expected: f.expected, seen: f.seen, time: now,
+                               recentPackets: packets)
+    }
+
+    // MARK: Waiting on virtual time
+
+    /// Runs the lab until `condition` holds or `span` passes. When the scenario's timeout comes
+    /// first, fails with what the step was waiting for.
+    @discardableResult
+    func waitFor(_ waitingFor: @autoclosure () -> String, within span: TimeSpan, until condition: () -> Bool) throws -> Bool {
+        let limit = now + span
+        if let deadline, deadline < limit {
+            if lab.run(within: max(.zero, deadline - now), until: condition) { return true }
+            throw timedOut(waitingFor())
+        }
+        return lab.run(within: span, until: condition)
+    }
+
+    /// Lets `span` pass (bounded by the scenario's timeout).
+    func pass(_ span: TimeSpan, doing: @autoclosure () -> String) throws {
+        if let deadline, deadline < now + span {
+            lab.run(for: max(.zero, deadline - now))
+            throw timedOut(doing())
+        }
+        lab.run(for: span)
+    }
+
+    func timedOut(_ what: String) -> StepFailure {
+        let timeout = scenario.timeout.map { "\($0)" } ?? "?"
+        let step = current.map { "step \($0.index) (\($0.text))" } ?? "setup"
+        return StepFailure(kind: .timeout, expected: "the scenario to finish within its timeout of \(timeout)",
+                           seen: "the timeout ran out at \(now) while \(step) was waiting for \(what)")
+    }
+
+    /// Starts an asynchronous operation and waits for its completion.
+    func operate<T>(_ what: String, limit: TimeSpan = ScenarioSession.operationLimit, _ start: (@escaping (T) -> Void) -> Void) throws -> T {
+        var result: T?
+        start { value in if result == nil { result = value } }
+        try waitFor(what, within: limit) { result != nil }
+        guard let value = result else {
+            throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "no completion within \(limit)")
+        }
+        return value
+    }
+}

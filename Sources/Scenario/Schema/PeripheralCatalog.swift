@@ -1,0 +1,66 @@
+import BLELab
+import BLEWire
+import GATT
+
+/// The characteristics each declared peripheral serves, for resolving the UUIDs steps and actions
+/// name (`FFE1`, or `180F/2A19` when a UUID is in more than one service of a peripheral). Every
+/// peripheral also serves the standard GAP (1800: 2A00, 2A01) and GATT (1801: 2A05) services.
+struct PeripheralCatalog {
+    struct Entry {
+        var service: BluetoothUUID
+        var characteristic: BluetoothUUID
+        var properties: CharacteristicProperties
+    }
+
+    private(set) var ids: [String] = []
+    private var entries: [String: [Entry]] = [:]
+
+    static let standard: [Entry] = [
+        Entry(service: .genericAccessService, characteristic: .deviceName, properties: .read),
+        Entry(service: .genericAccessService, characteristic: .appearance, properties: .read),
+        Entry(service: .genericAttributeService, characteristic: .serviceChanged, properties: .indicate),
+    ]
+
+    mutating func add(_ id: String, services: [ServiceSpec]) {
+        ids.append(id)
+        entries[id] = Self.standard + services.flatMap { s in
+            s.characteristics.map { Entry(service: s.uuid, characteristic: $0.uuid, properties: $0.properties) }
+        }
+    }
+
+    func contains(_ id: String) -> Bool { entries[id] != nil }
+
+    func matches(_ ref: CharacteristicRef, in id: String) -> [Entry] {
+        (entries[id] ?? []).filter { $0.characteristic == ref.characteristic && (ref.service == nil || ref.service == $0.service) }
+    }
+
+    /// Peripherals that declare `ref` (standard characteristics excluded: every peripheral has them).
+    func declarers(of ref: CharacteristicRef) -> [String] {
+        ids.filter { id in matches(ref, in: id).contains { !Self.isStandard($0) } }
+    }
+
+    /// The UUIDs a peripheral declares, as scenario files write them, for messages.
+    func declared(in id: String) -> [String] {
+        (entries[id] ?? []).filter { !Self.isStandard($0) }.map(\.characteristic.description)
+    }
+
+    static func isStandard(_ e: Entry) -> Bool {
+        e.service == .genericAccessService || e.service == .genericAttributeService
+    }
+
+    /// Where a resolution went wrong.
+    enum Problem: Error {
+        /// Not in `id`'s database; `elsewhere` lists peripherals that do declare it.
+        case undeclared(elsewhere: [String])
+        /// In more than one service of `id`.
+        case ambiguous(services: [BluetoothUUID])
+    }
+
+    /// The characteristic `ref` names in peripheral `id`.
+    func resolve(_ ref: CharacteristicRef, in id: String) -> Result<Entry, Problem> {
+        let found = matches(ref, in: id)
+        if found.count == 1 { return .success(found[0]) }
+        if found.isEmpty { return .failure(.undeclared(elsewhere: declarers(of: ref).filter { $0 != id })) }
+        return .failure(.ambiguous(services: found.map(\.service)))
+    }
+}

@@ -1,0 +1,237 @@
+import BLELab
+import BLERuntime
+import BLEWire
+import GATT
+import YAMLSubset
+
+/// Reads `peripherals:` (SCENARIO-FORMAT.md "Shape") into `PeripheralSpec`s and the catalog of
+/// what each one serves.
+struct PeripheralSchema {
+    let r: SchemaReader
+    private(set) var catalog = PeripheralCatalog()
+
+    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name"]
+    static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
+                                "tx-power", "flags", "scan-response"]
+    static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
+    static let serviceKeys = ["service", "characteristics"]
+    static let characteristicKeys = ["uuid", "properties", "value", "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
+
+    /// The id the scripted central has in logs and captures; a peripheral cannot take it.
+    static let centralID = "central"
+
+    init(reader: SchemaReader) { r = reader }
+
+    mutating func peripherals(_ node: YAMLNode) -> [PeripheralSpec] {
+        guard let m = r.mapping(node, "a mapping of peripheral ids to peripherals") else { return [] }
+        if m.isEmpty { r.error(node, expected: "at least one peripheral") }
+        var specs: [PeripheralSpec] = []
+        var addresses: [LEAddress: String] = [:]
+        for (key, value) in m.entries {
+            guard let spec = peripheral(id: key, value) else { continue }
+            if let address = spec.address {
+                if let other = addresses[address] {
+                    r.error(at: key.mark, found: "address \(address) of \(spec.id), already the address of \(other)",
+                            expected: "a distinct address per peripheral")
+                }
+                addresses[address] = spec.id
+            }
+            specs.append(spec)
+        }
+        return specs
+    }
+
+    private mutating func peripheral(id key: YAMLScalar, _ node: YAMLNode) -> PeripheralSpec? {
+        let id = key.text
+        if !Self.isValidID(id) {
+            r.error(at: key.mark, found: "peripheral id \(SchemaReader.quote(id))",
+                    expected: "an id of letters, digits, '-', '_' or '.', starting with a letter or digit")
+        } else if id == Self.centralID {
+            r.error(at: key.mark, found: "peripheral id 'central'", expected: "another id", hint: "'central' names the scripted central")
+        }
+        guard let m = r.mapping(node, "a peripheral: a mapping with advertise, gatt…") else {
+            catalog.add(id, services: [])
+            return nil
+        }
+        r.checkKeys(m, allowed: Self.keys, of: "a peripheral")
+        var spec = PeripheralSpec(id: id)
+        if let a = m["address"] { spec.address = address(a) }
+        if let v = m["rssi"] { spec.rssi = r.integer(v, in: -127...20, "an RSSI in dBm from -127 to 20").map { Int8($0) } }
+        if let a = m["advertise"] { spec.advertising = advertising(a, of: id) }
+        if let n = m["device-name"] { spec.deviceName = r.scalar(n, "a device name")?.text }
+        var triggers: [(Int, Int, YAMLMapping)] = []
+        if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers) }
+        catalog.add(id, services: spec.services)
+
+        let actions = ActionSchema(r: r, catalog: catalog, peripheral: id)
+        for (s, c, cm) in triggers {
+            if let n = cm["on-write"] { spec.services[s].characteristics[c].onWrite = actions.actions(n, site: .onWrite) }
+            if let n = cm["on-read"] { spec.services[s].characteristics[c].onRead = actions.actions(n, site: .onRead) }
+            if let n = cm["on-subscribe"] { spec.services[s].characteristics[c].onSubscribe = actions.actions(n, site: .onSubscribe) }
+            if let n = cm["on-unsubscribe"] { spec.services[s].characteristics[c].onUnsubscribe = actions.actions(n, site: .onUnsubscribe) }
+        }
+        if let n = m["on-connect"] { spec.onConnect = actions.actions(n, site: .onConnect) }
+        if let n = m["on-disconnect"] { spec.onDisconnect = actions.actions(n, site: .onDisconnect) }
+        return spec
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        guard let first = id.unicodeScalars.first, first.properties.isAlphabetic || ("0"..."9").contains(first) else { return false }
+        return id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
+
+    private func address(_ node: YAMLNode) -> LEAddress? {
+        let expected = "an address such as C0:11:22:33:44:55/random or 00:1A:7D:DA:71:13/public"
+        guard let s = r.scalar(node, expected) else { return nil }
+        guard let a = LEAddress(string: s.text) else {
+            r.error(node, expected: expected)
+            return nil
+        }
+        if a.type == .random && !a.address.isValidRandomStatic {
+            r.error(node, expected: "a random static address (its two top bits set, such as C0:…)")
+            return nil
+        }
+        return a
+    }
+
+    // MARK: Advertising
+
+    private func advertising(_ node: YAMLNode, of id: String) -> AdvertisingSpec? {
+        guard let m = r.mapping(node, "advertising: a mapping with name, services, interval…") else { return nil }
+        r.checkKeys(m, allowed: Self.advertiseKeys, of: "an advertise")
+        var spec = AdvertisingSpec()
+        let content = self.content(m)
+        spec.name = content.name
+        spec.nameIsShortened = content.nameIsShortened
+        spec.services = content.services
+        spec.txPower = content.txPower
+        spec.manufacturerData = content.manufacturerData
+        spec.serviceData = content.serviceData
+        if let i = m["interval"], let interval = r.duration(i, "an advertising interval") {
+            // Vol 4 Part E 7.8.5: Advertising_Interval from 20 ms to 10.24 s.
+            if interval < .milliseconds(20) || interval > .milliseconds(10_240) {
+                r.error(i, expected: "an advertising interval from 20ms to 10.24s")
+            } else {
+                spec.interval = interval
+            }
+        }
+        if let c = m["connectable"], let b = r.boolean(c) { spec.connectable = b }
+        if let f = m["flags"] { spec.flags = flags(f) }
+        if let s = m["scan-response"], let sm = r.mapping(s, "a scan response: a mapping with name, services…") {
+            r.checkKeys(sm, allowed: Self.scanResponseKeys, of: "a scan-response")
+            let response = self.content(sm)
+            checkSize(response.data, at: sm.mark, what: "scan response data of \(id)")
+            spec.scanResponse = response
+        }
+        checkSize(spec.content.data, at: m.mark, what: "advertising data of \(id)")
+        return spec
+    }
+
+    private func content(_ m: YAMLMapping) -> AdvertisingContent {
+        var c = AdvertisingContent()
+        if let n = m["name"] { c.name = r.scalar(n, "a local name")?.text }
+        if let n = m["short-name"] {
+            if c.name != nil {
+                r.error(at: m.entry(for: "short-name")?.key.mark ?? n.mark, found: "both 'name' and 'short-name'",
+                        expected: "one local name, complete (name) or shortened (short-name)")
+            } else {
+                c.name = r.scalar(n, "a shortened local name")?.text
+                c.nameIsShortened = true
+            }
+        }
+        if let s = m["services"] { c.services = r.uuids(s, "service") ?? [] }
+        if let t = m["tx-power"] { c.txPower = r.integer(t, in: -127...127, "a TX power in dBm from -127 to 127").map { Int8($0) } }
+        if let d = m["manufacturer-data"], let bytes = r.bytes(d) {
+            if bytes.count < 2 {
+                r.error(d, expected: "manufacturer data of at least 2 octets: the company identifier (little-endian), then data")
+            } else {
+                c.manufacturerData = .init(companyID: UInt16(bytes[0]) | UInt16(bytes[1]) << 8, data: Array(bytes.dropFirst(2)))
+            }
+        }
+        if let d = m["service-data"], let dm = r.mapping(d, "service data: a mapping of service UUIDs to values, such as { 180F: u8:100 }") {
+            for (key, value) in dm.entries {
+                guard let uuid = r.uuid(.scalar(key), "a service UUID"), let bytes = r.bytes(value) else { continue }
+                c.serviceData.append(.init(uuid: uuid, data: bytes))
+            }
+        }
+        return c
+    }
+
+    private func flags(_ node: YAMLNode) -> UInt8? {
+        if let s = node.scalar, let n = ScalarSyntax.unsigned(s.text) {
+            guard n <= 0xFF else {
+                r.error(node, expected: "flags from 0 to 0xFF")
+                return nil
+            }
+            return UInt8(n)
+        }
+        guard let bytes = r.bytes(node) else { return nil }
+        guard bytes.count == 1 else {
+            r.error(node, expected: "one octet of flags such as 0x06 or hex:06")
+            return nil
+        }
+        return bytes[0]
+    }
+
+    private func checkSize(_ data: AdvertisingData, at mark: Mark, what: String) {
+        let size = data.encoded.count
+        if size > AdvertisingData.legacyMaximumLength {
+            r.error(at: mark, found: "\(what) of \(size) octets", expected: "at most \(AdvertisingData.legacyMaximumLength) octets (legacy advertising)",
+                    hint: "move something to scan-response or shorten the name")
+        }
+    }
+
+    // MARK: GATT
+
+    /// The services; `triggers` gets (service index, characteristic index, mapping) of every
+    /// characteristic, to read its triggers once the whole database is known.
+    private func services(_ node: YAMLNode, of id: String, triggers: inout [(Int, Int, YAMLMapping)]) -> [ServiceSpec] {
+        guard let items = r.sequence(node, "a list of services (- service: FFE0)")?.items else { return [] }
+        var result: [ServiceSpec] = []
+        var seen: Set<BluetoothUUID> = []
+        for item in items {
+            guard let m = r.mapping(item, "a service: a mapping with service and characteristics") else { continue }
+            r.checkKeys(m, allowed: Self.serviceKeys, of: "a service")
+            guard let u = r.required(m, "service", in: "a service", expected: "'service: UUID'"), let uuid = r.uuid(u, "a service UUID") else { continue }
+            if !seen.insert(uuid).inserted {
+                r.error(u, expected: "each service once per peripheral", hint: "put all of \(uuid)'s characteristics under one '- service: \(uuid)'")
+                continue
+            }
+            var service = ServiceSpec(uuid: uuid)
+            var seenCharacteristics: Set<BluetoothUUID> = []
+            if let cs = m["characteristics"], let citems = r.sequence(cs, "a list of characteristics (- uuid: FFE1)")?.items {
+                for citem in citems {
+                    guard let cm = r.mapping(citem, "a characteristic: a mapping with uuid, properties, value…") else { continue }
+                    guard let c = characteristic(cm) else { continue }
+                    if !seenCharacteristics.insert(c.uuid).inserted {
+                        r.error(cm["uuid"] ?? citem, expected: "each characteristic once per service")
+                        continue
+                    }
+                    triggers.append((result.count, service.characteristics.count, cm))
+                    service.characteristics.append(c)
+                }
+            }
+            result.append(service)
+        }
+        return result
+    }
+
+    private func characteristic(_ m: YAMLMapping) -> CharacteristicSpec? {
+        r.checkKeys(m, allowed: Self.characteristicKeys, of: "a characteristic")
+        guard let u = r.required(m, "uuid", in: "a characteristic", expected: "'uuid: UUID'"),
+              let uuid = r.uuid(u, "a characteristic UUID") else { return nil }
+        var properties: CharacteristicProperties = []
+        if let p = r.required(m, "properties", in: "a characteristic", expected: "'properties: [read, notify…]'") {
+            properties = r.properties(p) ?? []
+        }
+        var value: [UInt8] = []
+        if let v = m["value"], let bytes = r.bytes(v) {
+            if bytes.count > 512 {
+                r.error(v, expected: "a value of at most 512 octets (Core Vol 3 Part F 3.2.9)")
+            } else {
+                value = bytes
+            }
+        }
+        return CharacteristicSpec(uuid: uuid, properties: properties, value: value)
+    }
+}

@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLELab
+import BLERuntime
+import XCTest
+@testable import Scenario
+
+/// Scenario text → validated scenario, errors, or a run.
+enum ScenarioText {
+    static func load(_ text: String, file: String = "test.yaml") throws -> Scenario {
+        try Scenario.parse(text, file: file)
+    }
+
+    /// Every error message of `text` (empty when it is valid).
+    static func errors(_ text: String, file: String = "test.yaml") -> [String] {
+        do {
+            _ = try Scenario.parse(text, file: file)
+            return []
+        } catch let e as ScenarioErrors {
+            return e.errors.map(\.description)
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    static func run(_ text: String, options: RunOptions = RunOptions(), file: String = "test.yaml") throws -> ScenarioResult {
+        ScenarioRunner().run(try load(text, file: file), options: options)
+    }
+
+    /// A file around `central` steps with one HM-10-like peripheral (FFE0: FFE1 read/write-without-response/notify
+    /// echoing writes, FFE2 write only, FFE3 read/indicate, FFE4 read/write/write-without-response).
+    static func hm10(_ central: String, extraPeripheral: String = "", header: String = "") -> String {
+        """
+        scenario: test
+        \(header)
+        peripherals:
+          hm10:
+            rssi: -48
+            advertise: { name: HMSoft, services: [FFE0] }
+            gatt:
+              - service: FFE0
+                characteristics:
+                  - uuid: FFE1
+                    properties: [read, write-without-response, notify]
+                    value: text:ready
+                    on-write:
+                      - notify: FFE1
+                        value: written
+                  - { uuid: FFE2, properties: [write], value: hex:00 }
+                  - { uuid: FFE3, properties: [read, indicate], value: u8:1 }
+                  - { uuid: FFE4, properties: [read, write, write-without-response] }
+        \(extraPeripheral)
+        central:
+        \(central)
+        """
+    }
+
+    /// The usual opening: scan, connect, discover.
+    static let connected = """
+          - scan: { for: 1s }
+          - connect: hm10
+          - discover: all
+        """
+
+    static var fixtures: String {
+        let file = #filePath
+        guard let slash = file.lastIndex(of: "/") else { return "Fixtures" }
+        return String(file[..<slash]) + "/Fixtures"
+    }
+}
+
+extension ScenarioResult {
+    /// The failure's one-line summary, or "passed" / "skipped".
+    var verdict: String {
+        switch outcome {
+        case .passed: return "passed"
+        case .skipped: return "skipped"
+        case let .failed(f): return f.summary
+        }
+    }
+}
+
+/// `blelab` with an injected console and a fake wall clock (1 ms per reading).
+final class CLIHarness {
+    var out = ""
+    var err = ""
+    private var clock: Int64 = 0
+    var files: [String: [UInt8]] = [:]
+
+    func run(_ arguments: [String], terminal: Bool = false, environment: [String: String] = [:], writesFiles: Bool = false) -> BLELabCLI.Status {
+        out = ""
+        err = ""
+        let console = Console(out: { [unowned self] in self.out += $0 }, err: { [unowned self] in self.err += $0 },
+                              isTerminal: terminal, environment: environment)
+        let cli = BLELabCLI(console: console, wallClock: { [unowned self] in
+            self.clock += 1_000_000
+            return Instant(nanoseconds: self.clock)
+        }, writeFile: { [unowned self] bytes, path in
+            if writesFiles { try FileText.write(bytes, to: path) } else { self.files[path] = bytes }
+        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } })
+        return cli.main(arguments)
+    }
+
+    var outLines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+}
+
+/// A fresh temporary directory.
+func temporaryDirectory() throws -> String {
+    var template = Array("/tmp/blelab-tests-XXXXXX".utf8CString)
+    let path: String? = template.withUnsafeMutableBufferPointer { buffer in
+        guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
+        return String(cString: base)
+    }
+    guard let path else { throw FileError(path: "/tmp", reason: "cannot create a temporary directory") }
+    return path
+}
+
+/// `rm -r`, for the temporary directories tests make.
+func removeTree(_ path: String) {
+    if FileText.kind(path) == .directory {
+        for name in (try? FileText.entries(path)) ?? [] { removeTree(path + "/" + name) }
+        rmdir(path)
+    } else {
+        unlink(path)
+    }
+}
