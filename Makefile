@@ -15,16 +15,20 @@ test:
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --parallel $(SWIFT_FLAGS)
 
-# The main job: end-to-end runs on the embedded sim tier. Until the scenario CLI lands this
-# runs the end-to-end Swift tests (three simulated peripherals and a central on one air).
+# The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
+# JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
+# A failing scenario makes it fail (exit 1); a broken scenario file too (exit 2).
+E2E_DIR ?= $(BUILD_DIR)/e2e
 e2e:
-	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --filter 'BLELabTests' $(SWIFT_FLAGS)
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	rm -rf $(E2E_DIR) && mkdir -p $(E2E_DIR)
+	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab run scenarios \
+		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --capture $(E2E_DIR)/captures
 
 # Figures, one per line, `name: value unit`. Release build; never part of `make test`.
 bench:
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench
+	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench scenarios
 
 clean:
 	rm -rf .build $(BUILD_DIR)

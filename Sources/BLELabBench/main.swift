@@ -8,6 +8,7 @@ import BLERuntime
 import BLEWire
 import GAP
 import GATT
+import Scenario
 
 let heartRateService: BluetoothUUID = 0x180D
 let heartRateMeasurement: BluetoothUUID = 0x2A37
@@ -146,10 +147,38 @@ func benchNotificationThroughput() throws {
     print("notifications_per_s: \(Int(Double(total) / wall)) 1/s")
 }
 
+/// The whole scenarios/ folder on the sim, files already parsed (what `make e2e` runs after the
+/// build), and the 60 s heart-rate scenario alone. Best of several rounds.
+func benchScenarioSuite(folder: String) throws {
+    let (files, collectErrors) = ScenarioFiles.collect([folder])
+    let (scenarios, loadErrors) = ScenarioFiles.load(files)
+    guard collectErrors.isEmpty, loadErrors.isEmpty, !scenarios.isEmpty else {
+        throw BenchError(description: "cannot load \(folder): \((collectErrors + loadErrors).map(\.description).joined(separator: "; "))")
+    }
+    let runner = ScenarioRunner()
+    func runAll(_ list: [Scenario]) throws {
+        for scenario in list {
+            let result = runner.run(scenario)
+            guard result.passed else { throw BenchError(description: "scenario failed: \(scenario.name)") }
+        }
+    }
+    var suite = Double.infinity
+    for _ in 0..<5 { suite = min(suite, try wallSeconds { try runAll(scenarios) }) }
+    print("scenario_suite_count: \(scenarios.count) scenarios")
+    print("scenario_suite_wall_ms: \(String(format2: suite * 1000)) ms")
+    guard let heartRate = scenarios.first(where: { $0.file.hasSuffix("heart-rate.yaml") }) else {
+        throw BenchError(description: "no heart-rate.yaml in \(folder)")
+    }
+    var single = Double.infinity
+    for _ in 0..<10 { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
+    print("heart_rate_scenario_wall_ms: \(String(format2: single * 1000)) ms")
+}
+
 do {
     try benchHeartRateSession()
     try benchFullFlow()
     try benchNotificationThroughput()
+    try benchScenarioSuite(folder: CommandLine.arguments.dropFirst().first ?? "scenarios")
 } catch {
     print("benchmark failed: \(error)")
     exit(1)

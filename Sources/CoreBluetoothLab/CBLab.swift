@@ -4,6 +4,7 @@ import BLEWire
 import Controller
 import Foundation
 import GAP
+import Scenario
 
 /// The lab behind CoreBluetoothLab: a `Lab` (one virtual loop, one simulated air) in which app
 /// code written for CoreBluetooth finds its controllers, and the test's handle on it.
@@ -94,6 +95,17 @@ public final class CBLab {
         peripherals.append(peripheral)
         powerOnAndStart(peripheral)
         return peripheral
+    }
+
+    /// Places every peripheral a scenario file declares (its `peripherals:` block, with their
+    /// advertising, GATT databases and triggers). The file's central steps are not run: here the
+    /// app under test is the central. The lab's own seed drives the peripherals' generators.
+    /// Throws `ScenarioErrors` (every problem in the file, with `file:line:column`) when the
+    /// file does not validate.
+    @discardableResult
+    public func addPeripherals(fromScenario path: String) throws -> [SimulatedPeripheral] {
+        let scenario = try Scenario.load(path: path)
+        return try scenario.peripherals.map { try addPeripheral($0) }
     }
 
     /// The simulated peripheral with this id.

@@ -62,6 +62,32 @@ final class HM10SerialExampleTests: XCTestCase {
         }
     }
 
+    /// The same app against the peripherals of the shipped scenario files: the HM-10 of
+    /// scenarios/seeds/hm10-serial.yaml (no `write` → Write Commands, echoed by notification)
+    /// and the clone of scenarios/seeds/hm10-with-write.yaml (`write` → Write Requests).
+    func testAgainstThePeripheralsOfTheSeedScenarioFiles() throws {
+        let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../scenarios/seeds").standardized.path
+        for (file, expected) in [("hm10-serial.yaml", ATTOpcode.writeCommand), ("hm10-with-write.yaml", .writeRequest)] {
+            let lab = CBLab(seed: 103)
+            let placed = try lab.addPeripherals(fromScenario: seeds + "/" + file)
+            XCTAssertFalse(placed.isEmpty, file)
+            let (serial, list) = lab.attach { () -> (BluetoothSerial, ScanList) in
+                let serial = BluetoothSerial()
+                return (serial, ScanList(serial: serial))
+            }
+            XCTAssertTrue(lab.run(within: .seconds(2)) { serial.centralManager.state == .poweredOn })
+            list.start()
+            lab.run(for: .seconds(2))
+            XCTAssertEqual(list.peripherals.count, 1, "\(file): only the FFE0 module is listed")
+            list.select(0)
+            XCTAssertTrue(lab.run(within: .seconds(5)) { serial.isReady && serial.writeCharacteristic?.isNotifying == true }, file)
+            XCTAssertTrue(serial.send("ping"))
+            XCTAssertTrue(lab.run(within: .seconds(2)) { list.messages == ["ping"] }, "\(file): the module echoes by notification")
+            XCTAssertEqual(lab.attWrites(to: ffe1).map(\.opcode), [expected], file)
+        }
+    }
+
     func testTheScanListHoldsEachModuleOnceStrongestFirst() throws {
         let lab = CBLab(seed: 102)
         var far = Peripherals.hm10(id: "far")
@@ -80,5 +106,19 @@ final class HM10SerialExampleTests: XCTestCase {
         lab.run(for: .seconds(3))
         XCTAssertEqual(list.peripherals.map(\.rssi), [-40, -80], "only FFE0 modules, strongest first")
         XCTAssertEqual(Set(list.peripherals.map(\.peripheral.identifier)).count, 2)
+    }
+}
+
+final class ScenarioFilePeripheralTests: XCTestCase {
+    func testABrokenScenarioFilePlacesNothingAndSaysWhere() throws {
+        let path = NSTemporaryDirectory() + "/cblab-broken-\(getpid()).yaml"
+        try "scenario: x\nperipherals:\n  p:\n    advertize: { name: P }\ncentral:\n  - wait: 1s\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let lab = CBLab(seed: 1)
+        XCTAssertThrowsError(try lab.addPeripherals(fromScenario: path)) { error in
+            XCTAssertTrue("\(error)".contains("\(path):4:5: error: found unknown key 'advertize'"), "\(error)")
+            XCTAssertTrue("\(error)".contains("did you mean 'advertise'"), "\(error)")
+        }
+        XCTAssertNil(lab.peripheral("p"))
     }
 }
