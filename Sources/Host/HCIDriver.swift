@@ -234,7 +234,7 @@ public final class HCIDriver {
     private func receiveACL(_ acl: HCIACLData) {
         let handle = acl.handle
         if acl.boundary.isStart {
-            if reassembly[handle] != nil {
+            if !reassembly.isEmpty, reassembly[handle] != nil {
                 onProtocolError?(.malformed("new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete; previous dropped"))
             }
             deliverOrHold(handle: handle, buffer: acl.data)
@@ -257,7 +257,8 @@ public final class HCIDriver {
         }
         let expected = 4 + (Int(buffer[0]) | Int(buffer[1]) << 8)
         if buffer.count == expected {
-            reassembly[handle] = nil
+            // The common case, a whole PDU in one fragment, leaves the table untouched.
+            if !reassembly.isEmpty { reassembly[handle] = nil }
             onL2CAPPDU?(handle, buffer)
         } else if buffer.count < expected {
             reassembly[handle] = buffer
