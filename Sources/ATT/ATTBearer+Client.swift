@@ -10,7 +10,7 @@ extension ATTBearer {
         let opcode = request.opcode
         guard state == .open else { return completion(.failure(unusableError(opcode))) }
         let expected = opcode.responseOpcode ?? ATTOpcode(opcode.rawValue &+ 1)
-        requestQueue.push(PendingRequest(opcode: opcode, expected: expected, bytes: request.encoded, completion: completion))
+        requestQueue.append(PendingRequest(opcode: opcode, expected: expected, bytes: request.encoded, completion: completion))
         sendNextRequest()
     }
 
@@ -53,7 +53,7 @@ extension ATTBearer {
     }
 
     func sendNextRequest() {
-        guard state == .open, outstandingRequest == nil, let next = requestQueue.pop() else { return }
+        guard state == .open, outstandingRequest == nil, let next = requestQueue.popFirst() else { return }
         guard next.bytes.count <= mtu else {
             next.completion(.failure(.exceedsMTU(size: next.bytes.count, mtu: mtu)))
             sendNextRequest()

@@ -32,7 +32,7 @@ extension ATTBearer {
     }
 
     func enqueueIncoming(_ request: IncomingRequest) {
-        incomingQueue.push(request)
+        incomingQueue.append(request)
         pumpIncoming()
     }
 
@@ -42,7 +42,7 @@ extension ATTBearer {
         guard !pumpingIncoming else { return }
         pumpingIncoming = true
         defer { pumpingIncoming = false }
-        while state == .open, activeIncoming == nil, let next = incomingQueue.pop() {
+        while state == .open, activeIncoming == nil, let next = incomingQueue.popFirst() {
             nextIncomingID &+= 1
             let id = nextIncomingID
             switch next {
@@ -101,7 +101,7 @@ extension ATTBearer {
             completion?(.failure(unusableError(.handleValueIndication)))
             return
         }
-        indicationQueue.push(PendingIndication(handle: handle, value: value, completion: completion))
+        indicationQueue.append(PendingIndication(handle: handle, value: value, completion: completion))
         sendNextIndication()
     }
 
@@ -110,7 +110,7 @@ extension ATTBearer {
     public var hasOutstandingIndication: Bool { outstandingIndication != nil }
 
     func sendNextIndication() {
-        guard state == .open, outstandingIndication == nil, let next = indicationQueue.pop() else { return }
+        guard state == .open, outstandingIndication == nil, let next = indicationQueue.popFirst() else { return }
         outstandingIndication = next
         indicationTimer = loop.schedule(after: transactionTimeout) { [weak self] in
             self?.transactionTimedOut(.handleValueIndication)

@@ -102,7 +102,7 @@ public final class ATTBearer {
         let completion: (Result<ATTPDU, ATTError>) -> Void
     }
     var outstandingRequest: PendingRequest?
-    var requestQueue = ATTQueue<PendingRequest>()
+    var requestQueue = FIFO<PendingRequest>()
     var requestTimer: LoopTimer?
 
     // Server role.
@@ -111,7 +111,7 @@ public final class ATTBearer {
         /// Answered with an Error Response without bothering the server (unknown or malformed).
         case reject(ATTOpcode, ATTErrorCode)
     }
-    var incomingQueue = ATTQueue<IncomingRequest>()
+    var incomingQueue = FIFO<IncomingRequest>()
     /// The transaction the server is answering, if any.
     var activeIncoming: (id: UInt64, opcode: ATTOpcode)?
     var nextIncomingID: UInt64 = 0
@@ -123,7 +123,7 @@ public final class ATTBearer {
         let completion: ((Result<Void, ATTError>) -> Void)?
     }
     var outstandingIndication: PendingIndication?
-    var indicationQueue = ATTQueue<PendingIndication>()
+    var indicationQueue = FIFO<PendingIndication>()
     var indicationTimer: LoopTimer?
 
     /// - Parameters:

@@ -74,8 +74,8 @@ final class SimLink {
     private var centralAttached = true
     private var peripheralAttached = true
     private(set) var isClosed = false
-    private var toPeripheral = FrameQueue()
-    private var toCentral = FrameQueue()
+    private var toPeripheral = FIFO<[UInt8]>()
+    private var toCentral = FIFO<[UInt8]>()
     private var lastProcessed: Int64 = -1
     private var eventTimer: LoopTimer?
     private var scheduledCounter: Int64 = .max
@@ -378,39 +378,5 @@ final class SimLink {
         close()
         if notifyCentral { central.sendDisconnectionComplete(handle: centralHandle, reason: reason) }
         if notifyPeripheral { peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: reason) }
-    }
-}
-
-/// A FIFO of H4 frames that hands each one out uniquely referenced, so the receiver can rewrite
-/// its header in place.
-struct FrameQueue {
-    private var storage: [[UInt8]] = []
-    private var head = 0
-
-    var count: Int { storage.count - head }
-    var isEmpty: Bool { head == storage.count }
-
-    mutating func append(_ frame: [UInt8]) {
-        storage.append(frame)
-    }
-
-    mutating func popFirst() -> [UInt8]? {
-        guard head < storage.count else { return nil }
-        let frame = storage[head]
-        storage[head] = []
-        head += 1
-        if head == storage.count {
-            storage.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 32, head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
-        }
-        return frame
-    }
-
-    mutating func removeAll() {
-        storage.removeAll(keepingCapacity: true)
-        head = 0
     }
 }

@@ -46,7 +46,7 @@ public final class HCIDriver {
     private var aclCredits = 0
     /// Packets sent but not yet reported completed, per handle.
     private var unacknowledged: [UInt16: Int] = [:]
-    private var outbound: [UInt16: OutboundQueue] = [:]
+    private var outbound: [UInt16: FIFO<[UInt8]>] = [:]
     /// Handles with queued fragments, in round-robin order.
     private var readyHandles: [UInt16] = []
     private var reassembly: [UInt16: [UInt8]] = [:]
@@ -128,14 +128,7 @@ public final class HCIDriver {
     /// buffer size: the first fragment with PB 0b00, the rest 0b01 (Vol 4 Part E 5.4.2).
     public func sendL2CAP(handle: UInt16, pdu: [UInt8]) {
         guard closed == nil else { return }
-        let queue: OutboundQueue
-        if let q = outbound[handle] {
-            queue = q
-        } else {
-            queue = OutboundQueue()
-            outbound[handle] = queue
-        }
-        let wasEmpty = queue.isEmpty
+        let wasEmpty = outbound[handle]?.isEmpty ?? true
         var offset = 0
         var boundary = PacketBoundary.firstNonFlushable
         repeat {
@@ -143,7 +136,7 @@ public final class HCIDriver {
             var w = ByteWriter(capacity: 5 + end - offset)
             HCIACLData(handle: handle, boundary: boundary, data: []).encodeHeaderH4(length: end - offset, into: &w)
             w.write(bytes: pdu[offset..<end])
-            queue.append(w.bytes)
+            outbound[handle, default: FIFO()].append(w.bytes)
             offset = end
             boundary = .continuing
         } while offset < pdu.count
@@ -154,12 +147,13 @@ public final class HCIDriver {
     private func pumpACL() {
         while aclCredits > 0, !readyHandles.isEmpty {
             let handle = readyHandles.removeFirst()
-            guard let queue = outbound[handle], let frame = queue.popFirst() else { continue }
+            guard let frame = outbound[handle]?.popFirst() else { continue }
+            let stillQueued = outbound[handle]?.count ?? 0
             aclCredits -= 1
             unacknowledged[handle, default: 0] += 1
-            if !queue.isEmpty { readyHandles.append(handle) }
+            if stillQueued > 0 { readyHandles.append(handle) }
             transport.send(frame)
-            onACLSent?(handle, queue.count)
+            onACLSent?(handle, stillQueued)
         }
     }
 
@@ -290,31 +284,6 @@ public struct CommandResult: Equatable {
 
     public func decode<T: ReturnParameters>(_ type: T.Type) throws -> T {
         try T(decoding: returnParameters)
-    }
-}
-
-/// A FIFO of H4 frames that pops from the front without shifting.
-final class OutboundQueue {
-    private var items: [[UInt8]] = []
-    private var head = 0
-
-    var isEmpty: Bool { head >= items.count }
-    var count: Int { items.count - head }
-
-    func append(_ frame: [UInt8]) { items.append(frame) }
-
-    func popFirst() -> [UInt8]? {
-        guard head < items.count else { return nil }
-        let item = items[head]
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024, head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return item
     }
 }
 
