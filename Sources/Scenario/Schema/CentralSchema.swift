@@ -73,7 +73,7 @@ struct CentralSchema {
         case "read", "subscribe", "unsubscribe": return "\(keyword): FFE1"
         case "write": return "write: { characteristic: FFE1, value: text:hello }"
         case "wait": return "wait: 2s"
-        case "peripheral": return "peripheral: { hm10: [notify: FFE1] }"
+        case "peripheral": return "peripheral: { hm10: [{ notify: FFE1 }] }"
         case "expect": return "expect: { discovered: hm10 }"
         default: return "\(keyword): …"
         }
@@ -178,7 +178,7 @@ struct CentralSchema {
         for (k, _) in siblings {
             r.error(at: k.mark, found: "unknown key \(SchemaReader.quote(k.text))", expected: "'peripheral' alone in its step")
         }
-        guard let m = r.mapping(value, "peripheral ids with their actions, such as { hm10: [notify: FFE1] }") else { return nil }
+        guard let m = r.mapping(value, "peripheral ids with their actions, such as { hm10: [{ notify: FFE1 }] }") else { return nil }
         var result: [PeripheralActions] = []
         for (key, actionsNode) in m.entries {
             guard let id = knownPeripheral(key) else { continue }
