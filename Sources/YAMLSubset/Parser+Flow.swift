@@ -38,7 +38,8 @@ extension Parser {
                 throw error(at: position, found: "':'", expected: "',' or ']'",
                             hint: "a key: value pair inside [ ] is written as a mapping: [{ key: value }]")
             default:
-                throw error(at: position, found: snippet(at: position), expected: "',' or ']'")
+                throw error(at: position, found: snippet(at: position), expected: "',' or ']'",
+                            hint: text[position] == "}" ? "the '[' at \(mark(start)) is not closed before this '}'" : nil)
             }
         }
         return (YAMLSequence(items: items, style: .flow, mark: mark(start)), position + 1)
@@ -94,7 +95,8 @@ extension Parser {
             case "}":
                 break scanning
             default:
-                throw error(at: position, found: snippet(at: position), expected: "',' or '}'")
+                throw error(at: position, found: snippet(at: position), expected: "',' or '}'",
+                            hint: text[position] == "]" ? "the '{' at \(mark(start)) is not closed before this ']'" : nil)
             }
         }
         return (YAMLMapping(entries: entries, style: .flow, mark: mark(start)), position + 1)
