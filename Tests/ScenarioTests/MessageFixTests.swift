@@ -82,6 +82,18 @@ final class YAMLMessageFixTests: XCTestCase {
                        "test.yaml:2:3: error: found 'd:', expected a key at column 1; only a key with nothing after its ':' can have an indented block below it")
     }
 
+    /// `{ for: 1,5s }`: the comma ends the value `1`; the error used to be "found '}', expected
+    /// ':' after the key '5s'".
+    func testCommaInsideAFlowMappingValue() {
+        XCTAssertEqual(yamlError("- scan: { for: 1,5s }\n"),
+                       "test.yaml:1:18: error: found '5s', expected a key followed by ':'; ',' separates the entries of { }; write a decimal with a point (1.5s), or quote a value that contains a comma")
+        XCTAssertEqual(yamlError("- { name: Smart, Curtain }\n"),
+                       "test.yaml:1:18: error: found 'Curtain', expected a key followed by ':'; ',' separates the entries of { }; quote a value that contains a comma")
+        XCTAssertEqual(yamlError("- { a: 1, name:HMSoft }\n"),
+                       "test.yaml:1:23: error: found '}', expected ':' after the key 'name:HMSoft'; put a space after ':' (key: value)")
+        XCTAssertEqual(yamlError("- { name: \"Smart, Curtain\" }\n"), "parsed")
+    }
+
     /// `{ services: [180A, 180F }`: the '}' is reported with the '[' it does not close.
     func testMismatchedBracketNamesTheOpenOne() {
         XCTAssertEqual(yamlError("- scan: { services: [180A, 180F }\n"),
