@@ -214,3 +214,72 @@ final class SchemaHintTests: XCTestCase {
         ])
     }
 }
+
+/// Runner rules found wanting while writing docs/scenarios.md.
+final class RunnerFixTests: XCTestCase {
+    /// A notification or indication that `on-subscribe` sends at once reaches the central before
+    /// the Write Response to the CCCD write; it used to be left out of "since subscribing", so
+    /// `count: 2` saw only the second of two indications.
+    func testWhatASubscriptionBringsAtOnceIsCounted() throws {
+        let result = try ScenarioText.run("""
+        scenario: on-subscribe indicates at once
+        seed: 11
+        peripherals:
+          box:
+            advertise: { name: Box, services: [CCC0] }
+            gatt:
+              - service: CCC0
+                characteristics:
+                  - uuid: CCC4
+                    properties: [indicate]
+                    on-subscribe:
+                      - indicate: CCC4
+                        value: text:one
+                      - indicate: CCC4
+                        value: text:two
+                  - uuid: CCC5
+                    properties: [notify]
+                    on-subscribe:
+                      - notify: CCC5
+                        value: u8:1
+        central:
+          - scan: { for: 1s }
+          - connect: box
+          - discover: all
+          - subscribe: CCC4
+          - expect: { notification: CCC4, count: 2, in-order: [text:one, text:two] }
+          - subscribe: CCC5
+          - expect: { notification: CCC5, count: 1, value: u8:1, within: 200ms }
+          - expect: { no-notification: { characteristic: CCC5, for: 500ms } }
+        """)
+        XCTAssertEqual(result.verdict, "passed")
+    }
+
+    /// Unsubscribing still starts the count afresh once the CCCD is cleared: what was in flight
+    /// before is not held against a `no-notification` after it.
+    func testUnsubscribingStillCountsFromItsEnd() throws {
+        let result = try ScenarioText.run("""
+        scenario: unsubscribe while notifications flow
+        seed: 14
+        peripherals:
+          counter:
+            advertise: { name: Counter, services: [AAA0] }
+            gatt:
+              - service: AAA0
+                characteristics:
+                  - uuid: AAA1
+                    properties: [notify]
+                    on-subscribe:
+                      - notify-every: { characteristic: AAA1, interval: 30ms, value: { counter-u8: 1 } }
+        central:
+          - scan: { for: 1s }
+          - connect: counter
+          - discover: all
+          - subscribe: AAA1
+          - wait: 200ms
+          - unsubscribe: AAA1
+          - expect: { no-notification: { characteristic: AAA1, for: 1s } }
+        """)
+        XCTAssertEqual(result.verdict, "passed")
+    }
+}
