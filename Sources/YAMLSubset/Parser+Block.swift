@@ -27,6 +27,7 @@ extension Parser {
             }
         }
         try finishLine(from: after)
+        if let scalar = node.scalar, scalar.style == .plain { lonePlainScalar = scalar.mark }
         return node
     }
 
@@ -52,6 +53,7 @@ extension Parser {
                 break
             }
             if next.indent > indent {
+                if let e = keyWithoutSpace(value, above: next) { throw e }
                 throw error(at: next.start, found: snippet(at: next.start), expected: "a key at column \(indent + 1)",
                             hint: hintForLineBelow(value: value, line: next))
             }
@@ -163,6 +165,7 @@ extension Parser {
                             hint: item.mapping?.style == .block
                                 ? "the keys of an item's mapping line up with its first key, at column \(item.mark.column)" : nil)
             }
+            if let e = keyWithoutSpace(item, above: next) { throw e }
             throw error(at: next.start, found: snippet(at: next.start),
                         expected: "'-' at column \(indent + 1) or less indentation",
                         hint: hintForLineBelow(value: item, line: next))
@@ -214,6 +217,20 @@ extension Parser {
         default:
             return nil
         }
+    }
+
+    /// When `value` is a plain scalar such as `name:HMSoft`, written alone on its line, and the
+    /// line below it cannot follow: the user meant a key and its value but left out the space
+    /// after the colon, so the error belongs on the scalar, not on the innocent line below.
+    func keyWithoutSpace(_ value: YAMLNode, above line: ContentLine) -> YAMLError? {
+        guard let scalar = value.scalar, scalar.style == .plain, scalar.mark == lonePlainScalar,
+              let colon = scalar.text.firstIndex(of: ":") else { return nil }
+        let key = scalar.text[..<colon], rest = scalar.text[scalar.text.index(after: colon)...]
+        guard !key.isEmpty, !rest.isEmpty, !key.contains(" "), !rest.hasPrefix(" ") else { return nil }
+        let below = source.string(line.start..<source.lines[line.index].end)
+        guard looksLikeKey(line) || below.split(separator: " ").first?.contains(":") == true else { return nil }
+        return YAMLError(file: source.file, mark: scalar.mark, found: Parser.quoted(scalar.text), expected: "a key followed by ': '",
+                         hint: "put a space after ':' (\(key): \(rest)); without it the line is one plain scalar, not a key and its value")
     }
 
     /// A rough check, for hints only: the line has a ':' followed by a space or the end of line.

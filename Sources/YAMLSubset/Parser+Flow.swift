@@ -38,7 +38,8 @@ extension Parser {
                 throw error(at: position, found: "':'", expected: "',' or ']'",
                             hint: "a key: value pair inside [ ] is written as a mapping: [{ key: value }]")
             default:
-                throw error(at: position, found: snippet(at: position), expected: "',' or ']'")
+                throw error(at: position, found: snippet(at: position), expected: "',' or ']'",
+                            hint: text[position] == "}" ? "the '[' at \(mark(start)) is not closed before this '}'" : nil)
             }
         }
         return (YAMLSequence(items: items, style: .flow, mark: mark(start)), position + 1)
@@ -72,6 +73,14 @@ extension Parser {
             let isValueIndicator = text[position] == ":"
                 && (key.isQuoted || position + 1 == lineEnd || text[position + 1].isBlank || text[position + 1].isFlowIndicator)
             guard isValueIndicator else {
+                if let previous = entries.last, text[position] == "," || text[position] == "}", !key.text.contains(":") {
+                    // `{ for: 1,5s }`: the comma ended the value, and what follows is no key.
+                    let decimal = previous.value.scalar.map { $0.style == .plain && $0.text.last?.isNumber == true } == true
+                        && key.text.first?.isNumber == true
+                    throw error(at: keyStart, found: Parser.quoted(key.text), expected: "a key followed by ':'",
+                                hint: decimal ? "',' separates the entries of { }; write a decimal with a point (1.5s), or quote a value that contains a comma"
+                                    : "',' separates the entries of { }; quote a value that contains a comma")
+                }
                 let hint = key.style == .plain && key.text.contains(":") ? "put a space after ':' (key: value)" : nil
                 throw error(at: position, found: snippet(at: position), expected: "':' after the key \(Parser.quoted(key.text))", hint: hint)
             }
@@ -94,7 +103,8 @@ extension Parser {
             case "}":
                 break scanning
             default:
-                throw error(at: position, found: snippet(at: position), expected: "',' or '}'")
+                throw error(at: position, found: snippet(at: position), expected: "',' or '}'",
+                            hint: text[position] == "]" ? "the '{' at \(mark(start)) is not closed before this ']'" : nil)
             }
         }
         return (YAMLMapping(entries: entries, style: .flow, mark: mark(start)), position + 1)

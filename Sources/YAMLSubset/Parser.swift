@@ -41,6 +41,10 @@ struct Parser {
     var sawContent = false
     /// Where `...` ended the document, once it has.
     var documentEnd: Mark?
+    /// The latest plain scalar that took a whole block node (a value alone on its line, an item
+    /// after `- `, or the document), to tell `name:HMSoft` — a key missing the space after its
+    /// colon — from a real error on the line below it.
+    var lonePlainScalar: Mark?
 
     init(source: Source) {
         self.source = source
@@ -58,6 +62,7 @@ struct Parser {
         if let extra = try peekContentLine() {
             // Only a scalar or a flow collection returns here with a line left over; block
             // collections report the lines they cannot take themselves.
+            if let e = keyWithoutSpace(root, above: extra) { throw e }
             throw error(at: extra.start, line: extra.index, found: snippet(at: extra.start, line: extra.index),
                         expected: "end of file", hint: hintForLineBelow(value: root, line: extra))
         }

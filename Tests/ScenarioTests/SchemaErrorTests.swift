@@ -103,13 +103,13 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:18: error: found '5', expected a duration such as 250ms, 1s, 1.5s or 2m; add a unit: 5ms or 5s",
         ])
         XCTAssertEqual(errors(withStep("- wait: 1.5 s")), [
-            "test.yaml:10:11: error: found '1.5 s', expected a duration such as 250ms, 1s, 1.5s or 2m",
+            "test.yaml:10:11: error: found '1.5 s', expected a duration such as 250ms, 1s, 1.5s or 2m; write the unit right after the number: 1.5s",
         ])
         XCTAssertEqual(errors(withStep("- write: { characteristic: FFE1, value: txt:hi }")), [
             "test.yaml:10:43: error: found 'txt:hi', expected a value such as text:hello, hex:4c000215, u8:7, u16:500, u32:1 or a list of them; did you mean 'text:'?",
         ])
         XCTAssertEqual(errors(withStep("- write: { characteristic: FFE1, value: hex:abc }")), [
-            "test.yaml:10:43: error: found 'hex:abc', expected a value such as text:hello, hex:4c000215, u8:7, u16:500, u32:1 or a list of them; hex: needs two digits per byte",
+            "test.yaml:10:43: error: found 'hex:abc', expected a value such as text:hello, hex:4c000215, u8:7, u16:500, u32:1 or a list of them; hex: needs two digits per byte, and 3 digits is an odd number",
         ])
         XCTAssertEqual(errors(withStep("- write: { characteristic: FFE1, value: u8:256 }")), [
             "test.yaml:10:43: error: found 'u8:256', expected a value such as text:hello, hex:4c000215, u8:7, u16:500, u32:1 or a list of them; u8: takes 0 to 255",
@@ -133,7 +133,7 @@ final class SchemaErrorTests: XCTestCase {
 
     func testBadUUIDAndWrongNodeKinds() {
         XCTAssertEqual(errors(withStep("- scan: { services: [FFE0X] }")), [
-            "test.yaml:10:24: error: found 'FFE0X', expected a service UUID (16-bit like 180D, 32-bit, or 128-bit like 6E400001-B5A3-F393-E0A9-E50E24DCCA9E)",
+            "test.yaml:10:24: error: found 'FFE0X', expected a service UUID (16-bit like 180D, 32-bit, or 128-bit like 6E400001-B5A3-F393-E0A9-E50E24DCCA9E); 'X' is not a hexadecimal digit",
         ])
         XCTAssertEqual(errors("scenario: [a]\nperipherals: []\ncentral: { scan: 1s }\n"), [
             "test.yaml:1:11: error: found a sequence, expected a one-line scenario name",
@@ -199,7 +199,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:4:11: error: found 'loud', expected an RSSI in dBm from -127 to 20",
             "test.yaml:5:60: error: found '5ms', expected an advertising interval from 20ms to 10.24s",
             "test.yaml:9:85: error: found respond-error after another action, expected respond-error as the first action (after any delay); the request is answered before the first other action runs",
-            "test.yaml:11:52: error: found 'no', expected true or false",
+            "test.yaml:11:52: error: found 'no', expected true or false; write false (YAML 1.2 reads only true and false as booleans)",
             "test.yaml:12:14: error: found peripheral 'hm11', expected a peripheral declared under peripherals: (hm10); did you mean 'hm10'?",
             "test.yaml:13:11: error: found characteristic 'FFE9', expected a characteristic declared by hm10 (FFE1); did you mean 'FFE1'?",
             "test.yaml:14:22: error: found ATT error 'write-not-permited', expected an ATT error name such as write-not-permitted or insufficient-authentication, or 0xNN; did you mean 'write-not-permitted'?",
@@ -266,7 +266,7 @@ final class SchemaErrorTests: XCTestCase {
         central: [scan]
         """), [
             "test.yaml:4:14: error: found '11:22:33:44:55:66/random', expected a random static address (its two top bits set, such as C0:…)",
-            "test.yaml:5:16: error: found advertising data of a of 54 octets, expected at most 31 octets (legacy advertising); move something to scan-response or shorten the name",
+            "test.yaml:5:16: error: found 54 octets of advertising data for a (flags 3, services 4, name 47), expected at most 31 octets (legacy advertising); move something to scan-response or shorten the name",
         ])
     }
 

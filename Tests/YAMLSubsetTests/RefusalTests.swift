@@ -169,7 +169,7 @@ final class RefusalTests: XCTestCase {
         assertError("a: { b: c,\n   d: e }\n",
                     "test.yaml:1:4: error: found unclosed '{', expected '}' on the same line; a flow collection must open and close on one line in the YAML subset")
         assertError("a: [b, { c: [d }]\n",
-                    "test.yaml:1:16: error: found '}', expected ',' or ']'")
+                    "test.yaml:1:16: error: found '}', expected ',' or ']'; the '[' at 1:13 is not closed before this '}'")
         assertError("a: [b]]\n", "test.yaml:1:7: error: found ']', expected end of line or a comment")
     }
 

@@ -228,6 +228,10 @@ extension ScenarioSession {
         let connection = try live(id)
         let c = try discovered(ref, on: id, connection: connection)
         let what = "\(enable ? "the subscription to" : "the unsubscription from") \(ref)"
+        let handle = valueHandle(ref, on: id)
+        // What a subscription brings (an `on-subscribe` notify can arrive before the Write
+        // Response) counts; what was in flight before an unsubscription took effect does not.
+        let before = handle.map { observations.arrivals(id, $0).count }
         let result = try operate(what) { done in
             if enable { connection.client.subscribe(to: c, completion: done) } else { connection.client.unsubscribe(from: c, completion: done) }
         }
@@ -235,9 +239,9 @@ extension ScenarioSession {
             note = enable ? "CCCD written" : "CCCD cleared"
         }
         // Notifications count from here ("since subscribing").
-        if let handle = valueHandle(ref, on: id) {
+        if let handle {
             let key = LinkObservations.Key(peripheral: id, handle: handle)
-            notificationMarks[key] = observations.arrivals(id, handle).count
+            notificationMarks[key] = enable ? before ?? 0 : observations.arrivals(id, handle).count
         }
     }
 

@@ -65,7 +65,7 @@ struct ActionSchema {
         case let .sequence(s): return s.items
         case .mapping: return [node]
         default:
-            r.error(node, expected: "a list of actions such as [notify: FFE1]")
+            r.error(node, expected: "a list of actions such as [{ notify: FFE1 }]")
             return nil
         }
     }

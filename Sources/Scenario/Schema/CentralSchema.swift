@@ -66,6 +66,16 @@ struct CentralSchema {
         return step(keyword: key, value: value, siblings: m.entries.filter { $0.key.text != key.text })
     }
 
+    /// CoreBluetooth's names for the two write types, and the like.
+    static func writeTypeHint(_ text: String) -> String? {
+        let squeezed = text.lowercased().filter { $0.isLetter }
+        if squeezed.contains("without") || squeezed.contains("noresponse") {
+            return "'command' sends a Write Command (write without response)"
+        }
+        if squeezed.contains("withresponse") { return "'request' sends a Write Request (write with response)" }
+        return nil
+    }
+
     static func example(_ keyword: String) -> String {
         switch keyword {
         case "connect": return "connect: hm10"
@@ -73,7 +83,7 @@ struct CentralSchema {
         case "read", "subscribe", "unsubscribe": return "\(keyword): FFE1"
         case "write": return "write: { characteristic: FFE1, value: text:hello }"
         case "wait": return "wait: 2s"
-        case "peripheral": return "peripheral: { hm10: [notify: FFE1] }"
+        case "peripheral": return "peripheral: { hm10: [{ notify: FFE1 }] }"
         case "expect": return "expect: { discovered: hm10 }"
         default: return "\(keyword): …"
         }
@@ -110,6 +120,12 @@ struct CentralSchema {
                 guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
                 return .discover(peripheral: id, services: nil)
             }
+            if let s = value.scalar, !s.isEmpty, BluetoothUUID(string: s.text) == nil {
+                // `discover: everything`: neither `all` nor a service UUID.
+                r.error(value, expected: "'all', or the services to discover such as { services: [180D] }",
+                        hint: Spelling.suggestion(for: s.text, in: ["all"]))
+                return nil
+            }
             let f = fields("services", ["services", "peripheral"])
             var services: [BluetoothUUID]?
             if let s = f["services"] {
@@ -142,7 +158,8 @@ struct CentralSchema {
                 let names = WriteType.allCases.map(\.rawValue)
                 guard let s = r.scalar(t, "a write type (\(names.joined(separator: ", ")))") else { return nil }
                 guard let parsed = WriteType(rawValue: s.text) else {
-                    r.error(t, expected: "a write type (\(names.joined(separator: ", ")))", hint: Spelling.suggestion(for: s.text, in: names))
+                    r.error(t, expected: "a write type (\(names.joined(separator: ", ")))",
+                            hint: Spelling.suggestion(for: s.text, in: names) ?? Self.writeTypeHint(s.text))
                     return nil
                 }
                 type = parsed
@@ -178,7 +195,7 @@ struct CentralSchema {
         for (k, _) in siblings {
             r.error(at: k.mark, found: "unknown key \(SchemaReader.quote(k.text))", expected: "'peripheral' alone in its step")
         }
-        guard let m = r.mapping(value, "peripheral ids with their actions, such as { hm10: [notify: FFE1] }") else { return nil }
+        guard let m = r.mapping(value, "peripheral ids with their actions, such as { hm10: [{ notify: FFE1 }] }") else { return nil }
         var result: [PeripheralActions] = []
         for (key, actionsNode) in m.entries {
             guard let id = knownPeripheral(key) else { continue }

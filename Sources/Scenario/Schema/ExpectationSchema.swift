@@ -30,6 +30,16 @@ struct ExpectationSchema {
             return nil
         }
         let siblings = m.entries.filter { $0.key.text != keyword.text }
+        if keyword.text == "value" {
+            // `{ notifcation: FFE1, value: … }`: the misspelt kind left `value` alone, which
+            // would read as the last read's value; report the misspelling, not `value`'s options.
+            for (k, _) in siblings {
+                guard let kind = Spelling.closest(to: k.text, in: Self.kinds.filter { $0 != "value" }) else { continue }
+                r.error(at: k.mark, found: "unknown expectation \(SchemaReader.quote(k.text))",
+                        expected: "an expectation (\(Self.kinds.joined(separator: ", ")))", hint: "did you mean '\(kind)'?")
+                return nil
+            }
+        }
         func fields(_ primary: String?, _ allowed: [String]) -> KeywordFields {
             KeywordFields(reader: r, keyword: keyword, node: value, primary: primary, allowed: allowed, siblings: siblings, what: keyword.text)
         }

@@ -23,7 +23,12 @@ struct PeripheralSchema {
     init(reader: SchemaReader) { r = reader }
 
     mutating func peripherals(_ node: YAMLNode) -> [PeripheralSpec] {
-        guard let m = r.mapping(node, "a mapping of peripheral ids to peripherals") else { return [] }
+        guard let m = node.mapping else {
+            let listed = node.sequence?.items.first?.mapping.map { $0.count == 1 } ?? false
+            r.error(node, expected: "a mapping of peripheral ids to peripherals",
+                    hint: listed ? "write each id as a key under peripherals:, without '- ' (hm10:)" : nil)
+            return []
+        }
         if m.isEmpty { r.error(node, expected: "at least one peripheral") }
         var specs: [PeripheralSpec] = []
         var addresses: [LEAddress: String] = [:]
@@ -84,7 +89,7 @@ struct PeripheralSchema {
         let expected = "an address such as C0:11:22:33:44:55/random or 00:1A:7D:DA:71:13/public"
         guard let s = r.scalar(node, expected) else { return nil }
         guard let a = LEAddress(string: s.text) else {
-            r.error(node, expected: expected)
+            r.error(node, expected: expected, hint: Self.addressHint(s.text))
             return nil
         }
         if a.type == .random && !a.address.isValidRandomStatic {
@@ -92,6 +97,18 @@ struct PeripheralSchema {
             return nil
         }
         return a
+    }
+
+    /// What is wrong with an address that does not parse.
+    static func addressHint(_ text: String) -> String? {
+        let pieces = text.split(separator: "/", omittingEmptySubsequences: false)
+        let octets = pieces[0].split(omittingEmptySubsequences: false, whereSeparator: { $0 == ":" || $0 == "-" })
+        if octets.count != 6 { return "an address has 6 octets, not \(octets.count)" }
+        if let bad = octets.first(where: { $0.count != 2 || !$0.allSatisfy { $0.isHexDigit && $0.isASCII } }) {
+            return "each octet is two hexadecimal digits, not '\(bad)'"
+        }
+        if pieces.count > 1 { return "the address type after '/' is random or public" }
+        return nil
     }
 
     // MARK: Advertising
@@ -120,10 +137,10 @@ struct PeripheralSchema {
         if let s = m["scan-response"], let sm = r.mapping(s, "a scan response: a mapping with name, services…") {
             r.checkKeys(sm, allowed: Self.scanResponseKeys, of: "a scan-response")
             let response = self.content(sm)
-            checkSize(response.data, at: sm.mark, what: "scan response data of \(id)")
+            checkSize(response.data, at: sm.mark, what: "scan response data for \(id)")
             spec.scanResponse = response
         }
-        checkSize(spec.content.data, at: m.mark, what: "advertising data of \(id)")
+        checkSize(spec.content.data, at: m.mark, what: "advertising data for \(id)")
         return spec
     }
 
@@ -176,8 +193,22 @@ struct PeripheralSchema {
     private func checkSize(_ data: AdvertisingData, at mark: Mark, what: String) {
         let size = data.encoded.count
         if size > AdvertisingData.legacyMaximumLength {
-            r.error(at: mark, found: "\(what) of \(size) octets", expected: "at most \(AdvertisingData.legacyMaximumLength) octets (legacy advertising)",
+            let parts = data.structures.map { "\(Self.name(of: $0)) \(2 + $0.data.count)" }.joined(separator: ", ")
+            r.error(at: mark, found: "\(size) octets of \(what) (\(parts))", expected: "at most \(AdvertisingData.legacyMaximumLength) octets (legacy advertising)",
                     hint: "move something to scan-response or shorten the name")
+        }
+    }
+
+    /// An AD structure as scenario files name it, for size reports.
+    static func name(of structure: ADStructure) -> String {
+        switch structure {
+        case .flags: return "flags"
+        case let .localName(_, complete): return complete ? "name" : "short-name"
+        case .serviceUUIDs16, .serviceUUIDs32, .serviceUUIDs128: return "services"
+        case .txPowerLevel: return "tx-power"
+        case .manufacturerData: return "manufacturer-data"
+        case .serviceData: return "service-data"
+        case let .other(type, _): return "AD type 0x" + String(type, radix: 16)
         }
     }
 

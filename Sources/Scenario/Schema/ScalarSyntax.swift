@@ -24,6 +24,29 @@ public enum ScalarSyntax {
         return nil
     }
 
+    /// How to fix a duration that does not parse, when the mistake is a common one.
+    static func durationHint(_ text: String) -> String? {
+        if unsigned(text) != nil { return "add a unit: \(text)ms or \(text)s" }
+        if text.hasPrefix("-") { return "a duration cannot be negative" }
+        if text.contains(","), duration(text.replacingAll(",", with: ".")) != nil {
+            return "write a decimal with a point: \(text.replacingAll(",", with: "."))"
+        }
+        if text.contains(" "), duration(text.replacingAll(" ", with: "")) != nil {
+            return "write the unit right after the number: \(text.replacingAll(" ", with: ""))"
+        }
+        let number = String(text.prefix { $0.isASCII && ($0.isNumber || $0 == ".") })
+        let unit = text.dropFirst(number.count).lowercased()
+        guard !number.isEmpty, !unit.isEmpty, unit.allSatisfy(\.isLetter) else { return nil }
+        let aliases: [(String, [String])] = [
+            ("ms", ["msec", "msecs", "millis", "millisecond", "milliseconds"]),
+            ("s", ["sec", "secs", "second", "seconds"]),
+            ("m", ["min", "mins", "minute", "minutes"]),
+            ("h", ["hr", "hrs", "hour", "hours"]),
+        ]
+        if let (short, _) = aliases.first(where: { $0.1.contains(unit) }) { return "write '\(short)' for \(unit): \(number)\(short)" }
+        return "the units are us, ms, s, m and h, such as \(number)s"
+    }
+
     /// A non-negative integer: decimal, or hexadecimal with `0x`.
     public static func unsigned(_ text: String) -> UInt64? {
         let lower = text.lowercased()
@@ -98,16 +121,20 @@ extension SchemaReader {
     func duration(_ node: YAMLNode, _ what: String = "a duration") -> TimeSpan? {
         guard let s = scalar(node, "\(what) such as 250ms, 1s, 1.5s or 2m") else { return nil }
         if let t = ScalarSyntax.duration(s.text) { return t }
-        var hint: String?
-        if ScalarSyntax.unsigned(s.text) != nil { hint = "add a unit: \(s.text)ms or \(s.text)s" }
-        error(node, expected: "\(what) such as 250ms, 1s, 1.5s or 2m", hint: hint)
+        error(node, expected: "\(what) such as 250ms, 1s, 1.5s or 2m", hint: ScalarSyntax.durationHint(s.text))
         return nil
     }
 
     func boolean(_ node: YAMLNode) -> Bool? {
         guard let s = scalar(node, "true or false") else { return nil }
         if let b = ScalarSyntax.boolean(s.text) { return b }
-        error(node, expected: "true or false")
+        var hint: String?
+        switch s.text.lowercased() {
+        case "yes", "y", "on": hint = "write true (YAML 1.2 reads only true and false as booleans)"
+        case "no", "n", "off": hint = "write false (YAML 1.2 reads only true and false as booleans)"
+        default: break
+        }
+        error(node, expected: "true or false", hint: hint)
         return nil
     }
 
@@ -124,8 +151,21 @@ extension SchemaReader {
         let expected = "\(what) (16-bit like 180D, 32-bit, or 128-bit like 6E400001-B5A3-F393-E0A9-E50E24DCCA9E)"
         guard let s = scalar(node, expected) else { return nil }
         if let u = BluetoothUUID(string: s.text) { return u }
-        error(node, expected: expected)
+        error(node, expected: expected, hint: Self.uuidHint(s.text))
         return nil
+    }
+
+    /// What is wrong with a UUID that does not parse: a character that is no hexadecimal digit,
+    /// or the number of digits.
+    static func uuidHint(_ text: String) -> String? {
+        if let bad = text.first(where: { !($0.isHexDigit && $0.isASCII) && $0 != "-" }) {
+            return "'\(bad)' is not a hexadecimal digit" + (bad == "O" || bad == "o" ? " (0 is)" : "")
+        }
+        let digits = text.filter { $0 != "-" }.count
+        if ![4, 8, 32].contains(digits) {
+            return "a UUID has 4, 8 or 32 hexadecimal digits, not \(digits)"
+        }
+        return "write a 128-bit UUID as 8-4-4-4-12 digits, or as 32 digits without dashes"
     }
 
     func uuids(_ node: YAMLNode, _ what: String) -> [BluetoothUUID]? {
@@ -142,8 +182,12 @@ extension SchemaReader {
         for item in items {
             guard let s = scalar(item, "a property (\(names.joined(separator: ", ")))") else { ok = false; continue }
             guard let p = CharacteristicProperties(name: s.text) else {
+                let squeezed = s.text.lowercased().filter { $0.isLetter }
+                let hint = squeezed == "writewithresponse" || squeezed == "withresponse"
+                    ? "a characteristic that takes Write Requests (write with response) has 'write'"
+                    : Spelling.suggestion(for: s.text, in: names)
                 error(at: s.mark, found: "property \(Self.quote(s.text))", expected: "one of \(names.joined(separator: ", "))",
-                      hint: Spelling.suggestion(for: s.text, in: names))
+                      hint: hint)
                 ok = false
                 continue
             }
@@ -203,16 +247,31 @@ extension SchemaReader {
                 let hint: String?
                 switch why {
                 case .noPrefix:
-                    if let colon = s.text.firstIndex(of: ":") {
+                    let names = ScalarSyntax.valuePrefixes.map { String($0.dropLast()) }
+                    let word = s.text.prefix { $0 != " " && $0 != "=" }
+                    if let name = names.first(where: { $0 == word.lowercased() }) {
+                        let rest = s.text.dropFirst(word.count).drop { $0 == " " || $0 == "=" }
+                        hint = "a value's prefix ends with a colon: \(name):\(rest.isEmpty ? "…" : String(rest))"
+                    } else if let colon = s.text.firstIndex(of: ":") {
                         let prefix = String(s.text[...colon])
                         hint = Spelling.suggestion(for: prefix, in: ScalarSyntax.valuePrefixes)
                             ?? "a value starts with text:, hex:, u8:, u16: or u32:"
                     } else {
                         hint = "write text:\(s.text) for text, hex:… for bytes"
                     }
-                case .badHex: hint = "hex: takes hexadecimal digits (spaces allowed)"
-                case .oddHex: hint = "hex: needs two digits per byte"
-                case let .badNumber(prefix): hint = "\(prefix) takes a number, decimal or 0x…"
+                case .badHex:
+                    let bad = s.text.dropFirst(4).first { $0 != " " && !($0.isHexDigit && $0.isASCII) }
+                    hint = "hex: takes hexadecimal digits (spaces allowed)" + (bad.map { ", and '\($0)' is not one" } ?? "")
+                case .oddHex:
+                    let digits = s.text.dropFirst(4).filter { $0 != " " }.count
+                    hint = "hex: needs two digits per byte, and \(digits) digits is an odd number"
+                case let .badNumber(prefix):
+                    if s.text.dropFirst(prefix.count).hasPrefix("-") {
+                        let bits = UInt64(prefix.dropFirst().dropLast()) ?? 8
+                        hint = "\(prefix) is unsigned: it takes 0 to \((1 << bits) - 1)"
+                    } else {
+                        hint = "\(prefix) takes a number, decimal or 0x…"
+                    }
                 case let .outOfRange(prefix, max): hint = "\(prefix) takes 0 to \(max)"
                 }
                 error(node, expected: expected, hint: hint)

@@ -73,6 +73,9 @@ enum Spelling {
 
     /// The candidate closest to `word`, if it is close enough to be a likely misspelling: at most
     /// a third of the word's length away (and at least 1 edit, at most 3). Ties go to the first.
+    /// Failing that, the one candidate that shares the most dash-separated words with `word`, when
+    /// that is at least two (`write-not-allowed` → `write-not-permitted`, `user-terminated` →
+    /// `remote-user-terminated`).
     static func closest(to word: String, in candidates: [String]) -> String? {
         let limit = max(1, min(3, word.count / 3))
         var best: (String, Int)?
@@ -80,11 +83,30 @@ enum Spelling {
             let d = distance(word, candidate)
             if d <= limit, best.map({ d < $0.1 }) ?? true { best = (candidate, d) }
         }
-        return best?.0
+        return best?.0 ?? sharingWords(with: word, in: candidates).first
     }
 
-    /// `; did you mean 'x'?` as a hint, or nil.
+    /// The candidates that share the most dash-separated words with `word` (at least two), fewest
+    /// other words first; several when they tie.
+    static func sharingWords(with word: String, in candidates: [String]) -> [String] {
+        let words = Set(word.lowercased().split(separator: "-"))
+        guard words.count >= 2 else { return [] }
+        let scored = candidates.filter { $0 != word }.map { c -> (String, Int, Int) in
+            let own = Set(c.lowercased().split(separator: "-"))
+            return (c, own.intersection(words).count, own.subtracting(words).count)
+        }
+        guard let top = scored.map(\.1).max(), top >= 2 else { return [] }
+        let shared = scored.filter { $0.1 == top }
+        let fewest = shared.map(\.2).min() ?? 0
+        return shared.filter { $0.2 == fewest }.map(\.0)
+    }
+
+    /// `did you mean 'x'?` (or `'x' or 'y'` when words they share tie) as a hint, or nil.
     static func suggestion(for word: String, in candidates: [String]) -> String? {
-        closest(to: word, in: candidates).map { "did you mean '\($0)'?" }
+        let limit = max(1, min(3, word.count / 3))
+        if let close = closest(to: word, in: candidates), distance(word, close) <= limit { return "did you mean '\(close)'?" }
+        let sharing = sharingWords(with: word, in: candidates)
+        guard !sharing.isEmpty, sharing.count <= 3 else { return nil }
+        return "did you mean " + SchemaReader.list(sharing.map { "'\($0)'" }) + "?"
     }
 }

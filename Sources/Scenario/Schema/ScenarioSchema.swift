@@ -46,8 +46,9 @@ enum ScenarioSchema {
             for item in items {
                 guard let s = r.scalar(item, "a tier (\(names.joined(separator: ", ")))") else { continue }
                 guard names.contains(s.text) else {
+                    let prefixed = names.first { s.text.lowercased().hasPrefix($0) }.map { "did you mean '\($0)'?" }
                     r.error(at: s.mark, found: "tier \(SchemaReader.quote(s.text))", expected: "a tier (\(names.joined(separator: ", ")))",
-                            hint: Spelling.suggestion(for: s.text, in: names))
+                            hint: Spelling.suggestion(for: s.text, in: names) ?? prefixed)
                     continue
                 }
                 requires?.append(TransportTier(rawValue: s.text))
