@@ -13,6 +13,24 @@ public protocol EventLoop: AnyObject {
     func execute(_ task: @escaping () -> Void)
 }
 
+/// A loop a lab can drive from the outside: run until a deadline on its own clock, or until a
+/// condition holds. The virtual loop jumps its clock; a system loop (real controllers over
+/// sockets) waits for file descriptors and timers on the monotonic clock.
+public protocol DrivableEventLoop: EventLoop {
+    /// Runs what falls due until `condition` holds (checked after each task) or `deadline`
+    /// passes; returns whether the condition held.
+    @discardableResult
+    func run(until deadline: Instant, orUntil condition: () -> Bool) -> Bool
+
+    /// Runs what falls due until `deadline`.
+    func run(until deadline: Instant)
+}
+
+extension DrivableEventLoop {
+    /// Lets `span` pass on the loop's clock, running what falls due.
+    public func advance(by span: TimeSpan) { run(until: now + span) }
+}
+
 extension EventLoop {
     @discardableResult
     public func schedule(after delay: TimeSpan, _ task: @escaping () -> Void) -> LoopTimer {

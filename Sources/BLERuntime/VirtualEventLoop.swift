@@ -1,7 +1,7 @@
 /// An event loop on simulated time. Nothing waits: when no task is due, the clock jumps to the
 /// next timer's deadline. Tasks run in (deadline, scheduling order), so a run is a pure function
 /// of its inputs and seed.
-public final class VirtualEventLoop: EventLoop {
+public final class VirtualEventLoop: DrivableEventLoop {
     public private(set) var now: Instant = .zero
     private let timers = TimerQueue()
     /// Tasks due now, in FIFO order (a cheap path for `execute`, which dominates packet passing).
@@ -90,9 +90,6 @@ public final class VirtualEventLoop: EventLoop {
         while !stopRequested, runOne(notAfter: deadline) {}
         if !stopRequested, now < deadline { now = deadline }
     }
-
-    /// Lets `span` of virtual time pass, running what falls due.
-    public func advance(by span: TimeSpan) { run(until: now + span) }
 
     /// Runs until `condition` holds (checked after each task) or `deadline` passes.
     /// Returns whether the condition held.
