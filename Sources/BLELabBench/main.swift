@@ -37,9 +37,9 @@ final class HeartRateRig {
 
     init(seed: UInt64, recordsTraffic: Bool, interval: TimeSpan = .milliseconds(30)) throws {
         lab = Lab(seed: seed)
-        sensor = lab.addDevice("sensor", configuration: HostConfiguration(deviceName: "HRM"), recordsTraffic: recordsTraffic)
+        sensor = try lab.addDevice("sensor", configuration: HostConfiguration(deviceName: "HRM"), recordsTraffic: recordsTraffic)
         let params = ConnectionParameters(interval: interval, supervisionTimeout: .seconds(4))
-        phone = lab.addDevice("phone", configuration: HostConfiguration(connectionParameters: params), recordsTraffic: recordsTraffic)
+        phone = try lab.addDevice("phone", configuration: HostConfiguration(connectionParameters: params), recordsTraffic: recordsTraffic)
         let handles = try sensor.host.gattServer.addService(GATTService(uuid: heartRateService, characteristics: [
             GATTCharacteristic(uuid: heartRateMeasurement, properties: [.notify], value: [0x00, 60]),
         ]))

@@ -14,16 +14,16 @@ extension CBLab {
     /// `.disconnected`, a peripheral manager's services are removed), then the state becomes
     /// `.poweredOff`. Peers notice after their supervision timeout.
     public func powerOff(_ manager: CBManager) {
-        guard let device = manager.device, lab.air.isPoweredOn(device.controller) else { return }
-        lab.air.powerOff(device.controller)
+        guard let controller = manager.device?.controller, air.isPoweredOn(controller) else { return }
+        air.powerOff(controller)
         manager.controllerWentAway(.poweredOff)
     }
 
     /// Powers the manager's controller back on: the host configures it again over HCI, then
     /// the state becomes `.poweredOn`.
     public func powerOn(_ manager: CBManager) {
-        guard let device = manager.device else { return }
-        lab.air.powerOn(device.controller)
+        guard let device = manager.device, let controller = device.controller else { return }
+        air.powerOn(controller)
         switch device.host.state {
         case .off, .failed: manager.powerOnController()
         case .poweringOn, .ready: break
@@ -33,23 +33,25 @@ extension CBLab {
     /// Resets the manager's controller: everything tied to it ends as with `powerOff(_:)`, the
     /// state becomes `.resetting`, and `.poweredOn` once the host has configured it again.
     public func reset(_ manager: CBManager) {
-        guard let device = manager.device else { return }
-        lab.air.powerOff(device.controller)
+        guard let controller = manager.device?.controller else { return }
+        air.powerOff(controller)
         manager.controllerWentAway(.resetting)
-        lab.air.powerOn(device.controller)
+        air.powerOn(controller)
         manager.powerOnController()
     }
 
     /// Powers a simulated peripheral off: it stops advertising and answering; its centrals time
     /// out after their supervision timeout (a "peripheral went away" for them).
     public func powerOff(_ peripheral: SimulatedPeripheral) {
-        lab.air.powerOff(peripheral.device.controller)
+        guard let controller = peripheral.device.controller else { return }
+        air.powerOff(controller)
         peripheral.host.controllerDidReset()
     }
 
     /// Powers a simulated peripheral back on; it advertises again as its spec says.
     public func powerOn(_ peripheral: SimulatedPeripheral) {
-        lab.air.powerOn(peripheral.device.controller)
+        guard let controller = peripheral.device.controller else { return }
+        air.powerOn(controller)
         powerOnAndStart(peripheral)
     }
 
@@ -66,12 +68,14 @@ extension CBLab {
     /// Takes a simulated peripheral out of (or back into) range: out of range nothing crosses
     /// the air; connections time out unless it comes back within the supervision timeout.
     public func setInRange(_ inRange: Bool, _ peripheral: SimulatedPeripheral) {
-        lab.air.setInRange(inRange, for: peripheral.device.controller)
+        guard let controller = peripheral.device.controller else { return }
+        air.setInRange(inRange, for: controller)
     }
 
     /// Takes a manager's device out of (or back into) range.
     public func setInRange(_ inRange: Bool, _ manager: CBManager) {
         guard let device = manager.device else { return }
-        lab.air.setInRange(inRange, for: device.controller)
+        guard let controller = device.controller else { return }
+        air.setInRange(inRange, for: controller)
     }
 }

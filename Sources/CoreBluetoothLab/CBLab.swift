@@ -37,10 +37,14 @@ public final class CBLab {
     private var managersMade = 0
 
     public init(seed: UInt64 = 1, model: AirModel = AirModel()) {
-        lab = Lab(seed: seed, model: model)
+        loop = VirtualEventLoop()
+        air = SimAir(loop: loop, seed: seed, model: model)
+        lab = Lab(seed: seed, loop: loop, air: air)
     }
 
-    var loop: VirtualEventLoop { lab.loop }
+    /// The lab's virtual loop and simulated air (a CoreBluetooth lab is always simulated).
+    let loop: VirtualEventLoop
+    let air: SimAir
 
     /// The virtual time.
     public var now: Instant { lab.loop.now }
@@ -128,9 +132,14 @@ public final class CBLab {
     // MARK: For the managers
 
     /// A new device for a manager, named after its kind and creation order.
-    func addManagerDevice(kind: String) -> LabDevice {
+    func addManagerDevice(kind: String) -> LabDevice? {
         managersMade += 1
-        return lab.addDevice("\(kind)-\(managersMade)")
+        do {
+            return try lab.addDevice("\(kind)-\(managersMade)")
+        } catch {
+            warn("no controller for a \(kind): \(error)")
+            return nil
+        }
     }
 
     func warn(_ message: String) {

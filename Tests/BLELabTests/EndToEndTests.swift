@@ -259,7 +259,7 @@ final class EndToEndTests: XCTestCase {
         _ = try f.discoverAll(central)
         let ffe4 = try f.characteristic(Fixture.ffe4, on: central)
         let gone = f.lab.loop.now
-        f.lab.air.powerOff(f.serial.controller)
+        try XCTUnwrap(f.lab.air).powerOff(try XCTUnwrap(f.serial.controller))
         // A request in flight fails with the link, not with the 30 s ATT timeout.
         central.client.read(handle: ffe4.valueHandle) { if case let .failure(e) = $0 { failed = e } }
 

@@ -11,8 +11,8 @@ import XCTest
 final class GAPTests: XCTestCase {
     private func pair(seed: UInt64 = 3) throws -> (Lab, LabDevice, LabDevice) {
         let lab = Lab(seed: seed)
-        let peripheral = lab.addDevice("peripheral")
-        let central = lab.addDevice("central")
+        let peripheral = try lab.addDevice("peripheral")
+        let central = try lab.addDevice("central")
         try lab.powerOn()
         try lab.wait { done in
             peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P", services: [0x180D])), completion: done)
@@ -22,7 +22,7 @@ final class GAPTests: XCTestCase {
 
     func testPowerOnReadsAddressAndBuffersAndEnablesLEEvents() throws {
         let lab = Lab(seed: 1)
-        let device = lab.addDevice("d", address: BDAddr(string: "C0:FF:EE:00:00:01"))
+        let device = try lab.addDevice("d", address: BDAddr(string: "C0:FF:EE:00:00:01"))
         try lab.powerOn()
         XCTAssertEqual(device.host.state, .ready)
         XCTAssertEqual(device.address, LEAddress(BDAddr(string: "C0:FF:EE:00:00:01")!, type: .public))
@@ -43,7 +43,7 @@ final class GAPTests: XCTestCase {
 
     func testOperationsBeforePowerOnFailWithNotReady() throws {
         let lab = Lab()
-        let device = lab.addDevice("d")
+        let device = try lab.addDevice("d")
         let result = try lab.wait { done in device.host.startScanning(onReport: { _ in }, completion: done) }
         XCTAssertEqual(result.failureValue, .notReady)
     }
@@ -64,7 +64,7 @@ final class GAPTests: XCTestCase {
         connection.whenDisconnected { reasons.append($0) }
         try lab.wait { done in central.host.startScanning(onReport: { _ in }, completion: done) }.get()
 
-        lab.air.powerOff(central.controller)
+        try XCTUnwrap(lab.air).powerOff(try XCTUnwrap(central.controller))
         central.host.controllerDidReset()
         XCTAssertEqual(reasons, [.hardwareFailure])
         XCTAssertTrue(central.host.connections.isEmpty)
@@ -78,7 +78,7 @@ final class GAPTests: XCTestCase {
         try lab.wait { done in
             peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P", services: [0x180D])), completion: done)
         }.get()
-        lab.air.powerOn(central.controller)
+        try XCTUnwrap(lab.air).powerOn(try XCTUnwrap(central.controller))
         try lab.wait(within: .seconds(10)) { done in central.host.powerOn(completion: done) }.get()
         var seen = 0
         try lab.wait { done in central.host.startScanning(onReport: { _ in seen += 1 }, completion: done) }.get()
@@ -102,8 +102,8 @@ final class GAPTests: XCTestCase {
         let lab = Lab(seed: 5)
         let random = BDAddr(string: "C1:22:33:44:55:66")!
         XCTAssertTrue(random.isValidRandomStatic)
-        let peripheral = lab.addDevice("peripheral", configuration: HostConfiguration(randomAddress: random))
-        let central = lab.addDevice("central")
+        let peripheral = try lab.addDevice("peripheral", configuration: HostConfiguration(randomAddress: random))
+        let central = try lab.addDevice("central")
         try lab.powerOn()
         XCTAssertEqual(peripheral.address, LEAddress(random, type: .random))
         try lab.wait { done in peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "R")), completion: done) }.get()

@@ -30,10 +30,10 @@ final class ThreePeripheralLab {
 
     init(seed: UInt64 = 42, recordsTraffic: Bool = true) throws {
         lab = Lab(seed: seed)
-        serial = lab.addDevice("serial", configuration: HostConfiguration(deviceName: "HMSoft"), recordsTraffic: recordsTraffic)
-        curtain = lab.addDevice("curtain", configuration: HostConfiguration(deviceName: "Smart_Curtain"), recordsTraffic: recordsTraffic)
-        beacon = lab.addDevice("beacon", recordsTraffic: recordsTraffic)
-        central = lab.addDevice("central", recordsTraffic: recordsTraffic)
+        serial = try lab.addDevice("serial", configuration: HostConfiguration(deviceName: "HMSoft"), recordsTraffic: recordsTraffic)
+        curtain = try lab.addDevice("curtain", configuration: HostConfiguration(deviceName: "Smart_Curtain"), recordsTraffic: recordsTraffic)
+        beacon = try lab.addDevice("beacon", recordsTraffic: recordsTraffic)
+        central = try lab.addDevice("central", recordsTraffic: recordsTraffic)
         serial.rssi = -48
         curtain.rssi = -70
         beacon.rssi = -85

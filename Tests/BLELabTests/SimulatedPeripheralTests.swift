@@ -27,7 +27,7 @@ final class SimulatedPeripheralTests: XCTestCase {
     private func rig(_ spec: PeripheralSpec, seed: UInt64 = 11) throws -> Rig {
         let lab = Lab(seed: seed)
         let peripheral = try lab.addPeripheral(spec)
-        let central = lab.addDevice("central")
+        let central = try lab.addDevice("central")
         try lab.powerOn()
         try lab.wait { done in peripheral.start(completion: done) }.get()
         let connection = try lab.wait { done in central.host.connect(to: peripheral.device.address, completion: done) }.get()
@@ -162,7 +162,7 @@ final class SimulatedPeripheralTests: XCTestCase {
         let spec = PeripheralSpec(id: "addr", address: address, rssi: -77, advertising: AdvertisingSpec(name: "A", services: [0x1234]))
         let lab = Lab(seed: 1)
         let p = try lab.addPeripheral(spec)
-        let central = lab.addDevice("central")
+        let central = try lab.addDevice("central")
         try lab.powerOn()
         try lab.wait { done in p.start(completion: done) }.get()
         var reports: [ScanReport] = []

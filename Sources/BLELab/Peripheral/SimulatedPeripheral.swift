@@ -39,7 +39,7 @@ public final class SimulatedPeripheral {
         if let address = spec.address {
             if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }
         }
-        device = lab.addDevice(spec.id, address: publicAddress, configuration: configuration)
+        device = try lab.addDevice(spec.id, address: publicAddress, configuration: configuration)
         random = SeededRandom(seed: lab.seed, stream: "peripheral:\(spec.id)")
         if let rssi = spec.rssi { device.rssi = rssi }
         for service in spec.services {

@@ -104,6 +104,7 @@ final class ScenarioSession {
             captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                               outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
     }
@@ -127,7 +128,10 @@ final class ScenarioSession {
                 watchTimeline(peripheral.device)
             }
         }
-        let central = lab.addDevice(PeripheralSchema.centralID)
+        let central: LabDevice
+        do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
+            throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
+        }
         self.central = central
         observations.watchCentral(central.traffic)
         if options.recordsTimeline { watchTimeline(central) }

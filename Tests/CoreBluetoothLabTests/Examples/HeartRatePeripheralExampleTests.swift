@@ -20,7 +20,7 @@ final class HeartRatePeripheralExampleTests: XCTestCase {
         }
         XCTAssertTrue(lab.run(within: .seconds(2)) { scanner.isPoweredOn && sensor.peripheralManager.isAdvertising })
         let sensorDevice = try XCTUnwrap(lab.device(of: sensor.peripheralManager))
-        XCTAssertNotEqual(sensorDevice.controller.address, lab.lab.device(named: "central-2")?.controller.address, "two controllers")
+        XCTAssertNotEqual(sensorDevice.controller?.address, lab.lab.device(named: "central-2")?.controller?.address, "two controllers")
 
         scanner.startScan()
         XCTAssertTrue(lab.run(within: .seconds(3)) { scanner.devices.contains { $0.name == "HR Sim" } })
