@@ -1,3 +1,4 @@
+import BLELab
 import BLERuntime
 import Transport
 import XCTest
@@ -59,7 +60,7 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", "/no/such/scenarios"]), .badInput)
         XCTAssertTrue(cli.err.hasPrefix("/no/such/scenarios: error: found no such file or directory"), cli.err)
         XCTAssertEqual(cli.run(["run", "--transport", "socket", f + "/passing"]), .badInput)
-        XCTAssertEqual(cli.err, "blelab: transport socket is not available yet (sim only)\n")
+        XCTAssertEqual(cli.err, "blelab: transport socket is not available (this build offers: sim)\nblelab: nothing was run\n")
         XCTAssertEqual(cli.out, "")
         XCTAssertEqual(cli.run(["run", "--shard", "3/2"]), .badInput)
         XCTAssertEqual(cli.err, "blelab: --shard takes I/N with 1 <= I <= N, such as 2/4, not '3/2'\n")
@@ -218,5 +219,45 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.out, Help.run + "\n")
         XCTAssertEqual(cli.run(["bogus"]), .badInput)
         XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate or list\n")
+    }
+}
+
+/// The tier lifecycle: `prepare` once with the largest device count, `shutDown` once after the
+/// last run, whether the runs pass or fail; a tier that cannot start runs nothing.
+final class BackendLifecycleTests: XCTestCase {
+    final class CountingBackend: ScenarioBackend {
+        var prepared: [Int] = []
+        var shutDowns = 0
+        var failsToStart = false
+        let sim = SimBackend()
+        var tier: TransportTier { .sim }
+        func prepare(deviceCount: Int) throws {
+            prepared.append(deviceCount)
+            if failsToStart { throw LabError.noControllers }
+        }
+        func makeLab(seed: UInt64) throws -> Lab { try sim.makeLab(seed: seed) }
+        func shutDown() { shutDowns += 1 }
+    }
+
+    private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures").path
+
+    func testPrepareAndShutDownBracketTheRuns() {
+        let backend = CountingBackend()
+        let cli = CLIHarness(backend: { $0 == "counting" ? backend : nil })
+        _ = cli.run(["run", "--transport", "counting", fixtures + "/passing", fixtures + "/failing"])
+        XCTAssertEqual(backend.prepared.count, 1)
+        XCTAssertGreaterThanOrEqual(backend.prepared.first ?? 0, 2, "at least a peripheral and the central")
+        XCTAssertEqual(backend.shutDowns, 1)
+    }
+
+    func testATierThatCannotStartRunsNothing() {
+        let backend = CountingBackend()
+        backend.failsToStart = true
+        let cli = CLIHarness(backend: { _ in backend })
+        XCTAssertEqual(cli.run(["run", "--transport", "counting", fixtures + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.contains("could not start"), cli.err)
+        XCTAssertTrue(cli.err.hasSuffix("blelab: nothing was run\n"), cli.err)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertEqual(backend.shutDowns, 1)
     }
 }

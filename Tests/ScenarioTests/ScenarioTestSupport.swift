@@ -87,6 +87,12 @@ final class CLIHarness {
     var err = ""
     private var clock: Int64 = 0
     var files: [String: [UInt8]] = [:]
+    /// The `--transport` factory (the CLI's default: the sim only).
+    var backend: (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend
+
+    init(backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend) {
+        self.backend = backend
+    }
 
     func run(_ arguments: [String], terminal: Bool = false, environment: [String: String] = [:], writesFiles: Bool = false) -> BLELabCLI.Status {
         out = ""
@@ -98,7 +104,7 @@ final class CLIHarness {
             return Instant(nanoseconds: self.clock)
         }, writeFile: { [unowned self] bytes, path in
             if writesFiles { try FileText.write(bytes, to: path) } else { self.files[path] = bytes }
-        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } })
+        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } }, backend: backend)
         return cli.main(arguments)
     }
 

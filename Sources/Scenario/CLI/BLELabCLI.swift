@@ -20,13 +20,14 @@ public struct BLELabCLI {
     public var writeFile: ([UInt8], String) throws -> Void
     /// `mkdir -p`, to check the capture folder before running anything.
     public var makeDirectory: (String) throws -> Void
-    /// The backend for a `--transport` name; nil: not available.
-    public var backend: (String) -> ScenarioBackend?
+    /// The backend for a `--transport` value; nil: no such transport. Throws when the transport
+    /// exists but cannot be used here (the message says why and what to do).
+    public var backend: (String) throws -> ScenarioBackend?
 
     public init(console: Console, wallClock: @escaping () -> Instant = { .zero },
                 writeFile: @escaping ([UInt8], String) throws -> Void = { try FileText.write($0, to: $1) },
                 makeDirectory: @escaping (String) throws -> Void = { try FileText.makeDirectories($0) },
-                backend: @escaping (String) -> ScenarioBackend? = BLELabCLI.availableBackend) {
+                backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend) {
         self.console = console
         self.wallClock = wallClock
         self.writeFile = writeFile
@@ -38,6 +39,9 @@ public struct BLELabCLI {
     public static func availableBackend(_ name: String) -> ScenarioBackend? {
         name == TransportTier.sim.rawValue ? SimBackend() : nil
     }
+
+    /// The `--transport` values, for messages (the executable may offer more than the default).
+    public static var transportHelp = "this build offers: sim"
 
     /// Runs the command line (without the program name) and returns the exit status.
     public func main(_ arguments: [String]) -> Status {
@@ -94,8 +98,13 @@ public struct BLELabCLI {
     }
 
     func run(_ arguments: RunArguments) -> Status {
-        guard let backend = backend(arguments.transport) else {
-            console.err("blelab: transport \(arguments.transport) is not available yet (sim only)\n")
+        let found: ScenarioBackend?
+        do { found = try backend(arguments.transport) } catch {
+            console.err("blelab: transport \(arguments.transport): \(error)\nblelab: nothing was run\n")
+            return .badInput
+        }
+        guard let backend = found else {
+            console.err("blelab: transport \(arguments.transport) is not available (\(Self.transportHelp))\nblelab: nothing was run\n")
             return .badInput
         }
         guard let scenarios = load(arguments.paths) else {
@@ -113,6 +122,15 @@ public struct BLELabCLI {
         if selected.isEmpty {
             console.out("no scenario selected (\(scenarios.count) loaded)\n")
         }
+        let runnable = selected.filter { $0.runs(on: backend.tier) }
+        if !runnable.isEmpty {
+            do { try backend.prepare(deviceCount: runnable.map { $0.peripherals.count + 1 }.max() ?? 1) } catch {
+                console.err("blelab: \(backend.description) could not start: \(error)\nblelab: nothing was run\n")
+                backend.shutDown()
+                return .badInput
+            }
+        }
+        defer { backend.shutDown() }
         let runner = ScenarioRunner(backend: backend)
         let repeats = max(1, arguments.repeatCount)
         let total = selected.count * repeats

@@ -6,7 +6,20 @@ import Controller
 /// a simulated air; other tiers (socket, vhci) plug in here with their own controllers.
 public protocol ScenarioBackend {
     var tier: TransportTier { get }
+    /// Says where controllers come from, for the run's header ("RootCanal 1.10.0 at …").
+    var description: String { get }
+    /// Called once before the first run with the most devices any selected scenario needs
+    /// (peripherals + the central): a tier starts its controller processes here.
+    func prepare(deviceCount: Int) throws
     func makeLab(seed: UInt64) throws -> Lab
+    /// Called once after the last run, also after failures: stop what `prepare` started.
+    func shutDown()
+}
+
+extension ScenarioBackend {
+    public var description: String { tier.rawValue }
+    public func prepare(deviceCount: Int) throws {}
+    public func shutDown() {}
 }
 
 /// The embedded simulator: deterministic in the seed, on virtual time.
