@@ -62,6 +62,18 @@ class Failure(Exception):
     pass
 
 
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def describe_error(err) -> str:
+    """An ATT error as "ATT error 0x03 WRITE_NOT_PERMITTED"; anything else as its text."""
+    code = getattr(err, "error_code", None)
+    if isinstance(code, int):
+        name = getattr(code, "name", None) or ""
+        return ("ATT error 0x%02x %s" % (int(code), name)).strip()
+    return ANSI_RE.sub("", str(err)) or type(err).__name__
+
+
 def parse_write(spec: str):
     parts = spec.split(":", 2)
     if len(parts) != 3 or parts[1] not in ("request", "command", "auto"):
@@ -133,6 +145,10 @@ class Central:
         disconnected = asyncio.get_running_loop().create_future()
         connection.on("disconnection", lambda reason: disconnected.done() or disconnected.set_result(int(reason)))
         self.hook_att(connection)
+        if args.connect_only:
+            await connection.disconnect()
+            emit("disconnected", reason=await asyncio.wait_for(disconnected, args.step_timeout))
+            return
         peer = Peer(connection)
         if args.mtu:
             mtu = await peer.request_mtu(args.mtu)
@@ -178,7 +194,7 @@ class Central:
                 await asyncio.wait_for(ch.write_value(value, with_response=(mode == "request")), args.step_timeout)
                 ok, error = True, None
             except Exception as err:  # noqa: BLE001 - an ATT error or a time-out
-                ok, error = False, str(err) or type(err).__name__
+                ok, error = False, describe_error(err)
             sent = [op for op in self.sent_opcodes[before:] if op in (0x12, 0x52, 0xD2)]
             opcode = sent[0] if sent else None
             record.update(opcode="0x%02x" % opcode if opcode is not None else None,
@@ -262,6 +278,7 @@ def main(argv=None):
     ap.add_argument("--listen", type=float, default=0.0, help="seconds to stay connected after the writes")
     ap.add_argument("--mtu", type=int, default=0, help="send Exchange MTU with this MTU first")
     ap.add_argument("--allow-write-errors", action="store_true", help="a refused write is logged, not a failure")
+    ap.add_argument("--connect-only", action="store_true", help="scan, connect, disconnect: no GATT")
     ap.add_argument("--connect-anyway", action="store_true", help="try to connect to a non-connectable advertiser")
     ap.add_argument("--legacy-scan", action="store_true", help="use legacy scanning commands even when extended exist")
     ap.add_argument("--name", default="BumbleCentral")

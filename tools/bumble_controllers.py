@@ -139,6 +139,7 @@ class LabController(Controller):
       interval 10, timeout 10, marked FIXME);
     - LE Create Connection Cancel cancels and raises LE Connection Complete with status 0x02
       (Bumble: answers success, keeps the attempt pending, raises nothing);
+    - Read RSSI answers (Bumble lists it as supported, then answers Unknown HCI Command);
     - Disconnect: the local host hears reason 0x16 (Bumble echoes the reason it sent);
     - HCI Reset resets (Bumble: a no-op): advertising and scanning off, a pending connection
       dropped, links dropped (the peer sees reason 0x08, as after a supervision timeout),
@@ -228,6 +229,14 @@ class LabController(Controller):
         # Vol 4 Part E 7.1.6: the local host hears 0x16; the peer, the reason given.
         self.on_le_disconnected(connection, hci.HCI_ErrorCode.CONNECTION_TERMINATED_BY_LOCAL_HOST_ERROR)
         return None
+
+    def on_hci_read_rssi_command(self, command):
+        # Bumble lists Read RSSI as supported but has no handler (Unknown HCI Command).
+        if self.find_connection_by_handle(command.handle) is None:
+            return hci.HCI_Read_RSSI_ReturnParameters(
+                status=hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, handle=command.handle, rssi=0)
+        return hci.HCI_Read_RSSI_ReturnParameters(status=hci.HCI_ErrorCode.SUCCESS, handle=command.handle,
+                                                  rssi=self.report_rssi)
 
     def on_hci_reset_command(self, command):
         self.power_off(reason=hci.HCI_ErrorCode.CONNECTION_TIMEOUT_ERROR)
