@@ -3,7 +3,7 @@ SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 
-.PHONY: all build test e2e bench clean
+.PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke
 
 all: build
 
@@ -29,6 +29,31 @@ e2e:
 bench:
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
 	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench scenarios
+
+# Socket tier helpers (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
+# tools/requirements-tiers.txt), and smoke runs of the probes against freshly started
+# controllers, cleaned up on success, failure and Ctrl-C. The Swift transport joins them later.
+PYTHON3 ?= python3
+VENV ?= $(BUILD_DIR)/venv
+WITH_CONTROLLERS = $(PYTHON3) tools/with_controllers.py --venv $(VENV) --log-dir $(BUILD_DIR)/tiers/logs
+
+venv:
+	BUILD_DIR=$(BUILD_DIR) VENV=$(VENV) PYTHON=$(PYTHON3) bash tools/setup-venv.sh
+
+# RootCanal: h4probe drives two controllers (two connections to its HCI port) through BLELab's
+# power-on, legacy advertising, scanning, LE Create Connection, ACL both ways and Disconnect;
+# then a Bumble central and a Bumble peripheral interoperate through it.
+rootcanal-smoke: venv
+	$(WITH_CONTROLLERS) rootcanal -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
+	$(WITH_CONTROLLERS) rootcanal -- {python} tools/interop_pair.py {ep0} {ep1}
+
+# Bumble: the same against two controllers on one LocalLink, over TCP and over unix sockets.
+bumble-smoke: venv
+	$(WITH_CONTROLLERS) bumble 2 -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
+	$(WITH_CONTROLLERS) bumble 2 --unix -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
+	$(WITH_CONTROLLERS) bumble 2 -- {python} tools/interop_pair.py {ep0} {ep1}
+
+tiers-smoke: rootcanal-smoke bumble-smoke
 
 clean:
 	rm -rf .build $(BUILD_DIR)
