@@ -15,7 +15,7 @@
 #                      `blelab run --transport "hci-user:$BLELAB_HCI"` works even where real
 #                      adapters already hold hci0…
 #     BLELAB_CONTROLLERS  N
-# Prints, on stderr, `guest-run: controllers ready: hci0 hci1 (X.XX s)` once they are usable; the
+# Prints, on stderr, `guest-run: controllers ready: hci0 hci1 (X.XX s, by HOW)` once usable; the
 # micro-VM's run.sh watches for that line to measure boot time.
 # Exit status: COMMAND's; 70 when the controllers could not be made (no /dev/vhci, no btvirt,
 # timeout), 64 on bad usage.
@@ -25,7 +25,7 @@
 set -uo pipefail
 
 say() { printf 'guest-run: %s\n' "$*" >&2; }
-die() { printf 'guest-run: error: %s\n' "$*" >&2; exit "${2:-70}"; }
+die() { printf 'guest-run: error: %s\n' "$1" >&2; exit "${2:-70}"; }
 
 N="${BLELAB_CONTROLLERS:-2}"
 READY_TIMEOUT=30
@@ -40,11 +40,11 @@ while [ $# -gt 0 ]; do
     --ready-by=*) READY_BY="${1#*=}"; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
-    -*) die "unknown option $1 (usage: guest-run.sh [-n N] [--ready-timeout S] -- COMMAND…)" 64 ;;
+    -*) die "unknown option $1 (usage: guest-run.sh [-n N] [--ready-timeout S] [--ready-by HOW] -- COMMAND…)" 64 ;;
     *) break ;;
   esac
 done
-[ $# -gt 0 ] || die "no command given (usage: guest-run.sh [-n N] [--ready-timeout S] -- COMMAND…)" 64
+[ $# -gt 0 ] || die "no command given (usage: guest-run.sh [-n N] [--ready-timeout S] [--ready-by HOW] -- COMMAND…)" 64
 case "$N" in ''|*[!0-9]*) die "-n wants a number of controllers, not '$N'" 64 ;; esac
 [ "$N" -ge 1 ] && [ "$N" -le 16 ] || die "-n $N: between 1 and 16 controllers" 64
 case "$READY_TIMEOUT" in ''|*[!0-9]*) die "--ready-timeout wants whole seconds, not '$READY_TIMEOUT'" 64 ;; esac
@@ -142,7 +142,9 @@ export BLELAB_HCI BLELAB_CONTROLLERS="$N"
 elapsed=$(( (${EPOCHREALTIME/./} - ${start/./}) / 10000 ))
 say "controllers ready: ${NEW[*]} ($((elapsed / 100)).$(printf '%02d' $((elapsed % 100))) s, by $READY_BY)"
 
-"$@" &
+# In the background so that a TERM or INT stops it at once (traps wait for foreground commands;
+# in Docker this shell is PID 1), with stdin kept (a background command's default is /dev/null).
+"$@" <&0 &
 child_pid=$!
 wait "$child_pid"
 status=$?

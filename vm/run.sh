@@ -191,7 +191,7 @@ tail_console() {
 trap 'say "interrupted: stopping the VM"; finish 130' INT TERM
 
 say "booting $(basename "$KERNEL") with $N controllers; job $JOB"
-# A boot that stalls before /init prints anything (seen once in ~60 boots here, under TCG on a
+# A boot that stalls before /init prints anything (seen once in ~75 boots here, under TCG on a
 # loaded machine: qemu at 100 % CPU, an empty console) is retried: nothing has run yet.
 BOOT_TIMEOUT="${VM_BOOT_TIMEOUT:-60}"
 BOOT_TRIES="${VM_BOOT_TRIES:-3}"
