@@ -3,7 +3,8 @@ SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 
-.PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke
+.PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
+	vm-fetch vm-probe vm-probe-bin e2e-vhci e2e-docker
 
 all: build
 
@@ -54,6 +55,34 @@ bumble-smoke: venv
 	$(WITH_CONTROLLERS) bumble 2 -- {python} tools/interop_pair.py {ep0} {ep1}
 
 tiers-smoke: rootcanal-smoke bumble-smoke
+
+# The vhci tier: Linux virtual controllers (btvirt over /dev/vhci) in a micro-VM, for machines
+# whose kernel has no Bluetooth (docs/vhci.md). vm-fetch brings Debian's kernel, modules and
+# busybox into build/vm (and apt-installs qemu-system-x86 and bluez-test-tools when missing);
+# vm-probe proves the VM with a C program on the HCI user channel; e2e-vhci runs the scenarios.
+VM_DIR ?= $(BUILD_DIR)/vm
+VM_PROBE_N ?= 3
+vm-fetch:
+	vm/fetch.sh
+
+vm-probe-bin: $(VM_DIR)/probe/hci_reset
+$(VM_DIR)/probe/hci_reset: vm/probe/hci_reset.c
+	mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -static -o $@ $<
+
+# hciN each answer Reset; hci0 advertises, hci1 scans and connects to it (ACL both ways), the
+# rest advertise too. Prints vm_boot_s (qemu start → controllers ready).
+vm-probe: vm-probe-bin
+	vm/run.sh $(VM_PROBE_N) -- bash -c '$(abspath $(VM_DIR))/probe/hci_reset reset $${BLELAB_HCI//,/ } && \
+		$(abspath $(VM_DIR))/probe/hci_reset link $${BLELAB_HCI//,/ }'
+
+# Every scenario on btvirt's controllers in the VM: build/e2e-vhci/junit.xml and captures/.
+e2e-vhci:
+	SWIFT=$(SWIFT) vm/e2e-vhci.sh scenarios
+
+# The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
+e2e-docker:
+	docker/e2e-docker.sh
 
 clean:
 	rm -rf .build $(BUILD_DIR)
