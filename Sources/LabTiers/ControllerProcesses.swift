@@ -31,9 +31,9 @@ public final class RootCanalProcess {
         let python = try environment.requireVenv()
         let wrapper = try environment.requireTool("die_with_parent.py")
         let process = try HelperProcess(
-            name: TierEnvironment.logName("rootcanal"),
+            name: "RootCanal", 
             argv: [python, wrapper, "\(getpid())", binary, "--hci_port=0", "--test_port=0", "--link_port=0", "--link_ble_port=0"],
-            logDirectory: environment.logDirectory)
+            logDirectory: environment.logDirectory, logName: TierEnvironment.logName("rootcanal"))
         do {
             let port: UInt16 = try process.waitUntil("HCI port listening", timeout: timeout, noise: Self.isNoise) {
                 let log = process.stdoutText() + process.stderrText()
@@ -55,8 +55,8 @@ public final class RootCanalProcess {
 
     /// The port of the listener opened right after "Opening an HCI with port".
     static func hciPort(inLog log: String) -> UInt16? {
-        guard let opening = log.range(of: "Opening an HCI with port") else { return nil }
-        guard let listening = log[opening.upperBound...].range(of: "Listening on: ") else { return nil }
+        guard let opening = log.firstRange(of: "Opening an HCI with port") else { return nil }
+        guard let listening = log[opening.upperBound...].firstRange(of: "Listening on: ") else { return nil }
         let digits = log[listening.upperBound...].prefix { $0.isASCII && $0.isNumber }
         return UInt16(digits)
     }
@@ -96,8 +96,8 @@ public final class BumbleControllersProcess {
             argv += ["--unix-dir", directory!]
         }
         unixDirectory = directory
-        let process = try HelperProcess(name: TierEnvironment.logName("bumble-controllers"), argv: argv,
-                                        logDirectory: environment.logDirectory)
+        let process = try HelperProcess(name: "bumble_controllers.py", argv: argv, logDirectory: environment.logDirectory,
+                                        logName: TierEnvironment.logName("bumble-controllers"))
         do {
             let found: [(SocketEndpoint, String)] = try process.waitUntil("'ready' line and \(count) listening endpoint(s)", timeout: timeout) {
                 let lines = process.stdoutText().split(separator: "\n")
@@ -144,7 +144,7 @@ public final class BumbleControllersProcess {
 /// for `"event": "ready"` and `"endpoint": "tcp:127.0.0.1:41373"`, without a JSON parser.
 enum JSONLine {
     static func string(_ key: String, in line: Substring) -> String? {
-        guard let keyRange = line.range(of: "\"\(key)\":") else { return nil }
+        guard let keyRange = line.firstRange(of: "\"\(key)\":") else { return nil }
         var rest = line[keyRange.upperBound...].drop { $0 == " " }
         guard rest.first == "\"" else { return nil }
         rest = rest.dropFirst()

@@ -20,7 +20,7 @@ public enum HelperExit: Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .exited(code): return "exited with status \(code)"
-        case let .signalled(signal): return "killed by signal \(signal) (\(signalName(signal)))"
+        case let .signalled(signal): return "was killed by signal \(signal) (\(signalName(signal)))"
         }
     }
 }
@@ -65,15 +65,17 @@ public final class HelperProcess {
     /// How it ended, once reaped.
     public private(set) var exit: HelperExit?
 
-    /// Starts `argv` (argv[0] is a path; it is not looked up on PATH). `environment` adds to or
-    /// replaces variables of blelab's own environment.
-    public init(name: String, argv: [String], logDirectory: String, environment: [String: String] = [:]) throws {
+    /// Starts `argv` (argv[0] is a path; it is not looked up on PATH). Its output goes to
+    /// LOGDIRECTORY/LOGNAME.out and .err (LOGNAME: `name` unless given). `environment` adds to
+    /// or replaces variables of blelab's own environment.
+    public init(name: String, argv: [String], logDirectory: String, logName: String? = nil,
+                environment: [String: String] = [:]) throws {
         precondition(!argv.isEmpty)
         self.name = name
         self.argv = argv
         try FileSystemPaths.makeDirectories(logDirectory)
-        stdoutPath = logDirectory + "/" + name + ".out"
-        stderrPath = logDirectory + "/" + name + ".err"
+        stdoutPath = logDirectory + "/" + (logName ?? name) + ".out"
+        stderrPath = logDirectory + "/" + (logName ?? name) + ".err"
         HelperRegistry.installSignalHandlers()
 
         var attributes = posix_spawnattr_t()
