@@ -160,3 +160,14 @@ func temporaryDirectory(_ test: XCTestCase) throws -> String {
     test.addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
     return path
 }
+
+extension ScenarioResult {
+    /// The failure's one-line summary, or "passed" / "skipped".
+    var verdict: String {
+        switch outcome {
+        case .passed: return "passed"
+        case let .skipped(reason): return "skipped: \(reason)"
+        case let .failed(f): return f.summary
+        }
+    }
+}
