@@ -19,6 +19,23 @@ public enum Listening {
         return false
     }
 
+    /// How many connections wait in the accept queue of the socket listening on TCP `port`
+    /// (/proc/net/tcp shows it as rx_queue of the LISTEN entry); nil when nothing local listens.
+    public static func acceptQueueLength(port: UInt16) -> Int? {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = FileSystemPaths.read(table) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                // sl local_address rem_address st tx_queue:rx_queue …
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 4, fields[3] == "0A", let colon = fields[1].lastIndex(of: ":"),
+                      UInt16(fields[1][fields[1].index(after: colon)...], radix: 16) == port,
+                      let queues = fields[4].split(separator: ":").last, let length = Int(queues, radix: 16) else { continue }
+                return length
+            }
+        }
+        return nil
+    }
+
     /// True when /proc/net/unix lists a listening stream socket (flag 0x10000) bound to `path`.
     public static func unix(path: String) -> Bool {
         guard let text = FileSystemPaths.read("/proc/net/unix") else { return false }
