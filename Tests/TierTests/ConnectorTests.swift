@@ -5,11 +5,7 @@ import Transport
 import XCTest
 
 /// The socket connector against a real RootCanal.
-final class ConnectorTests: XCTestCase {
-    override func setUpWithError() throws {
-        try Tiers.requireVenv()
-    }
-
+final class ConnectorTests: TierTestCase {
     /// RootCanal listens with a backlog of 1 and accepts on its own schedule; a connection made
     /// while its accept queue is full has its SYN dropped and retried after 1 s. The connector
     /// waits for the queue to empty first, so six devices in a row connect in well under that.

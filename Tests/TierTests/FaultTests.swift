@@ -13,12 +13,8 @@ import XCTest
 /// controller connection that closes or carries garbage, blelab itself interrupted or killed.
 /// Each time the scenario that was running fails saying which transport and why, the next one
 /// still runs (and fails fast when the controllers are gone), and no process is left behind.
-final class FaultTests: XCTestCase {
+final class FaultTests: TierTestCase {
     static let files = ["Tests/TierTests/Fixtures/fault/1-stream.yaml", "Tests/TierTests/Fixtures/fault/2-echo.yaml"]
-
-    override func setUpWithError() throws {
-        try Tiers.requireVenv()
-    }
 
     /// Runs the two fixtures one after the other on `backend` (prepared, shut down), with each
     /// run's wall time.

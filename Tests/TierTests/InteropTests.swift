@@ -16,15 +16,11 @@ import XCTest
 ///
 /// The GATT layout (tools/bumble_common.py): service B1E1AB00-…, B1E1AB01 write only (Write
 /// Request), B1E1AB02 write-without-response only (Write Command), B1E1AB03 notify.
-final class InteropTests: XCTestCase {
+final class InteropTests: TierTestCase {
     static let service = BluetoothUUID(string: "B1E1AB00-0000-4C0A-B1E1-AB0000000000")!
     static let writeOnly = BluetoothUUID(string: "B1E1AB01-0000-4C0A-B1E1-AB0000000000")!
     static let commandOnly = BluetoothUUID(string: "B1E1AB02-0000-4C0A-B1E1-AB0000000000")!
     static let notify = BluetoothUUID(string: "B1E1AB03-0000-4C0A-B1E1-AB0000000000")!
-
-    override func setUpWithError() throws {
-        try Tiers.requireVenv()
-    }
 
     // MARK: (a) Bumble's peripheral, our central
 

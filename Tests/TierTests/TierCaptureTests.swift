@@ -9,12 +9,8 @@ import XCTest
 /// Captures written by `blelab run --capture` on RootCanal and on Bumble's controllers open in
 /// tshark with the ATT operations decoded — the same operations, directions and times our own
 /// reader finds. Without tshark the captures are still checked with BTSnoopReader.
-final class TierCaptureTests: XCTestCase {
+final class TierCaptureTests: TierTestCase {
     static let scenarios = ["scenarios/seeds/hm10-serial.yaml", "scenarios/seeds/hm10-with-write.yaml"]
-
-    override func setUpWithError() throws {
-        try Tiers.requireVenv()
-    }
 
     /// `blelab run` in process, with `transport`; returns the status and the console text.
     static func runCLI(_ arguments: [String], transport: String) -> (status: BLELabCLI.Status, out: String, err: String) {

@@ -29,15 +29,15 @@ enum Tiers {
 
     static var fixtures: String { root + "/Tests/TierTests/Fixtures" }
 
-    /// Fails the test (not a skip) when the venv is missing, with what to do.
-    static func requireVenv(file: StaticString = #filePath, line: UInt = #line) throws {
+    /// Why the venv cannot be used (nil when it can).
+    static var venvProblem: String? {
         do {
             _ = try environment.requireVenv()
             _ = try environment.rootCanalBinary()
+            return nil
         } catch {
-            XCTFail("TierTests need RootCanal and Bumble: \(error). Run 'make test-tiers' (it makes the venv first) "
-                    + "or 'make venv' before 'swift test --filter TierTests'.", file: file, line: line)
-            throw error
+            return "TierTests need RootCanal and Bumble: \(error). Run 'make test-tiers' (it makes the venv first) "
+                + "or 'make venv' before 'swift test --filter TierTests'."
         }
     }
 
@@ -74,6 +74,18 @@ enum Tiers {
 
     /// The helper processes this test process started and has not stopped.
     static var runningHelpers: [pid_t] { HelperRegistry.recorded }
+}
+
+/// A test that needs the venv: without it, each test fails at once with what to do (a failure,
+/// not a skip: CI must not pass without having run them) and its body does not run.
+class TierTestCase: XCTestCase {
+    override func invokeTest() {
+        if let problem = Tiers.venvProblem {
+            XCTFail(problem)
+            return
+        }
+        super.invokeTest()
+    }
 }
 
 /// One JSON object per line, as the Bumble peers print them.
