@@ -4,7 +4,8 @@ BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 
 .PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci e2e-docker
+	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
+	vm-fetch vm-probe vm-probe-bin e2e-vhci e2e-docker e2e-all
 
 all: build
 
@@ -12,9 +13,10 @@ build:
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 # Unit tests of every layer plus the in-process end-to-end tests (a few minutes at most).
+# TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them.
 test:
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --parallel $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --parallel --skip TierTests $(SWIFT_FLAGS)
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
@@ -31,15 +33,50 @@ bench:
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
 	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench scenarios
 
-# Socket tier helpers (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
-# tools/requirements-tiers.txt), and smoke runs of the probes against freshly started
-# controllers, cleaned up on success, failure and Ctrl-C. The Swift transport joins them later.
+# Socket tier (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
+# tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
+# itself (logs in build/tiers/logs). Real controllers run in real time: a suite takes ~90 s.
 PYTHON3 ?= python3
 VENV ?= $(BUILD_DIR)/venv
 WITH_CONTROLLERS = $(PYTHON3) tools/with_controllers.py --venv $(VENV) --log-dir $(BUILD_DIR)/tiers/logs
+# Where blelab and the tests find the venv and put the helpers' logs.
+TIER_ENV = BUILD_DIR=$(abspath $(BUILD_DIR)) VENV=$(abspath $(VENV))
+BLELAB = $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab
 
 venv:
 	BUILD_DIR=$(BUILD_DIR) VENV=$(VENV) PYTHON=$(PYTHON3) bash tools/setup-venv.sh
+
+# TierTests: interop with Bumble's host stack, captures in tshark, faults, process cleanup,
+# the --transport values. Makes the venv first; without it they fail saying so.
+test-tiers: venv
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(TIER_ENV) $(SWIFT) test --skip-build --filter TierTests $(SWIFT_FLAGS)
+
+# Every scenario on RootCanal / on Bumble's controllers: JUnit, timeline and captures under
+# build/e2e-rootcanal/ and build/e2e-bumble/, as `make e2e` does for the sim.
+E2E_ROOTCANAL_DIR ?= $(BUILD_DIR)/e2e-rootcanal
+E2E_BUMBLE_DIR ?= $(BUILD_DIR)/e2e-bumble
+e2e-rootcanal: venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	rm -rf $(E2E_ROOTCANAL_DIR) && mkdir -p $(E2E_ROOTCANAL_DIR)
+	$(TIER_ENV) $(BLELAB) run scenarios --transport rootcanal \
+		--junit $(E2E_ROOTCANAL_DIR)/junit.xml --json $(E2E_ROOTCANAL_DIR)/timeline.json --capture $(E2E_ROOTCANAL_DIR)/captures
+
+e2e-bumble: venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	rm -rf $(E2E_BUMBLE_DIR) && mkdir -p $(E2E_BUMBLE_DIR)
+	$(TIER_ENV) $(BLELAB) run scenarios --transport bumble \
+		--junit $(E2E_BUMBLE_DIR)/junit.xml --json $(E2E_BUMBLE_DIR)/timeline.json --capture $(E2E_BUMBLE_DIR)/captures
+
+# Both, each run to the end even when the other failed; fails when either did.
+e2e-socket: venv
+	@status=0; $(MAKE) --no-print-directory e2e-rootcanal || status=1; \
+	$(MAKE) --no-print-directory e2e-bumble || status=1; exit $$status
+
+# Per tier: helper start/stop, one scan→notify flow, the whole suite, in wall time (release build).
+bench-tiers: venv
+	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
+	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble scenarios
 
 # RootCanal: h4probe drives two controllers (two connections to its HCI port) through BLELab's
 # power-on, legacy advertising, scanning, LE Create Connection, ACL both ways and Disconnect;

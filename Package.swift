@@ -26,7 +26,10 @@ let package = Package(
         .target(name: "YAMLSubset"),
         .target(name: "Scenario", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
-        .executableTarget(name: "blelab", dependencies: ["Scenario"]),
+        // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
+        // user channel, and the helper processes they need (docs/tiers.md).
+        .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
+        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
         .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
@@ -34,7 +37,7 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
-        .executableTarget(name: "BLELabBench", dependencies: ["BLELab", "Scenario"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELab", "Scenario", "LabTiers"]),
 
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
@@ -47,6 +50,8 @@ let package = Package(
         .testTarget(name: "BLELabTests", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
+        .testTarget(name: "TierTests", dependencies: ["LabTiers", "Scenario", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

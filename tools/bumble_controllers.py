@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 
 try:
@@ -278,6 +279,11 @@ class HostConnection(asyncio.Protocol):
     def connection_made(self, transport):
         ep = self.endpoint
         self.transport = transport
+        if ep.active is not None and ep.active.peer_has_left():
+            # The previous host closed its socket, but asyncio has not read the end of its stream
+            # yet (a lab that closes one connection and opens the next at once is accepted in the
+            # same loop turn): retire that controller first, as connection_lost would.
+            ep.active.connection_lost(None)
         if ep.active is not None:
             log.warning("%s: refusing a second host connection (one controller, one host)", ep.endpoint)
             ep.stats_refused += 1
@@ -290,6 +296,25 @@ class HostConnection(asyncio.Protocol):
             public_address=ep.address, rssi=ep.rssi)
         self.parser = PacketParser(self.controller)
         log.info("%s: host connected (controller %s, %s)", ep.endpoint, self.controller.name, ep.address)
+
+    def peer_has_left(self) -> bool:
+        """True when the host's end of the socket is closed (end of stream or reset pending),
+        looked at without consuming anything (MSG_PEEK)."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        try:
+            peer = sock.dup()   # asyncio's wrapper has no recv; a duplicate descriptor does
+        except OSError:
+            return False
+        try:
+            return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:  # ECONNRESET and the like: gone
+            return True
+        finally:
+            peer.close()
 
     # Bumble's controller calls this with each packet for the host.
     def on_packet(self, packet: bytes) -> None:

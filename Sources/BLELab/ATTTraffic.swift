@@ -37,7 +37,9 @@ public final class ATTTraffic {
     }
 
     public init(log: PacketLog) {
-        log.observe { [unowned self] packet in self.consume(packet) }
+        // Weak: the log lives as long as the transport tap that records into it, which can
+        // outlive the device (see LabTeardownTests).
+        log.observe { [weak self] packet in self?.consume(packet) }
     }
 
     /// Calls `observer` for each ATT PDU as it is seen.

@@ -35,8 +35,13 @@ final class HeartRateRig {
     var valueHandle: UInt16 = 0
     var received = 0
 
-    init(seed: UInt64, recordsTraffic: Bool, interval: TimeSpan = .milliseconds(30)) throws {
-        lab = Lab(seed: seed)
+    convenience init(seed: UInt64, recordsTraffic: Bool, interval: TimeSpan = .milliseconds(30)) throws {
+        try self.init(lab: Lab(seed: seed), recordsTraffic: recordsTraffic, interval: interval)
+    }
+
+    /// The rig in `lab`: on the sim, or on external controllers (socket tier).
+    init(lab: Lab, recordsTraffic: Bool, interval: TimeSpan = .milliseconds(30)) throws {
+        self.lab = lab
         sensor = try lab.addDevice("sensor", configuration: HostConfiguration(deviceName: "HRM"), recordsTraffic: recordsTraffic)
         let params = ConnectionParameters(interval: interval, supervisionTimeout: .seconds(4))
         phone = try lab.addDevice("phone", configuration: HostConfiguration(connectionParameters: params), recordsTraffic: recordsTraffic)
@@ -172,6 +177,19 @@ func benchScenarioSuite(folder: String) throws {
     var single = Double.infinity
     for _ in 0..<10 { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
     print("heart_rate_scenario_wall_ms: \(String(format2: single * 1000)) ms")
+}
+
+// `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
+if CommandLine.arguments.dropFirst().first == "--tiers" {
+    let arguments = Array(CommandLine.arguments.dropFirst(2))
+    let tiers = (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
+    do {
+        for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios") }
+    } catch {
+        print("benchmark failed: \(error)")
+        exit(1)
+    }
+    exit(0)
 }
 
 do {

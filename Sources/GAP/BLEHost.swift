@@ -62,10 +62,13 @@ public final class BLEHost {
         // The standard GAP and GATT services always fit an empty database.
         let database = try! GATTDatabase(deviceName: configuration.deviceName)
         gattServer = GATTServer(database: database)
-        driver.onEvent = { [unowned self] event in self.handle(event) }
-        driver.onL2CAPPDU = { [unowned self] handle, pdu in self.connections[handle]?.link.receive(pdu: pdu) }
-        driver.onProtocolError = { [unowned self] error in self.onProtocolError?(error) }
-        driver.onTransportClosed = { [unowned self] error in self.transportClosed(error) }
+        // Weak: a Connection kept after its host is gone keeps the driver (through its L2CAP
+        // link), and the driver may still hear from its transport (a close reported through the
+        // loop, frames already queued). Without a host there is nothing to tell.
+        driver.onEvent = { [weak self] event in self?.handle(event) }
+        driver.onL2CAPPDU = { [weak self] handle, pdu in self?.connections[handle]?.link.receive(pdu: pdu) }
+        driver.onProtocolError = { [weak self] error in self?.onProtocolError?(error) }
+        driver.onTransportClosed = { [weak self] error in self?.transportClosed(error) }
     }
 
     // MARK: Power on

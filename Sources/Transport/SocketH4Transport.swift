@@ -57,6 +57,8 @@ public final class SocketH4Transport: HCITransport {
     /// read(2)s that returned data, and frames delivered to `onFrame`.
     public private(set) var readCount = 0
     public private(set) var framesReceived = 0
+    /// recv(2) calls made with TCP_QUICKACK armed just before (TCP only; see `readAvailable`).
+    public private(set) var quickAckArmCount = 0
 
     /// While true the socket is not read (its data waits in the kernel, pushing back on the
     /// peer). Frames already read are still delivered.
@@ -241,9 +243,16 @@ public final class SocketH4Transport: HCITransport {
 
     /// Reads until the socket would block (at most 16 reads per turn, so one busy peer cannot
     /// starve the others), delivering each whole frame.
+    ///
+    /// On TCP, TCP_QUICKACK is set before every recv(2): RootCanal writes each packet as two
+    /// send(2)s (indicator, then the rest) with Nagle's algorithm on, so the rest waits for our
+    /// ACK of the indicator, which Linux delays up to 40 ms — ~44 ms per event without it,
+    /// 0.1–5 ms with it (docs/tiers.md, "Latency: RootCanal and Nagle"). The kernel clears the
+    /// option again as it sees fit, so it is re-armed every time.
     private func readAvailable() {
         for _ in 0..<16 {
             guard state == .open, !readsPaused else { return }
+            if case .tcp = endpoint, armQuickAck() { quickAckArmCount += 1 }
             let n = readBuffer.withUnsafeMutableBytes { systemRecv(fd, $0.baseAddress, $0.count) }
             if n > 0 {
                 readCount += 1
@@ -261,6 +270,20 @@ public final class SocketH4Transport: HCITransport {
             return
         }
     }
+
+    /// Sets TCP_QUICKACK (Linux; elsewhere nothing): acknowledge at once what arrives next.
+    /// Returns whether the option was set.
+    @discardableResult
+    func armQuickAck() -> Bool {
+#if os(Linux)
+        return setSocketOption(fd, level: Int32(IPPROTO_TCP), name: Int32(TCP_QUICKACK), value: 1)
+#else
+        return false
+#endif
+    }
+
+    /// The socket, for tests that inspect its options (-1 once closed).
+    var descriptor: Int32 { fd }
 
     private struct Closed: Error {}
 

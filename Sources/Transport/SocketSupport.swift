@@ -153,9 +153,11 @@ func pendingSocketError(_ fd: Int32) -> Int32 {
     return code
 }
 
-func setSocketOption(_ fd: Int32, level: Int32, name: Int32, value: Int32) {
+/// setsockopt(2) of an int option; returns whether it succeeded.
+@discardableResult
+func setSocketOption(_ fd: Int32, level: Int32, name: Int32, value: Int32) -> Bool {
     var v = value
-    _ = setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
+    return setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)) == 0
 }
 
 /// `socket(2)` with SOCK_NONBLOCK | SOCK_CLOEXEC.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import BLERuntime
+import LabTiers
 import Scenario
 
 // The only code that touches the process: streams, the terminal check, the environment, the wall
@@ -20,10 +21,22 @@ if let value = getenv("NO_COLOR") { environment["NO_COLOR"] = String(cString: va
 let console = Console(out: { write($0, to: stdout) }, err: { write($0, to: stderr) },
                       isTerminal: isatty(STDOUT_FILENO) == 1, environment: environment)
 
+// --transport: sim (the default) and the socket and vhci tiers of LabTiers. Helpers the lab
+// starts (RootCanal, Bumble) report on stderr, so stdout stays the run's report.
+BLELabCLI.transportHelp = TransportCatalog.offered
+Help.transportValues = TransportCatalog.helpLines
+func backend(_ value: String) throws -> ScenarioBackend? {
+    let found = try TransportCatalog.backend(for: value)
+    if let external = found as? ExternalControllerBackend {
+        external.log = { write("blelab: \($0)\n", to: stderr) }
+    }
+    return found
+}
+
 let cli = BLELabCLI(console: console, wallClock: {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
     return Instant(nanoseconds: Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec))
-})
+}, backend: backend)
 
 exit(cli.main(Array(CommandLine.arguments.dropFirst())).rawValue)

@@ -225,7 +225,12 @@ public enum Help {
     'blelab <command> --help' describes each command.
     """
 
-    public static let run = """
+    /// The `--transport` values `run --help` lists, one per line, indented under the option.
+    /// The library offers only the sim; an executable with more tiers sets this (blelab's
+    /// main.swift lists the socket and vhci transports of LabTiers).
+    nonisolated(unsafe) public static var transportValues = "sim  the embedded simulator: virtual time, deterministic (the default)"
+
+    public static var run: String { """
     usage: blelab run [options] [PATHS…]
 
     Runs every scenario in PATHS (files, or folders searched recursively for *.yaml, in sorted
@@ -240,14 +245,15 @@ public enum Help {
       --junit FILE     write a JUnit XML report (one testcase per scenario run)
       --json FILE      write a machine-readable timeline of every run
       --capture DIR    write one btsnoop capture per device per scenario run
-      --transport T    where to run: sim (the default and, for now, the only tier)
+      --transport T    where the controllers are (default sim); T is one of:
+    \(transportValues.split(separator: "\n").map { "                     " + $0 }.joined(separator: "\n"))
       -q, --quiet      print only failures and the summary
       -v, --verbose    also print every step with its virtual time
       -h, --help       this text
 
     Colour is used only when standard output is a terminal and NO_COLOR is not set.
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage
-    """
+    """ }
 
     public static let validate = """
     usage: blelab validate [PATHS…]

@@ -70,6 +70,9 @@ public struct ScenarioFailure: CustomStringConvertible {
         case timeout
         /// The lab could not be built or powered on.
         case setup
+        /// A device's connection to its controller closed, failed or carried bytes that are not
+        /// HCI (external controllers: socket and vhci tiers).
+        case transport
     }
 
     public var kind: Kind

@@ -70,8 +70,9 @@ final class ScenarioSession {
         var outcome = ScenarioResult.Outcome.passed
         do {
             try setUp()
+            if let lost = controllerLost() { throw lost }
         } catch {
-            let failure = (error as? StepFailure) ?? StepFailure(kind: .setup, expected: "the lab to start", seen: "\(error)")
+            let failure = controllerLost() ?? (error as? StepFailure) ?? StepFailure(kind: .setup, expected: "the lab to start", seen: "\(error)")
             outcome = .failed(makeFailure(failure, step: nil))
         }
         if case .passed = outcome {
@@ -82,10 +83,13 @@ final class ScenarioSession {
                 record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
                 do {
                     try execute(step, position: position)
+                    if let lost = controllerLost() { throw lost }
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
                     record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "passed" + (note.map { ": \($0)" } ?? ""), step: step.index))
                 } catch {
-                    let failure = (error as? StepFailure) ?? StepFailure(kind: .operation, expected: "the step to run", seen: "\(error)")
+                    // A lost controller explains whatever the step saw (a dropped link, a timeout).
+                    let failure = controllerLost() ?? (error as? StepFailure)
+                        ?? StepFailure(kind: .operation, expected: "the step to run", seen: "\(error)")
                     let report = makeFailure(failure, step: step)
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .failed, note: report.seen))
                     record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "failed: expected \(report.expected); seen \(report.seen)", step: step.index))
@@ -171,6 +175,26 @@ final class ScenarioSession {
                                recentPackets: packets)
     }
 
+    // MARK: Controllers
+
+    /// The first device (in the order they were added) whose transport to its controller closed
+    /// or failed, as a failure naming the device, the backend and the transport's own account
+    /// (endpoint, and the bytes when they were not HCI). Nil while every transport is up.
+    func controllerLost() -> StepFailure? {
+        guard let lab else { return nil }
+        for device in lab.devices {
+            guard let error = device.host.driver.closed else { continue }
+            return StepFailure(kind: .transport, expected: "\(device.name)'s controller to stay connected",
+                               seen: "\(device.name) lost its controller (\(backend.description)): \(error)")
+        }
+        return nil
+    }
+
+    /// True once any device's transport has closed: waits stop at once instead of running out.
+    private var anyControllerLost: Bool {
+        lab?.devices.contains { $0.host.driver.closed != nil } ?? false
+    }
+
     // MARK: Waiting on virtual time
 
     /// Runs the lab until `condition` holds or `span` passes. When the scenario's timeout comes
@@ -178,20 +202,30 @@ final class ScenarioSession {
     @discardableResult
     func waitFor(_ waitingFor: @autoclosure () -> String, within span: TimeSpan, until condition: () -> Bool) throws -> Bool {
         let limit = now + span
+        var lost = false
+        let held: () -> Bool = {
+            if condition() { return true }
+            lost = self.anyControllerLost
+            return lost
+        }
         if let deadline, deadline < limit {
-            if lab.run(within: max(.zero, deadline - now), until: condition) { return true }
+            let done = lab.run(within: max(.zero, deadline - now), until: held)
+            if lost, let failure = controllerLost() { throw failure }
+            if done { return true }
             throw timedOut(waitingFor())
         }
-        return lab.run(within: span, until: condition)
+        let done = lab.run(within: span, until: held)
+        if lost, let failure = controllerLost() { throw failure }
+        return done
     }
 
     /// Lets `span` pass (bounded by the scenario's timeout).
     func pass(_ span: TimeSpan, doing: @autoclosure () -> String) throws {
-        if let deadline, deadline < now + span {
-            lab.run(for: max(.zero, deadline - now))
-            throw timedOut(doing())
-        }
-        lab.run(for: span)
+        let cut = deadline.map { $0 < now + span } ?? false
+        let end = cut ? deadline! : now + span
+        lab.run(within: max(.zero, end - now)) { self.anyControllerLost }
+        if let failure = controllerLost() { throw failure }
+        if cut { throw timedOut(doing()) }
     }
 
     func timedOut(_ what: String) -> StepFailure {

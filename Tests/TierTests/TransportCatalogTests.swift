@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLERuntime
+import LabTiers
+import Scenario
+import Transport
+import XCTest
+
+/// `--transport` values: what each one makes, what a malformed one says, and the CLI around them.
+final class TransportCatalogTests: XCTestCase {
+    private func source(_ value: String) throws -> ExternalControllerBackend.Source? { try TransportCatalog.source(for: value) }
+
+    private func error(_ value: String) -> String {
+        do {
+            _ = try TransportCatalog.source(for: value)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    func testEachValueNamesItsSource() throws {
+        XCTAssertEqual(try source("rootcanal"), .rootCanal(nil))
+        XCTAssertEqual(try source("rootcanal:127.0.0.1:6402"), .rootCanal(.tcp(host: "127.0.0.1", port: 6402)))
+        XCTAssertEqual(try source("rootcanal:tcp:localhost:6402"), .rootCanal(.tcp(host: "localhost", port: 6402)))
+        XCTAssertEqual(try source("bumble"), .bumble(unixSockets: false))
+        XCTAssertEqual(try source("bumble:unix"), .bumble(unixSockets: true))
+        XCTAssertEqual(try source("h4:tcp:127.0.0.1:9000,unix:/tmp/c1.sock,localhost:9002"),
+                       .endpoints([.tcp(host: "127.0.0.1", port: 9000), .unix(path: "/tmp/c1.sock"), .tcp(host: "localhost", port: 9002)]))
+        XCTAssertEqual(try source("hci-user:0,1,hci2"), .userChannel([0, 1, 2]))
+        XCTAssertNil(try source("sim"))
+        XCTAssertNil(try source("vhci"))
+        XCTAssertTrue(try TransportCatalog.backend(for: "sim") is SimBackend)
+        XCTAssertNil(try TransportCatalog.backend(for: "nope"))
+    }
+
+    func testTiers() throws {
+        XCTAssertEqual(try TransportCatalog.backend(for: "rootcanal")?.tier, .socket)
+        XCTAssertEqual(try TransportCatalog.backend(for: "bumble")?.tier, .socket)
+        XCTAssertEqual(try TransportCatalog.backend(for: "h4:127.0.0.1:1")?.tier, .socket)
+        XCTAssertEqual(try TransportCatalog.backend(for: "hci-user:0")?.tier, .vhci)
+        XCTAssertEqual(try TransportCatalog.backend(for: "sim")?.tier, .sim)
+    }
+
+    func testMalformedValuesSayHowToWriteThem() {
+        XCTAssertEqual(error("rootcanal:6402"), "'rootcanal:6402': expected tcp:HOST:PORT, unix:PATH or HOST:PORT; write rootcanal:HOST:PORT, as in rootcanal:127.0.0.1:6402")
+        XCTAssertEqual(error("rootcanal:unix:/tmp/x"), "'rootcanal:unix:/tmp/x': RootCanal serves TCP: write rootcanal:HOST:PORT, as in rootcanal:127.0.0.1:6402")
+        XCTAssertEqual(error("bumble:9000"), "'bumble:9000': bumble takes no address ('9000'): blelab starts the controllers; write bumble or bumble:unix")
+        XCTAssertEqual(error("h4:"), "'h4:': h4 needs endpoints, one per device: h4:tcp:127.0.0.1:9000,unix:/tmp/c1.sock")
+        XCTAssertEqual(error("h4:127.0.0.1:1,oops"), "'h4:127.0.0.1:1,oops': endpoint 2: 'oops' is not a socket endpoint: expected tcp:HOST:PORT, unix:PATH or HOST:PORT")
+        XCTAssertEqual(error("hci-user:x"), "'hci-user:x': 'x' is not a controller number (0 for hci0)")
+    }
+
+    func testDescriptions() throws {
+        XCTAssertEqual(try TransportCatalog.backend(for: "rootcanal:127.0.0.1:6402")?.description, "RootCanal at tcp 127.0.0.1:6402")
+        XCTAssertEqual(try TransportCatalog.backend(for: "rootcanal")?.description, "RootCanal 1.10.0 (started by blelab)")
+        XCTAssertEqual(try TransportCatalog.backend(for: "h4:127.0.0.1:1,unix:/x")?.description, "H4 sockets tcp 127.0.0.1:1, unix /x")
+        XCTAssertEqual(try TransportCatalog.backend(for: "hci-user:0,1")?.description, "HCI user channel on hci0, hci1")
+    }
+
+    // MARK: Through the CLI (blelab run --transport …)
+
+    private func cli(_ arguments: [String], environment: TierEnvironment = Tiers.environment) -> (BLELabCLI.Status, String, String) {
+        var out = "", err = ""
+        let console = Console(out: { out += $0 }, err: { err += $0 }, isTerminal: false, environment: [:])
+        let cli = BLELabCLI(console: console, backend: { try TransportCatalog.backend(for: $0, environment: environment) })
+        let status = cli.main(arguments)
+        return (status, out, err)
+    }
+
+    func testTooFewEndpointsRunNothing() {
+        let (status, out, err) = cli(["run", "--transport", "h4:127.0.0.1:1,127.0.0.1:2", Tiers.root + "/scenarios/regressions/scan-filter-excludes-others.yaml"])
+        XCTAssertEqual(status, .badInput)
+        XCTAssertEqual(out, "")
+        XCTAssertEqual(err, "blelab: H4 sockets tcp 127.0.0.1:1, tcp 127.0.0.1:2 could not start: h4: 2 endpoint(s) given, but the selected "
+                       + "scenarios need up to 5 devices (the peripherals and the central; one endpoint per device, in order)\nblelab: nothing was run\n")
+    }
+
+    func testAMissingVenvSaysToMakeIt() {
+        let environment = TierEnvironment(root: Tiers.root, buildDirectory: "/nonexistent/build")
+        let (status, _, err) = cli(["run", "--transport", "rootcanal", Tiers.root + "/scenarios/seeds/hm10-serial.yaml"], environment: environment)
+        XCTAssertEqual(status, .badInput)
+        XCTAssertEqual(err, "blelab: RootCanal 1.10.0 (started by blelab) could not start: no Python venv at /nonexistent/build/venv "
+                       + "(RootCanal 1.10.0 and Bumble 0.0.236 are installed there): run 'make venv' (tools/setup-venv.sh) in \(Tiers.root) first\n"
+                       + "blelab: nothing was run\n")
+        let (bumbleStatus, _, bumbleErr) = cli(["run", "--transport", "bumble", Tiers.root + "/scenarios/seeds/hm10-serial.yaml"], environment: environment)
+        XCTAssertEqual(bumbleStatus, .badInput)
+        XCTAssertTrue(bumbleErr.contains("could not start: no Python venv at /nonexistent/build/venv"), bumbleErr)
+    }
+
+    func testAnUnknownTransportListsWhatThisBuildOffers() {
+        var err = ""
+        let saved = BLELabCLI.transportHelp
+        BLELabCLI.transportHelp = TransportCatalog.offered
+        defer { BLELabCLI.transportHelp = saved }
+        let console = Console(out: { _ in }, err: { err += $0 }, isTerminal: false, environment: [:])
+        let status = BLELabCLI(console: console, backend: { try TransportCatalog.backend(for: $0) }).main(["run", "--transport", "vhci"])
+        XCTAssertEqual(status, .badInput)
+        XCTAssertEqual(err, "blelab: transport vhci is not available (this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], "
+                       + "h4:EP,EP,…, hci-user:N,N,…)\nblelab: nothing was run\n")
+    }
+
+    func testHCIUserChannelOnAKernelWithoutBluetoothFailsTheSetupSayingSo() throws {
+        // These machines' kernel has no Bluetooth: opening hci0's user channel fails with a reason.
+        let (status, out, _) = cli(["run", "--transport", "hci-user:0,1", Tiers.root + "/scenarios/seeds/hm10-with-write.yaml"])
+        XCTAssertEqual(status, .failed)
+        XCTAssertTrue(out.contains("FAIL Serial app uses Write Request when the module offers write"), out)
+        XCTAssertTrue(out.contains("no controller for clone from HCI user channel on hci0, hci1: hci0 (HCI user channel): "), out)
+    }
+
+    func testHelpListsTheTransports() {
+        let saved = Help.transportValues
+        Help.transportValues = TransportCatalog.helpLines
+        defer { Help.transportValues = saved }
+        let text = Help.run
+        for value in ["sim ", "rootcanal ", "rootcanal:HOST:PORT", "bumble ", "bumble:unix", "h4:EP,EP,…", "hci-user:N,N,…"] {
+            XCTAssertTrue(text.contains("\n                     \(value)"), "\(value) in:\n\(text)")
+        }
+    }
+}
