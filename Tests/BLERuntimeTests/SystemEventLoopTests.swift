@@ -218,7 +218,11 @@ final class SystemEventLoopTests: XCTestCase {
 
     func testAWatchOnAClosedDescriptorIsCancelledInsteadOfSpinning() {
         let (r, _) = makePipe()
-        let dup = fcntl(r, F_DUPFD_CLOEXEC, 0)
+        // A high descriptor number: once closed, another thread of the test process opening a
+        // file gets the lowest free number, so this one stays closed while the loop polls it.
+        var dup = fcntl(r, F_DUPFD_CLOEXEC, 900)
+        if dup < 0 { dup = fcntl(r, F_DUPFD_CLOEXEC, 200) }  // a low RLIMIT_NOFILE
+        XCTAssertGreaterThanOrEqual(dup, 200)
         var reports: [FDEvents] = []
         let watch = loop.watch(fd: dup, for: .readable) { reports.append($0) }
         close(dup)
