@@ -5,7 +5,7 @@ SWIFT_FLAGS ?=
 
 .PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci e2e-docker e2e-all
+	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-docker e2e-all
 
 all: build
 
@@ -116,6 +116,21 @@ vm-probe: vm-probe-bin
 # Every scenario on btvirt's controllers in the VM: build/e2e-vhci/junit.xml and captures/.
 e2e-vhci:
 	SWIFT=$(SWIFT) vm/e2e-vhci.sh scenarios
+
+# The vhci tier's figures, in the micro-VM (software emulation here, so the host stack itself
+# runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite.
+bench-vhci:
+	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
+	@n=$$(vm/count-controllers.sh scenarios); \
+	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
+		--tiers hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
+
+# Every tier: the sim, RootCanal and Bumble over sockets, btvirt in the micro-VM. Each runs to
+# the end even when another failed; fails when any did.
+e2e-all:
+	@status=0; $(MAKE) --no-print-directory e2e || status=1; \
+	$(MAKE) --no-print-directory e2e-socket || status=1; \
+	$(MAKE) --no-print-directory e2e-vhci || status=1; exit $$status
 
 # The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
 e2e-docker:

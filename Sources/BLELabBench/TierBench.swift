@@ -12,7 +12,9 @@ func benchTier(_ transport: String, folder: String) throws {
     guard let backend = try TransportCatalog.backend(for: transport) as? ExternalControllerBackend else {
         throw BenchError(description: "\(transport) is not an external transport")
     }
-    let name = transport.split(separator: ":").first.map(String.init) ?? transport
+    // Figures are named after the tier: rootcanal_…, bumble_…, and vhci_… for the user channel.
+    let prefix = transport.split(separator: ":").first.map(String.init) ?? transport
+    let name = prefix == "hci-user" ? "vhci" : prefix
     let (files, collectErrors) = ScenarioFiles.collect([folder])
     let (scenarios, loadErrors) = ScenarioFiles.load(files)
     guard collectErrors.isEmpty, loadErrors.isEmpty, !scenarios.isEmpty else {

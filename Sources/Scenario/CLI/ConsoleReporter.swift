@@ -61,7 +61,8 @@ public final class ConsoleReporter {
     public func finished(_ run: ScenarioRun) {
         clearProgress()
         let r = run.result
-        let times = "\(Self.wall(run.wallTime)) wall / \(r.virtualTime) virtual"
+        // Only the sim has a virtual clock; on real controllers the lab's clock is the wall's.
+        let times = r.tier == .sim ? "\(Self.wall(run.wallTime)) wall / \(r.virtualTime) virtual" : Self.wall(run.wallTime)
         switch r.outcome {
         case .passed:
             if verbosity != .quiet { console.out("\(paint("PASS", "32")) \(run.displayName) (\(r.file)) \(times)\n") }
@@ -88,7 +89,9 @@ public final class ConsoleReporter {
         let virtual = runs.reduce(TimeSpan.zero) { $0 + $1.result.virtualTime }
         var parts = ["\(passed) passed", "\(failed) failed"]
         if skipped > 0 { parts.append("\(skipped) skipped") }
-        let text = "\(parts.joined(separator: ", ")) (\(runs.count) run\(runs.count == 1 ? "" : "s")) in \(Self.wall(wall)) wall / \(virtual) virtual"
+        let onSim = runs.allSatisfy { $0.result.tier == .sim }
+        let text = "\(parts.joined(separator: ", ")) (\(runs.count) run\(runs.count == 1 ? "" : "s")) in \(Self.wall(wall))"
+            + (onSim ? " wall / \(virtual) virtual" : "")
         console.out(paint(text, failed > 0 ? "31;1" : "32;1") + "\n")
     }
 
