@@ -91,8 +91,11 @@ struct FlawSchema {
                 answer = .malformed(malformation)
             }
         } else if delay == .zero {
-            r.error(at: m.mark, found: "a flaw that answers normally at once",
-                    expected: "respond-error, no-response, malformed, or a delay (an answer that comes late)")
+            // A misspelt answer key is reported as such (checkKeys), not as a missing answer.
+            if !m.entries.contains(where: { !Self.keys.contains($0.key.text) }) {
+                r.error(at: m.mark, found: "a flaw that answers normally at once",
+                        expected: "respond-error, no-response, malformed, or a delay (an answer that comes late)")
+            }
             return nil
         }
         guard ok else { return nil }
@@ -145,7 +148,7 @@ struct FlawSchema {
         var ok = true
         for item in items {
             guard let cm = r.mapping(item, "a characteristic: a mapping with uuid, properties and value") else { ok = false; continue }
-            r.checkKeys(cm, allowed: ["uuid", "properties", "value"], of: "a characteristic of add-service")
+            r.checkKeys(cm, allowed: ["uuid", "properties", "value"], of: "an add-service characteristic")
             guard let cu = r.required(cm, "uuid", in: "a characteristic", expected: "'uuid: UUID'"), let cuuid = r.uuid(cu, "a characteristic UUID"),
                   let p = r.required(cm, "properties", in: "a characteristic", expected: "'properties: [read, notify…]'"),
                   let properties = r.properties(p) else { ok = false; continue }
