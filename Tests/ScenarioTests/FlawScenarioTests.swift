@@ -119,7 +119,7 @@ final class FlawScenarioTests: XCTestCase {
     func testAMalformedResponseNoExpectationTakesFailsTheStepWithTheViolation() throws {
         let result = try run("  - read: FFE1\n  - expect: { value: text:ok }",
                              flaws: "    flaws:\n      - { request: read, malformed: wrong-opcode }")
-        XCTAssertEqual(result.verdict, "step 4 (test.yaml:16): read: FFE1: expected the read of FFE1 to complete; seen protocol violation: unexpected Read Blob Response while waiting for the response to Read Request")
+        XCTAssertEqual(result.verdict, "step 4 (test.yaml:16): read: FFE1: expected the read of FFE1 to complete; seen protocol violation: unexpected Read Blob Response while waiting for the response to Read Request; octets 0d 6f 6b")
         XCTAssertEqual(result.failure?.kind, .operation)
     }
 
@@ -133,7 +133,7 @@ final class FlawScenarioTests: XCTestCase {
         let violation = try XCTUnwrap(wrongOpcode.timeline.first { $0.kind == .protocolViolation })
         XCTAssertEqual(violation.bytes, [0x01, 0x12, 0x0C, 0x00])
         XCTAssertEqual(violation.text, "rejected from tag: malformed Error Response: truncated: needed 1 octet(s) at offset 4, only 0 available; octets 01 12 0c 00")
-        XCTAssertEqual(wrongOpcode.steps[3].note, "protocol violation: malformed Error Response: truncated: needed 1 octet(s) at offset 4, only 0 available")
+        XCTAssertEqual(wrongOpcode.steps[3].note, "protocol violation: malformed Error Response: truncated: needed 1 octet(s) at offset 4, only 0 available; octets 01 12 0c 00")
     }
 
     func testATimeoutIsExpectedLikeAnErrorAndTheCentralDisconnects() throws {

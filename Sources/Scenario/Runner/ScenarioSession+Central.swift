@@ -151,10 +151,10 @@ extension ScenarioSession {
             let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
             guard let code = error.attErrorCode else {
                 if expectsFailure(error, following: following) {
-                    note = "\(error)"
+                    note = describe(error, of: step)
                     return nil
                 }
-                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
+                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: describe(error, of: step))
             }
             note = "ATT error \(code)"
             let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }

@@ -114,6 +114,14 @@ extension ScenarioSession {
         }
     }
 
+    /// An operation's failure in words; for a response the central rejected just now, with the
+    /// octets that arrived.
+    func describe(_ error: GATTError, of step: CentralStep) -> String {
+        guard case .protocolViolation = error, let id = step.action.peripheral,
+              let rejected = flawObservations.rejected[id]?.last, rejected.time == now else { return "\(error)" }
+        return "\(error); octets \(rejected.bytes.isEmpty ? "(none)" : rejected.bytes.spacedHex)"
+    }
+
     func checkFlaw(_ e: FlawExpectation, fail: (String) -> StepFailure) throws {
         let flaws = flawObservations
         switch e {
