@@ -38,14 +38,6 @@ public struct ATTResponder {
         bearer?.answerIncoming(id: id, with: octets)
     }
 
-    /// A responder whose answers go through `alteration` before they are sent: the lab's flawed
-    /// peripherals answer with the server's correct PDU, then damage it.
-    public func altering(_ alteration: @escaping ([UInt8]) -> [UInt8]) -> ATTResponder {
-        let previous = self.alteration
-        return ATTResponder(bearer: bearer, id: id, requestOpcode: requestOpcode,
-                            alteration: previous.map { first in { alteration(first($0)) } } ?? alteration)
-    }
-
     private func send(_ octets: [UInt8]) {
         bearer?.answerIncoming(id: id, with: alteration.map { $0(octets) } ?? octets)
     }

@@ -136,6 +136,14 @@ final class FlawScenarioTests: XCTestCase {
         XCTAssertEqual(wrongOpcode.steps[3].note, "protocol violation: malformed Error Response: truncated: needed 1 octet(s) at offset 4, only 0 available; octets 01 12 0c 00")
     }
 
+    func testOnlyResponsesCountAsMalformedResponses() throws {
+        // A Service Changed value of 2 octets is a violation too, but of an indication, not a response.
+        let result = try run("  - subscribe: 2A05\n  - peripheral: { tag: [ { indicate-handle: { handle: 0x0008, value: hex:0a00 } } ] }\n  - expect: { malformed-response: any }",
+                             recordsTimeline: true)
+        XCTAssertEqual(result.verdict, "step 6 (test.yaml:17): expect: { malformed-response: any }: expected the central to reject a response from tag within 1s; seen the central rejected no response from tag")
+        XCTAssertTrue(result.timeline.contains { $0.kind == .protocolViolation && $0.text.hasPrefix("rejected from tag: malformed Handle Value Indication") })
+    }
+
     func testATimeoutIsExpectedLikeAnErrorAndTheCentralDisconnects() throws {
         let result = try run("  - read: FFE1\n  - expect: { att-timeout: read }\n  - expect: { disconnected: { reason: local-host-terminated } }",
                              flaws: "    flaws:\n      - { request: read, no-response: true }")

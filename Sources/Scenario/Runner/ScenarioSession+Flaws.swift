@@ -16,6 +16,15 @@ final class FlawObservations {
         /// The PDU's octets as the bearer received them.
         var bytes: [UInt8]
         var opcode: ATTOpcode? { bytes.first.map { ATTOpcode($0) } }
+        /// A response that did not decode, did not fit the request, or came unasked (not a
+        /// stray confirmation or a bad notification).
+        var isAboutAResponse: Bool {
+            switch violation {
+            case let .malformed(opcode, _): return opcode.method == .response
+            case .unsolicitedResponse, .unexpectedResponse: return true
+            case .emptyPDU, .unsolicitedConfirmation, .unsupported: return false
+            }
+        }
     }
 
     struct Timeout {
@@ -127,16 +136,13 @@ extension ScenarioSession {
         switch e {
         case let .malformedResponse(id, opcode, bytes, within):
             let mark = flaws.mark("rejected", id)
-            func found() -> [FlawObservations.Rejected] { Array((flaws.rejected[id] ?? []).dropFirst(mark)) }
+            func found() -> [FlawObservations.Rejected] { (flaws.rejected[id] ?? []).dropFirst(mark).filter(\.isAboutAResponse) }
             func matching() -> FlawObservations.Rejected? {
-                found().last { r in
-                    if case .unsolicitedConfirmation = r.violation { return false }
-                    return (opcode == nil || r.opcode == opcode) && (bytes == nil || r.bytes == bytes)
-                }
+                found().last { r in (opcode == nil || r.opcode == opcode) && (bytes == nil || r.bytes == bytes) }
             }
             try waitFor("a rejected response from \(id) (within: \(within))", within: within) { matching() != nil }
             let got = found()
-            flaws.setMark("rejected", id, mark + got.count)
+            flaws.setMark("rejected", id, (flaws.rejected[id] ?? []).count)
             guard let match = matching() else {
                 if let last = lastOperation, let error = last.error, case .invalidResponse = error {
                     // A response that decoded but made no sense for the procedure.
