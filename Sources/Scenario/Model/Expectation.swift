@@ -30,6 +30,8 @@ public enum Expectation {
     case noNotification(peripheral: String, characteristic: CharacteristicRef, duration: TimeSpan)
     /// The connection to the peripheral ends within `within` (or has ended), with `reason` if given.
     case disconnected(peripheral: String, reason: HCIStatus?, within: TimeSpan)
+    /// How the central met a flawed peripheral (malformed responses, ATT timeouts, Service Changed…).
+    case flaw(FlawExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -42,6 +44,7 @@ public enum Expectation {
         case let .notification(e): return e.peripheral
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
         case .value, .writeSentAs, .error: return nil
+        case let .flaw(e): return e.peripheral
         }
     }
 
@@ -61,6 +64,7 @@ public enum Expectation {
         case let .noNotification(p, ref, duration): return "no notification of \(ref) from \(p) for \(duration)"
         case let .disconnected(p, reason, within):
             return "disconnected from \(p)\(reason.map { " with reason \($0)" } ?? "") within \(within)"
+        case let .flaw(e): return e.summary
         }
     }
 }

@@ -27,6 +27,7 @@ final class ScenarioSession {
     var central: LabDevice!
     var peripherals: [String: SimulatedPeripheral] = [:]
     let observations = LinkObservations()
+    let flawObservations = FlawObservations()
 
     /// The scenario's end, when it has a `timeout`.
     var deadline: Instant?

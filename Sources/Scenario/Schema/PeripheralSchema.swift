@@ -10,7 +10,7 @@ struct PeripheralSchema {
     let r: SchemaReader
     private(set) var catalog = PeripheralCatalog()
 
-    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name"]
+    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws"]
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
@@ -77,6 +77,7 @@ struct PeripheralSchema {
         }
         if let n = m["on-connect"] { spec.onConnect = actions.actions(n, site: .onConnect) }
         if let n = m["on-disconnect"] { spec.onDisconnect = actions.actions(n, site: .onDisconnect) }
+        if let n = m["flaws"] { spec.flaws = FlawSchema(r: r, catalog: catalog, peripheral: id).flaws(n) }
         return spec
     }
 
