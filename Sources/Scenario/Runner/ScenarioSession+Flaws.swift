@@ -199,7 +199,10 @@ extension ScenarioSession {
             }
             try waitFor("a notification from \(id) for handle \(hex4(handle)) (within: \(within))", within: within) { matching() != nil }
             let got = Array((flaws.ignored[id] ?? []).dropFirst(mark))
-            flaws.setMark("ignored", id, mark + got.count)
+            // Consume up to the match only: a later arrival (the next expectation's) may already be
+            // here when real controllers deliver both in one connection event.
+            let taken = got.firstIndex { $0.handle == handle && (indication == nil || $0.isIndication == indication) }
+            flaws.setMark("ignored", id, mark + (taken.map { $0 + 1 } ?? got.count))
             guard let arrival = matching() else {
                 throw fail(got.isEmpty ? "no notification or indication for an undiscovered handle arrived from \(id)"
                                        : got.map { "\($0.isIndication ? "indication" : "notification") of \(hex4($0.handle))" }.joined(separator: ", "))
