@@ -40,7 +40,8 @@ public struct LinkFaults: Hashable, Sendable {
     }
 }
 
-/// "Drop the `index`-th ATT PDU `from` that side of a connection" (1-based, counted per connection).
+/// "Drop the `index`-th ATT PDU `from` that side of a connection" (1-based, counted from the
+/// connection's start, or from when the faults were set on an open connection).
 public struct ATTDrop: Hashable, Sendable, CustomStringConvertible {
     public enum Side: String, Hashable, Sendable {
         case central

@@ -34,10 +34,13 @@ extension SimLink {
         }
     }
 
-    /// One end's faults changed: from now on the link follows the new ones.
+    /// One end's faults changed: from now on the link follows the new ones, and `drops` count
+    /// ATT PDUs from now on.
     func faultsChanged() {
         guard !isClosed else { return }
         faults = Self.faults(central: central, peripheral: peripheral)
+        fromCentralState.attPDUsSent = 0
+        fromPeripheralState.attPDUsSent = 0
         reachabilityMayHaveChanged()
         scheduleNextEvent()
     }

@@ -28,7 +28,7 @@ public final class SimulatedPeripheral {
     /// Generator state per action site (counter values, sequence positions).
     private var generatorState: [String: Int] = [:]
     private var repeating: [CharacteristicRef: LoopTimer] = [:]
-    private var loop: EventLoop { device.lab.loop }
+    var loop: EventLoop { device.lab.loop }
 
     /// Adds the device to `lab` and lays out its GATT database. Call `start()` once the lab is
     /// powered on.
@@ -190,6 +190,8 @@ public final class SimulatedPeripheral {
             record(.note("respond-error \(code.name) with no request to answer"))
         case .delay:
             break // handled by `run`
+        case .powerOff, .requestConnectionUpdate, .burst:
+            executeFault(action, context: context, site: site)
         case let .disconnect(reason):
             for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
                 connection.disconnect(reason: reason ?? .remoteUserTerminatedConnection)
@@ -205,7 +207,7 @@ public final class SimulatedPeripheral {
         }
     }
 
-    private func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
+    func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
         guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
             return record(.note("notify \(ref): no such characteristic"))
         }
@@ -255,7 +257,7 @@ public final class SimulatedPeripheral {
         }
     }
 
-    private func record(_ kind: PeripheralActivity.Kind) {
+    func record(_ kind: PeripheralActivity.Kind) {
         let entry = PeripheralActivity(time: loop.now, kind: kind)
         activity.append(entry)
         onActivity?(entry)

@@ -30,6 +30,8 @@ public enum Expectation {
     case noNotification(peripheral: String, characteristic: CharacteristicRef, duration: TimeSpan)
     /// The connection to the peripheral ends within `within` (or has ended), with `reason` if given.
     case disconnected(peripheral: String, reason: HCIStatus?, within: TimeSpan)
+    /// About the link: its parameters, an ATT timeout (Faults.swift).
+    case fault(FaultExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -41,6 +43,7 @@ public enum Expectation {
         case let .peripheralReceived(e): return e.peripheral
         case let .notification(e): return e.peripheral
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
+        case let .fault(f): return f.peripheral
         case .value, .writeSentAs, .error: return nil
         }
     }
@@ -61,6 +64,7 @@ public enum Expectation {
         case let .noNotification(p, ref, duration): return "no notification of \(ref) from \(p) for \(duration)"
         case let .disconnected(p, reason, within):
             return "disconnected from \(p)\(reason.map { " with reason \($0)" } ?? "") within \(within)"
+        case let .fault(f): return f.summary
         }
     }
 }

@@ -28,6 +28,7 @@ extension ScenarioSession {
             }
             note = list.map { "\($0.peripheral): \($0.actions.map(\.description).joined(separator: ", "))" }.joined(separator: "; ")
         case let .expect(expectation): try check(expectation, step: step)
+        case let .fault(fault): try execute(fault, step: step)
         }
     }
 
@@ -148,6 +149,10 @@ extension ScenarioSession {
         case let .failure(error):
             lastOperation = (step, error)
             guard let code = error.attErrorCode else {
+                if case .timeout = error, expectsATTTimeout(after: position) {
+                    note = "no answer: ATT transaction timeout"
+                    return nil
+                }
                 throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
             }
             note = "ATT error \(code)"
