@@ -1,5 +1,7 @@
 import BLELab
 import BLERuntime
+import BLEWire
+import Controller
 import Foundation
 import HCI
 import Transport
@@ -296,9 +298,40 @@ final class FaultScenarioTests: XCTestCase {
 
     // MARK: Off the simulator
 
-    func testAirFaultsNeedTheSimulator() throws {
+    /// Controllers behind a connector (as on the socket tier): the lab has no air to fault.
+    private final class ExternalSims: ControllerConnector {
+        let air: SimAir
+        init(loop: VirtualEventLoop) { air = SimAir(loop: loop, seed: 1) }
+        var description: String { "in-process controllers behind a connector" }
+        func openController(for name: String, index: Int, on loop: DrivableEventLoop) throws -> HCITransport {
+            let controller = SimController(air: air, address: BDAddr(rawValue: UInt64(0xC0_0000_0000 + index)), name: name)
+            let transport = InProcessTransport(loop: loop, endpoint: name, deliverToController: { controller.receive(fromHost: $0) })
+            controller.toHost = { [unowned transport] in transport.deliverToHost($0) }
+            return transport
+        }
+        func closeAll() {}
+    }
+
+    private struct ExternalBackend: ScenarioBackend {
+        var tier: TransportTier { .socket }
+        func makeLab(seed: UInt64) throws -> Lab {
+            let loop = VirtualEventLoop()
+            return Lab(seed: seed, loop: loop, connector: ExternalSims(loop: loop))
+        }
+    }
+
+    func testAirFaultsOffTheSimulatorFailNamingTheFix() throws {
         let scenario = try ScenarioText.load(ScenarioText.hm10(ScenarioText.connected + "\n  - power-off: hm10"))
-        XCTAssertNil(scenario.requires)
-        XCTAssertTrue(scenario.steps.last.map { if case .fault(.powerOff("hm10")) = $0.action { return true }; return false } ?? false)
+        let result = ScenarioRunner(backend: ExternalBackend()).run(scenario)
+        let failure = try XCTUnwrap(result.failure)
+        XCTAssertEqual(failure.step?.index, 4)
+        XCTAssertEqual(failure.seen, "power-off needs the embedded simulator (--transport sim); add 'requires: [sim]' to the scenario")
+        // A connection update is host behaviour: it runs on any controller.
+        let update = try ScenarioText.load(ScenarioText.hm10(ScenarioText.connected + """
+
+              - connection-update: { interval: 50ms, latency: 0, timeout: 2s }
+              - expect: { connection-parameters: { interval: 50ms, timeout: 2s } }
+            """))
+        XCTAssertEqual(ScenarioRunner(backend: ExternalBackend()).run(update).verdict, "passed")
     }
 }
