@@ -300,6 +300,8 @@ final class SimLink {
                 guard complete else { break }
             } else {
                 budget -= pdus
+                // A packet begun under loss that ends after the loss was lifted.
+                if fromCentral { fromCentralState.headPDUsAcknowledged = 0 } else { fromPeripheralState.headPDUsAcknowledged = 0 }
             }
             guard var frame = queue.popFirst()?.frame else { break }
             sent += 1
