@@ -76,6 +76,8 @@ extension SimAir {
 
     /// Sets the faults on every connection of `controller`, now and later ones.
     public func setLinkFaults(_ faults: LinkFaults, for controller: SimController) {
+        var faults = faults
+        faults.lossRate = min(1, max(0, faults.lossRate.isNaN ? 0 : faults.lossRate))
         controller.radio.linkFaults = faults.isNone ? nil : faults
         for entry in controller.links { entry.link.faultsChanged() }
     }
@@ -115,6 +117,7 @@ extension SimAir {
             controller.radio.rssi = Int8(clamping: Int(controller.radio.ramp?.value(at: self.loop.now).rounded(.down) ?? -127))
             controller.radio.ramp = nil
             self.setInRange(false, for: controller)
+            self.onFault?(.leftRange(controller, rssi: controller.radio.rssi))
         }
         controller.radio.ramp = ramp
     }

@@ -29,6 +29,8 @@ public final class SimAir {
     public let model: AirModel
     /// What link faults have done so far (LinkFaults.swift).
     public internal(set) var faultRecord = FaultRecord()
+    /// Called as each fault takes effect (for timelines).
+    public var onFault: ((FaultEvent) -> Void)?
     /// Attached controllers, in attach order (the order ties are broken in).
     public private(set) var controllers: [SimController] = []
 

@@ -97,8 +97,17 @@ extension SimLink {
         state.droppingContinuations = true
         droppedATTPDUs.append(drop)
         air.faultRecord.droppedATTPDUs.append((loop.now, drop, fromCentral ? centralHandle : peripheralHandle))
+        air.onFault?(.attPDUDropped(drop, central: central, peripheral: peripheral))
         return true
     }
+}
+
+/// A fault taking effect, as `SimAir.onFault` reports it.
+public enum FaultEvent {
+    /// `LinkFaults.drops` removed an ATT PDU on the connection between the two.
+    case attPDUDropped(ATTDrop, central: SimController, peripheral: SimController)
+    /// A device walking out of range (`startLeavingRange`) passed the receiver sensitivity.
+    case leftRange(SimController, rssi: Int8)
 }
 
 /// What faults did on a lab's air, for tests and reports.

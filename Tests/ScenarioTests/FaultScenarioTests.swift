@@ -17,11 +17,11 @@ final class FaultScenarioTests: XCTestCase {
         return parts.joined(separator: "/") + "/scenarios/field"
     }
 
-    func field(_ name: String, seed: UInt64? = nil) throws -> ScenarioResult {
+    func field(_ name: String, seed: UInt64? = nil, timeline: Bool = false) throws -> ScenarioResult {
         let path = Self.fieldDirectory + "/" + name
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let scenario = try Scenario.parse(text, file: "scenarios/field/" + name)
-        return ScenarioRunner().run(scenario, options: RunOptions(seed: seed, keepsCaptures: true))
+        return ScenarioRunner().run(scenario, options: RunOptions(seed: seed, keepsCaptures: true, recordsTimeline: timeline))
     }
 
     func packets(_ result: ScenarioResult, _ device: String) -> [LoggedPacket] {
@@ -104,8 +104,13 @@ final class FaultScenarioTests: XCTestCase {
     /// The Write Response left the lock's host and never reached the central; the Write Request's
     /// step ended exactly 30 s after the request left (ATT transaction timeout, virtual time).
     func testDroppedWriteResponseEndsInTheATTTimeoutAfter30Seconds() throws {
-        let result = try field("link-dropped-write-response.yaml")
+        let result = try field("link-dropped-write-response.yaml", timeline: true)
         assertPassed(result)
+        let dropped = result.timeline.filter { $0.text.hasPrefix("air:") }
+        XCTAssertEqual(dropped.map(\.text), ["air: ATT PDU #1 from the peripheral dropped"])
+        XCTAssertEqual(dropped.map(\.device), ["lock"])
+        let response = try XCTUnwrap(att(packets(result, "lock"), sent: true).first { $0.pdu == [0x13] })
+        XCTAssertGreaterThan(dropped[0].time, response.time, "dropped on the air after it left the lock's host")
         let request = try XCTUnwrap(att(packets(result, "central"), sent: true).last { $0.pdu.first == 0x12 })
         XCTAssertEqual(request.pdu.dropFirst(3).map { $0 }, Array("unlock".utf8))
         XCTAssertTrue(att(packets(result, "lock"), sent: true).contains { $0.pdu == [0x13] }, "the lock answered")

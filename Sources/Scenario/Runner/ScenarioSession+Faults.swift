@@ -12,6 +12,9 @@ extension ScenarioSession {
 
     /// Each peripheral's `link:` block on the air, and its `mtu:` on every connection it gets.
     func applyDeclaredFaults() throws {
+        if options.recordsTimeline, let air = lab.air {
+            air.onFault = { [weak self] event in self?.recordFault(event) }
+        }
         for spec in scenario.peripherals {
             guard let faults = scenario.faults[spec.id], let peripheral = peripherals[spec.id] else { continue }
             if let link = faults.link {
@@ -27,6 +30,19 @@ extension ScenarioSession {
                     previous?(connection)
                 }
             }
+        }
+    }
+
+    private func recordFault(_ event: FaultEvent) {
+        func id(of controller: SimController) -> String {
+            peripherals.first { $0.value.device.controller === controller }?.key ?? controller.name
+        }
+        switch event {
+        case let .attPDUDropped(drop, _, peripheral):
+            record(TimelineEvent(time: now, device: id(of: peripheral), kind: .peripheral, text: "air: \(drop) dropped"))
+        case let .leftRange(controller, rssi):
+            record(TimelineEvent(time: now, device: id(of: controller), kind: .peripheral,
+                                 text: "air: out of range (\(rssi) dBm, below the receivers' sensitivity)"))
         }
     }
 
@@ -50,8 +66,8 @@ extension ScenarioSession {
             if let after {
                 _ = lab.loop.schedule(after: after) { [weak self] in
                     let lost = air.loseLink(between: centralController, and: controller)
-                    self?.record(TimelineEvent(time: self?.now ?? .zero, device: "central", kind: .peripheral,
-                                               text: lost ? "the link to \(id) lost its radio path" : "link-loss: not connected to \(id) any more"))
+                    self?.record(TimelineEvent(time: self?.now ?? .zero, device: id, kind: .peripheral,
+                                               text: lost ? "air: the link to the central lost its radio path" : "air: link-loss with no link to the central"))
                 }
                 note = "the link to \(id) loses its radio path at \(now + after)"
             } else {
