@@ -82,8 +82,11 @@ final class FaultSchemaTests: XCTestCase {
         XCTAssertEqual(errors(file(step: "- expect: { connection-parameters: { within: 2s } }")), [
             "test.yaml:11:15: error: found 'connection-parameters' without interval, latency or timeout, expected connection-parameters: { interval: 50ms, latency: 0, timeout: 2s }",
         ])
-        XCTAssertEqual(errors(file(step: "- expect: { att-timeout: hm11 }")), [
-            "test.yaml:11:28: error: found peripheral 'hm11', expected a peripheral declared under peripherals: (hm10); did you mean 'hm10'?",
+        XCTAssertEqual(errors(file(step: "- expect: { att-timeout: { request: write, peripheral: hm11 } }")), [
+            "test.yaml:11:58: error: found peripheral 'hm11', expected a peripheral declared under peripherals: (hm10); did you mean 'hm10'?",
+        ])
+        XCTAssertEqual(errors(file(step: "- expect: { att-timeout: wirte }")), [
+            "test.yaml:11:28: error: found 'wirte', expected the request that timed out (exchange-mtu, find-information, find-by-type-value, read-by-type, read, read-blob, read-multiple, read-by-group-type, write, prepare-write, execute-write, any); did you mean 'write'?",
         ])
         XCTAssertEqual(errors(file(peripheral: "on-connect: [{ burst: { characteristic: FFE9, count: 3 } }]")).first?.contains("FFE9"), true)
         XCTAssertEqual(errors(file(peripheral: "on-connect: [{ power-off: now }]")), [

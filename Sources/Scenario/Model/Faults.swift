@@ -1,3 +1,4 @@
+import ATT
 import BLELab
 import BLERuntime
 import Controller
@@ -58,15 +59,17 @@ public enum FaultExpectation: Hashable {
     /// Connection Update Complete report them) become these within `within`; nil: any.
     case connectionParameters(peripheral: String, interval: UInt16?, latency: UInt16?, timeout: UInt16?, within: TimeSpan)
     /// The last operation got no answer: the central's ATT transaction timeout (30 s, Vol 3
-    /// Part F 3.3.3) ended it.
-    case attTimeout(peripheral: String)
+    /// Part F 3.3.3) ended it, on `request` (nil: any). The syntax is the flawed-peripheral
+    /// branch's `att-timeout` (a subset of it: `REQUEST` or `{ request, peripheral }`), so the
+    /// two merge into one expectation.
+    case attTimeout(peripheral: String, request: ATTOpcode?)
     /// The connection's ATT_MTU, after Exchange MTU: min(client Rx MTU, server Rx MTU) (Vol 3
     /// Part F 3.4.2.2).
     case mtu(peripheral: String, Int)
 
     public var peripheral: String {
         switch self {
-        case let .connectionParameters(p, _, _, _, _), let .attTimeout(p), let .mtu(p, _): return p
+        case let .connectionParameters(p, _, _, _, _), let .attTimeout(p, _), let .mtu(p, _): return p
         }
     }
 
@@ -74,8 +77,9 @@ public enum FaultExpectation: Hashable {
         switch self {
         case let .connectionParameters(p, interval, latency, timeout, within):
             return "the connection to \(p) with \(Self.describe(interval: interval, latency: latency, timeout: timeout)) within \(within)"
-        case let .attTimeout(p):
+        case let .attTimeout(p, request):
             return "the last operation on \(p) to end in an ATT transaction timeout (30 s without an answer)"
+                + (request.map { " of its \($0.name)" } ?? "")
         case let .mtu(p, mtu):
             return "ATT_MTU \(mtu) on the connection to \(p)"
         }

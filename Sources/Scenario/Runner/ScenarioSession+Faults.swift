@@ -164,12 +164,18 @@ extension ScenarioSession {
                 throw fail("the connection has \(Self.describe(connection))\(connection.isConnected ? "" : " (ended)")")
             }
             note = Self.describe(connection)
-        case let .attTimeout(id):
+        case let .attTimeout(id, request):
             guard let last = lastOperation else { throw fail("no operation has run") }
             guard last.step.action.peripheral == id else { throw fail("the last operation (step \(last.step.index)) was on \(last.step.action.peripheral ?? "?")") }
             guard let error = last.error else { throw fail("step \(last.step.index) (\(last.step.text)) succeeded") }
             guard case .timeout = error else { throw fail("step \(last.step.index) (\(last.step.text)) got \(error)") }
-            note = "step \(last.step.index) got no answer: ATT transaction timeout"
+            // The request left unanswered: the central's last request on that link.
+            let handle = connections[id]?.handle
+            let unanswered = central.traffic.records.last { $0.wasSent && $0.connectionHandle == handle && $0.opcode?.method == .request }
+            if let request, unanswered?.opcode != request {
+                throw fail("the unanswered request was \(unanswered?.opcode?.name ?? "none")")
+            }
+            note = "step \(last.step.index) got no answer to its \(unanswered?.opcode?.name ?? "request") sent at \(unanswered.map { "\($0.time)" } ?? "?"): ATT transaction timeout"
         case let .mtu(id, mtu):
             guard let connection = connections[id] else { throw fail("never connected to \(id)") }
             guard connection.bearer.mtu == mtu else { throw fail("ATT_MTU \(connection.bearer.mtu)") }

@@ -1,3 +1,4 @@
+import ATT
 import BLELab
 import BLERuntime
 import Controller
@@ -285,6 +286,14 @@ extension ActionSchema {
 extension ExpectationSchema {
     static let faultKinds = ["connection-parameters", "att-timeout", "mtu"]
 
+    /// ATT requests by the names `att-timeout` takes (Vol 3 Part F 3.4).
+    static let requestNames: [(name: String, opcode: ATTOpcode)] = [
+        ("exchange-mtu", .exchangeMTURequest), ("find-information", .findInformationRequest),
+        ("find-by-type-value", .findByTypeValueRequest), ("read-by-type", .readByTypeRequest), ("read", .readRequest),
+        ("read-blob", .readBlobRequest), ("read-multiple", .readMultipleRequest), ("read-by-group-type", .readByGroupTypeRequest),
+        ("write", .writeRequest), ("prepare-write", .prepareWriteRequest), ("execute-write", .executeWriteRequest),
+    ]
+
     func faultExpectation(keyword: YAMLScalar, value: YAMLNode, siblings: [(key: YAMLScalar, value: YAMLNode)],
                           central: inout CentralSchema) -> Expectation? {
         func fields(_ primary: String?, _ allowed: [String]) -> KeywordFields {
@@ -300,9 +309,26 @@ extension ExpectationSchema {
             guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), let p, let within else { return nil }
             return .fault(.connectionParameters(peripheral: id, interval: p.interval, latency: p.latency, timeout: p.timeout, within: within))
         case "att-timeout":
-            let f = fields("peripheral", ["peripheral"])
-            guard let p = f.required("peripheral", r, example: "att-timeout: hm10"), let id = central.peripheralID(p) else { return nil }
-            return .fault(.attTimeout(peripheral: id))
+            let f = fields("request", ["request", "peripheral"])
+            var ok = true
+            var request: ATTOpcode?
+            if let q = f["request"] {
+                let names = Self.requestNames.map(\.name) + ["any"]
+                let expected = "the request that timed out (\(names.joined(separator: ", ")))"
+                if let s = r.scalar(q, expected) {
+                    if s.text != "any" {
+                        request = Self.requestNames.first { $0.name == s.text }?.opcode
+                        if request == nil {
+                            r.error(q, expected: expected, hint: Spelling.suggestion(for: s.text, in: names))
+                            ok = false
+                        }
+                    }
+                } else {
+                    ok = false
+                }
+            }
+            guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
+            return .fault(.attTimeout(peripheral: id, request: request))
         case "mtu":
             let f = fields("size", ["size", "peripheral"])
             let size = f.required("size", r, example: "mtu: 23").flatMap { r.integer($0, in: 23...517, "an ATT_MTU from 23 to 517") }
