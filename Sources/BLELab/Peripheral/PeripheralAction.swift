@@ -84,6 +84,11 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
     case respondError(ATTErrorCode)
     /// Wait before the following actions (and before answering the request, if any).
     case delay(TimeSpan)
+    /// Faults (PeripheralFaultActions.swift): the device powers off; it asks its centrals for new
+    /// connection parameters; it sends `count` notifications at once.
+    case powerOff
+    case requestConnectionUpdate(ConnectionUpdateRequest)
+    case burst(CharacteristicRef, value: ValueSource?, count: Int)
     /// Disconnect every central, telling them `reason` (default Remote User Terminated Connection).
     case disconnect(HCIStatus?)
     case stopAdvertising
@@ -114,6 +119,7 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
         case let .setValue(c, v): return "set-value \(c) \(v)"
         case let .respondError(code): return "respond-error \(code.name)"
         case let .delay(t): return "delay \(t)"
+        case .powerOff, .requestConnectionUpdate, .burst: return faultDescription
         case let .disconnect(reason): return "disconnect\(reason.map { " reason \($0.name)" } ?? "")"
         case .stopAdvertising: return "stop-advertising"
         case .startAdvertising: return "start-advertising"
@@ -129,7 +135,8 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
     /// The characteristic the action names, if any.
     public var characteristic: CharacteristicRef? {
         switch self {
-        case let .notify(c, _), let .indicate(c, _), let .notifyEvery(c, _, _, _), let .stopNotifying(c), let .setValue(c, _):
+        case let .notify(c, _), let .indicate(c, _), let .notifyEvery(c, _, _, _), let .stopNotifying(c), let .setValue(c, _),
+             let .burst(c, _, _):
             return c
         default:
             return nil

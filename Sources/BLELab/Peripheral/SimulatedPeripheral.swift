@@ -196,6 +196,8 @@ public final class SimulatedPeripheral {
             record(.note("respond-error \(code.name) with no request to answer"))
         case .delay:
             break // handled by `run`
+        case .powerOff, .requestConnectionUpdate, .burst:
+            executeFault(action, context: context, site: site)
         case let .disconnect(reason):
             for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
                 connection.disconnect(reason: reason ?? .remoteUserTerminatedConnection)
@@ -213,7 +215,7 @@ public final class SimulatedPeripheral {
         }
     }
 
-    private func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
+    func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
         guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
             return record(.note("notify \(ref): no such characteristic"))
         }

@@ -32,6 +32,8 @@ public enum Expectation {
     case disconnected(peripheral: String, reason: HCIStatus?, within: TimeSpan)
     /// How the central met a flawed peripheral (malformed responses, ATT timeouts, Service Changed…).
     case flaw(FlawExpectation)
+    /// About the link: its parameters, an ATT timeout (Faults.swift).
+    case fault(FaultExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -43,6 +45,7 @@ public enum Expectation {
         case let .peripheralReceived(e): return e.peripheral
         case let .notification(e): return e.peripheral
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
+        case let .fault(f): return f.peripheral
         case .value, .writeSentAs, .error: return nil
         case let .flaw(e): return e.peripheral
         }
@@ -65,6 +68,7 @@ public enum Expectation {
         case let .disconnected(p, reason, within):
             return "disconnected from \(p)\(reason.map { " with reason \($0)" } ?? "") within \(within)"
         case let .flaw(e): return e.summary
+        case let .fault(f): return f.summary
         }
     }
 }

@@ -28,6 +28,7 @@ extension ScenarioSession {
             }
             note = list.map { "\($0.peripheral): \($0.actions.map(\.description).joined(separator: ", "))" }.joined(separator: "; ")
         case let .expect(expectation): try check(expectation, step: step)
+        case let .fault(fault): try execute(fault, step: step)
         }
     }
 

@@ -68,6 +68,8 @@ extension ScenarioSession {
             note = "disconnected: \(actual.map { "\($0)" } ?? "?")"
         case let .flaw(e):
             try checkFlaw(e, fail: fail)
+        case let .fault(f):
+            try check(f, fail: fail)
         }
     }
 

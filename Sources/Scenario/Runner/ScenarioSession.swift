@@ -133,6 +133,7 @@ final class ScenarioSession {
                 watchTimeline(peripheral.device)
             }
         }
+        try applyDeclaredFaults()
         let central: LabDevice
         do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
             throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
