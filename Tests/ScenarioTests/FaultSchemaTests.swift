@@ -86,7 +86,7 @@ final class FaultSchemaTests: XCTestCase {
             "test.yaml:11:58: error: found peripheral 'hm11', expected a peripheral declared under peripherals: (hm10); did you mean 'hm10'?",
         ])
         XCTAssertEqual(errors(file(step: "- expect: { att-timeout: wirte }")), [
-            "test.yaml:11:28: error: found 'wirte', expected the request that timed out (exchange-mtu, find-information, find-by-type-value, read-by-type, read, read-blob, read-multiple, read-by-group-type, write, prepare-write, execute-write, any); did you mean 'write'?",
+            "test.yaml:11:28: error: found 'wirte', expected the request that timed out (exchange-mtu, find-information, find-by-type-value, read-by-type, read, read-blob, read-multiple, read-by-group-type, write, prepare-write, execute-write, or any); did you mean 'write'?",
         ])
         XCTAssertEqual(errors(file(peripheral: "on-connect: [{ burst: { characteristic: FFE9, count: 3 } }]")).first?.contains("FFE9"), true)
         XCTAssertEqual(errors(file(peripheral: "on-connect: [{ power-off: now }]")), [
