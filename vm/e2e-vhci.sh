@@ -30,5 +30,28 @@ say "swift build -c release --static-swift-stdlib --product blelab"
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-exec vm/run.sh "$N" -- "$BLELAB" run --transport "hci-user:$HCI" "$@" \
-  --junit "$OUT/junit.xml" --capture "$OUT/captures"
+status=0
+vm/run.sh "$N" -- "$BLELAB" run --transport "hci-user:$HCI" "$@" \
+  --junit "$OUT/junit.xml" --capture "$OUT/captures" || status=$?
+
+# The captures the VM brought back must open in tshark with ATT decoded (every scenario here
+# discovers services, so every central capture has ATT PDUs in it).
+if command -v tshark >/dev/null; then
+  total=0; bad=""
+  for f in "$OUT"/captures/*.central.btsnoop; do
+    [ -e "$f" ] || continue
+    total=$((total + 1))
+    att="$(tshark -r "$f" -Y btatt 2>/dev/null | wc -l)"
+    [ "$att" -gt 0 ] || bad="$bad $(basename "$f")"
+  done
+  if [ "$total" = 0 ]; then
+    say "error: no central capture came back from the VM"; status=1
+  elif [ -n "$bad" ]; then
+    say "error: tshark decodes no ATT in:$bad"; status=1
+  else
+    say "tshark decodes ATT in all $total central captures"
+  fi
+else
+  say "tshark not installed: captures not checked"
+fi
+exit "$status"
