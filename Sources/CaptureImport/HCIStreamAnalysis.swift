@@ -1,0 +1,298 @@
+import BLEWire
+import HCI
+
+/// Where something was seen in the capture: its record number and time (microseconds since the
+/// first record), for the comments of the imported scenario.
+public struct CaptureMark: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var record: Int
+    public var time: Int64
+
+    public static func < (a: CaptureMark, b: CaptureMark) -> Bool { (a.time, a.record) < (b.time, b.record) }
+
+    public var description: String { "record \(record) at \(CaptureMark.seconds(time))" }
+
+    /// `1.234567s`.
+    static func seconds(_ us: Int64) -> String {
+        let sign = us < 0 ? "-" : ""
+        let v = us < 0 ? -us : us
+        let frac = String(v % 1_000_000)
+        return "\(sign)\(v / 1_000_000).\(String(repeating: "0", count: 6 - frac.count) + frac)s"
+    }
+}
+
+/// One advertising report as the central's controller delivered it (legacy or extended).
+public struct AdvertisingObservation: Hashable, Sendable {
+    public var mark: CaptureMark
+    public var address: LEAddress
+    public var connectable: Bool
+    public var isScanResponse: Bool
+    public var data: [UInt8]
+    /// dBm; nil when the controller said "not available" (127).
+    public var rssi: Int8?
+    /// Index into `HCITranscript.scans` of the scan it arrived in (nil: outside any scan).
+    public var scan: Int?
+}
+
+/// A stretch of scanning: LE Set (Extended) Scan Enable on, then off (or a connection attempt).
+public struct ScanWindow: Hashable, Sendable {
+    public var start: CaptureMark
+    /// Nil while still scanning at the end of the capture.
+    public var end: CaptureMark?
+}
+
+/// One ATT PDU on a connection, whole (L2CAP reassembled).
+public struct ATTRecord: Hashable, Sendable {
+    public var mark: CaptureMark
+    /// Sent by the central (the capturing host); false: received from the peripheral.
+    public var fromCentral: Bool
+    public var bytes: [UInt8]
+}
+
+/// A connection the central made.
+public struct CapturedConnection: Sendable {
+    public var handle: UInt16
+    public var peer: LEAddress
+    /// LE (Extended) Create Connection, when the capture has it.
+    public var requested: CaptureMark?
+    public var established: CaptureMark
+    /// Units of 1.25 ms.
+    public var interval: UInt16
+    /// HCI Disconnect sent by the central.
+    public var disconnectRequested: CaptureMark?
+    public var disconnected: CaptureMark?
+    public var reason: HCIStatus?
+    public var att: [ATTRecord] = []
+    /// Other L2CAP traffic worth a comment (SMP pairing, signaling), once per kind.
+    public var notes: [String] = []
+}
+
+/// The HCI stream of a central's capture, decoded: scans, advertising reports, connections and
+/// their ATT PDUs.
+public struct HCITranscript: Sendable {
+    public var scans: [ScanWindow] = []
+    public var reports: [AdvertisingObservation] = []
+    public var connections: [CapturedConnection] = []
+    /// Things the importer saw but cannot reproduce, for the scenario's header comment.
+    public var notes: [String] = []
+    public var packetCount = 0
+    public var endTime: Int64 = 0
+}
+
+/// Reads the HCI packets of a capture from the central's side. Every packet must decode (the
+/// capture's framing is trusted only as far as it checks); ATT PDUs that do not decode are kept as
+/// bytes and noted, since a malformed PDU from a peer may be the very bug being imported.
+public enum HCIStreamAnalysis {
+    private enum Opcode {
+        static let disconnect: UInt16 = 0x0406
+        static let leSetAdvertisingEnable: UInt16 = 0x200A
+        static let leSetScanEnable: UInt16 = 0x200C
+        static let leCreateConnection: UInt16 = 0x200D
+        static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
+        static let leSetExtendedScanEnable: UInt16 = 0x2042
+        static let leExtendedCreateConnection: UInt16 = 0x2043
+    }
+
+    /// Reassembles L2CAP basic frames (Core 5.4, Vol 3, Part A, 3.1: Length (2), CID (2), payload)
+    /// from ACL fragments of one direction of one connection.
+    struct Reassembly {
+        var buffer: [UInt8] = []
+        var start: CaptureMark?
+
+        /// Feeds one ACL packet; returns a whole frame (CID, payload) when one completes.
+        mutating func feed(_ data: [UInt8], boundary: PacketBoundary, mark: CaptureMark, notes: inout [String])
+            -> (cid: UInt16, payload: [UInt8], start: CaptureMark)? {
+            if boundary.isStart {
+                if !buffer.isEmpty { notes.append("an L2CAP frame left incomplete before \(mark) was dropped") }
+                buffer = data
+                start = mark
+            } else if boundary == .continuing {
+                guard start != nil else {
+                    notes.append("a continuing ACL fragment without a start at \(mark) was dropped")
+                    return nil
+                }
+                buffer += data
+            } else {
+                notes.append("an ACL packet with boundary flag 'complete' (BR/EDR) at \(mark) was dropped")
+                return nil
+            }
+            guard buffer.count >= 4, let first = start else { return nil }
+            let length = Int(buffer[0]) | Int(buffer[1]) << 8
+            guard buffer.count >= 4 + length else { return nil }
+            let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
+            if buffer.count > 4 + length {
+                notes.append("an L2CAP frame at \(first) carried \(buffer.count - 4 - length) octets past its length; they were dropped")
+            }
+            let payload = Array(buffer[4..<4 + length])
+            buffer = []
+            start = nil
+            return (cid, payload, first)
+        }
+    }
+
+    public static func analyse(_ file: CaptureFile) throws -> HCITranscript {
+        var t = HCITranscript()
+        t.packetCount = file.packets.count
+        guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
+        var scanning: Int?                                   // index of the open scan window
+        var pendingCreate: CaptureMark?
+        var open: [UInt16: Int] = [:]                        // handle → index in t.connections
+        var reassembly: [UInt16: [Bool: Reassembly]] = [:]   // handle → fromCentral → state
+        var noted: Set<String> = []
+        var advertisedOwn: CaptureMark?
+
+        func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
+
+        func connected(handle: UInt16, status: HCIStatus, role: ConnectionRole, peer: LEAddress, interval: UInt16,
+                       mark: CaptureMark, packet: CaptureFile.Packet) throws {
+            guard status == .success else {
+                note("a connection attempt failed with \(status.name) (\(mark))")
+                pendingCreate = nil
+                return
+            }
+            if role == .peripheral {
+                throw CaptureError.peripheralSide(record: packet.record, offset: packet.offset)
+            }
+            // A connection ends scanning on controllers that cannot do both (and ours stop it
+            // before connecting); an open scan window closes at the connection request.
+            t.connections.append(CapturedConnection(handle: handle, peer: peer, requested: pendingCreate, established: mark,
+                                                    interval: interval))
+            open[handle] = t.connections.count - 1
+            pendingCreate = nil
+        }
+
+        for p in file.packets {
+            let mark = CaptureMark(record: p.record, time: p.time)
+            t.endTime = max(t.endTime, p.time)
+            if p.missingOctets > 0 {
+                throw CaptureError.truncatedPacket(record: p.record, offset: p.offset, kept: p.frame.count - 1,
+                                                   original: p.frame.count - 1 + p.missingOctets)
+            }
+            let packet: HCIPacket
+            do { packet = try HCIPacket(h4: p.frame) } catch {
+                throw CaptureError.malformedPacket(record: p.record, offset: p.offset, detail: "\(error)")
+            }
+            do {
+                switch packet {
+                case let .command(command):
+                    let opcode = command.opcode.rawValue
+                    let params = Array(p.frame.dropFirst(4))
+                    switch opcode {
+                    case Opcode.leSetScanEnable, Opcode.leSetExtendedScanEnable:
+                        guard let enable = params.first else { break }
+                        if enable != 0, scanning == nil {
+                            t.scans.append(ScanWindow(start: mark, end: nil))
+                            scanning = t.scans.count - 1
+                        } else if enable == 0, let open = scanning {
+                            t.scans[open].end = mark
+                            scanning = nil
+                        }
+                    case Opcode.leCreateConnection, Opcode.leExtendedCreateConnection:
+                        pendingCreate = mark
+                    case Opcode.disconnect:
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        if let i = open[handle] { t.connections[i].disconnectRequested = mark }
+                    case Opcode.leSetAdvertisingEnable, Opcode.leSetExtendedAdvertisingEnable:
+                        if params.first == 1, advertisedOwn == nil { advertisedOwn = mark }
+                    default: break
+                    }
+                case let .event(event):
+                    switch event {
+                    case let .leMeta(.advertisingReport(list)):
+                        for r in list {
+                            t.reports.append(AdvertisingObservation(
+                                mark: mark, address: r.sender, connectable: r.eventType.isConnectable,
+                                isScanResponse: r.eventType == .scanRsp, data: r.data, rssi: r.rssi == 127 ? nil : r.rssi, scan: scanning))
+                        }
+                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0D:
+                        t.reports += try extendedReports(params, mark: mark, scan: scanning)
+                    case let .leMeta(.connectionComplete(c)):
+                        try connected(handle: c.handle, status: c.status, role: c.role, peer: c.peer, interval: c.connectionInterval,
+                                      mark: mark, packet: p)
+                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
+                        // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
+                        // with the local and peer resolvable private addresses after the peer's.
+                        var r = ByteReader(params)
+                        let status = HCIStatus(rawValue: try r.readUInt8())
+                        let handle = try r.readUInt16LE()
+                        let role = ConnectionRole(rawValue: try r.readUInt8())
+                        var type = try r.readUInt8()
+                        if type >= 2 && type <= 3 { type -= 2 }   // public / random identity address
+                        let address = try r.readAddress()
+                        try r.skip(12)
+                        let interval = try r.readUInt16LE()
+                        try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
+                                      interval: interval, mark: mark, packet: p)
+                    case let .disconnectionComplete(d):
+                        if let i = open[d.handle], d.status == .success {
+                            t.connections[i].disconnected = mark
+                            t.connections[i].reason = d.reason
+                            open[d.handle] = nil
+                            reassembly[d.handle] = nil
+                        }
+                    default: break
+                    }
+                case let .acl(acl):
+                    guard let i = open[acl.handle] else {
+                        note("ACL data on connection 0x\(String(acl.handle, radix: 16)) that the capture never showed being made (first at \(mark)) was ignored")
+                        continue
+                    }
+                    let fromCentral = p.direction == .hostToController
+                    var state = reassembly[acl.handle]?[fromCentral] ?? Reassembly()
+                    var notes = t.connections[i].notes
+                    let frame = state.feed(acl.data, boundary: acl.boundary, mark: mark, notes: &notes)
+                    t.connections[i].notes = notes
+                    reassembly[acl.handle, default: [:]][fromCentral] = state
+                    guard let frame else { continue }
+                    switch frame.cid {
+                    case 0x0004:
+                        t.connections[i].att.append(ATTRecord(mark: frame.start, fromCentral: fromCentral, bytes: frame.payload))
+                    case 0x0006:
+                        let text = "the link was paired or encrypted (SMP, from \(frame.start)); the lab's links are not encrypted, so this is not reproduced"
+                        if !t.connections[i].notes.contains(where: { $0.hasPrefix("the link was paired") }) { t.connections[i].notes.append(text) }
+                    default: break
+                    }
+                case .other: break
+                }
+            } catch let error as CaptureError {
+                throw error
+            } catch {
+                throw CaptureError.malformedPacket(record: p.record, offset: p.offset, detail: "\(error)")
+            }
+        }
+
+        if t.connections.isEmpty && t.scans.isEmpty {
+            if let mark = advertisedOwn, let p = file.packets.first(where: { $0.record == mark.record }) {
+                throw CaptureError.peripheralSide(record: mark.record, offset: p.offset)
+            }
+            throw CaptureError.nothingToImport(packets: file.packets.count)
+        }
+        return t
+    }
+
+    /// LE Extended Advertising Report (Core 5.4, Vol 4, Part E, 7.7.65.13): Num_Reports, then per
+    /// report Event_Type (2), Address_Type, Address (6), Primary_PHY, Secondary_PHY,
+    /// Advertising_SID, TX_Power, RSSI, Periodic_Advertising_Interval (2), Direct_Address_Type,
+    /// Direct_Address (6), Data_Length, Data.
+    static func extendedReports(_ params: [UInt8], mark: CaptureMark, scan: Int?) throws -> [AdvertisingObservation] {
+        var r = ByteReader(params)
+        let n = Int(try r.readUInt8())
+        var out: [AdvertisingObservation] = []
+        for _ in 0..<n {
+            let eventType = try r.readUInt16LE()
+            var type = try r.readUInt8()
+            if type >= 2 && type <= 3 { type -= 2 }
+            let address = try r.readAddress()
+            try r.skip(4)                                   // PHYs, SID, TX power
+            let rssi = try r.readInt8()
+            try r.skip(9)                                   // periodic interval, direct address
+            let length = Int(try r.readUInt8())
+            let data = try r.readBytes(count: length)
+            out.append(AdvertisingObservation(mark: mark, address: LEAddress(address, type: AddressType(rawValue: type)),
+                                              connectable: eventType & 0x01 != 0, isScanResponse: eventType & 0x08 != 0,
+                                              data: data, rssi: rssi == 127 ? nil : rssi, scan: scan))
+        }
+        try r.expectEnd()
+        return out
+    }
+}

@@ -1,0 +1,147 @@
+import ATT
+import BLEWire
+import HCI
+
+/// One peripheral of the imported scenario: what the capture shows of it (advertising, database,
+/// values) and the behaviour the importer gave it (triggers) to reproduce what it sent.
+struct ImportedPeripheral {
+    var id: String
+    var address: LEAddress
+    var reports: [AdvertisingObservation] = []
+    var database = DiscoveredDatabase()
+    var connections: [Int] = []
+    /// Initial values by value handle, from the first read (or first notification).
+    var initialValues: [UInt16: [UInt8]] = [:]
+    var deviceName: String?
+    /// Trigger actions by value handle, as flow-mapping lines.
+    var onWrite: [UInt16: [String]] = [:]
+    var onRead: [UInt16: [String]] = [:]
+    var onSubscribe: [UInt16: [String]] = [:]
+    /// Comments for a characteristic's triggers (where they came from).
+    var triggerNotes: [UInt16: [String]] = [:]
+    var notes: [String] = []
+
+    var advertisement: AdvertisingObservation? { reports.first { !$0.isScanResponse } }
+    var scanResponse: AdvertisingObservation? { reports.first { $0.isScanResponse } }
+
+    func content(_ report: AdvertisingObservation?) -> AdvertisingData? {
+        guard let report else { return nil }
+        return try? AdvertisingData(decoding: report.data)
+    }
+
+    /// The services it advertises, in its advertising data and scan response.
+    var advertisedServices: [BluetoothUUID] {
+        (content(advertisement)?.serviceUUIDs ?? []) + (content(scanResponse)?.serviceUUIDs ?? [])
+    }
+
+    var advertisedNames: [String] {
+        [content(advertisement)?.localName, content(scanResponse)?.localName].compactMap { $0 }
+    }
+
+    /// Services the scenario declares: those discovered, without GAP (1800) and GATT (1801), which
+    /// every simulated peripheral serves on its own.
+    var declaredServices: [DiscoveredDatabase.Service] {
+        database.services.filter { $0.uuid != BluetoothUUID(uuid16: 0x1800) && $0.uuid != BluetoothUUID(uuid16: 0x1801) }
+    }
+
+    /// How steps name the characteristic with this value handle: `UUID`, or `SERVICE/UUID` when
+    /// the UUID is in more than one declared service.
+    func reference(_ valueHandle: UInt16) -> String? {
+        guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
+        let holders = database.services.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }
+        return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
+    }
+
+    /// Whether the advertising (and scan response) would pass a scan filter.
+    func matches(services: [BluetoothUUID], names: [String]) -> Bool {
+        if !services.isEmpty && !advertisedServices.contains(where: services.contains) { return false }
+        if !names.isEmpty && !advertisedNames.contains(where: names.contains) { return false }
+        return true
+    }
+
+    /// The advertising interval: the shortest gap between two advertising reports of one scan
+    /// (each event comes one interval plus a 0–10 ms advDelay after the last, Core 5.4, Vol 6,
+    /// Part B, 4.4.2.2.1), in whole milliseconds within 20 ms … 10.24 s; nil when unknown.
+    var advertisingInterval: Int64? {
+        var best: Int64?
+        var last: [Int: Int64] = [:]
+        for r in reports where !r.isScanResponse {
+            guard let scan = r.scan else { continue }
+            if let previous = last[scan] {
+                let gap = r.mark.time - previous
+                if gap > 0 { best = min(best ?? gap, gap) }
+            }
+            last[scan] = r.mark.time
+        }
+        guard let us = best else { return nil }
+        let ms = us / 1000
+        return (20...10_240).contains(ms) ? ms : nil
+    }
+
+    /// The `advertise:` block, indented by `indent`, and notes about what it cannot hold.
+    func advertiseLines(indent: String) -> [String] {
+        guard let adv = advertisement ?? scanResponse else { return [] }
+        var lines: [String] = []
+        var notes: [String] = []
+        lines.append("\(indent)advertise:")
+        let inner = indent + "  "
+        let data = content(advertisement)
+        if advertisement != nil && data == nil {
+            notes.append("its advertising data (\(YAMLValues.hex(adv.data))) does not parse as AD structures")
+        }
+        lines += adLines(data, indent: inner, notes: &notes, allowFlags: true)
+        if let ms = advertisingInterval { lines.append("\(inner)interval: \(YAMLValues.duration(microseconds: ms * 1000))") }
+        if let a = advertisement, !a.connectable { lines.append("\(inner)connectable: false") }
+        if let sr = scanResponse, let content = content(sr) {
+            var srNotes: [String] = []
+            let items = adLines(content, indent: "", notes: &srNotes, allowFlags: false).map { $0.trimmingLeadingSpaces() }
+            if !items.isEmpty { lines.append("\(inner)scan-response: { \(items.joined(separator: ", ")) }") }
+            notes += srNotes.map { "scan response: " + $0 }
+        }
+        if advertisement == nil { lines.append("\(inner)# only its scan response was seen") }
+        return notes.map { "\(indent)# \($0)" } + lines
+    }
+
+    private func adLines(_ data: AdvertisingData?, indent: String, notes: inout [String], allowFlags: Bool) -> [String] {
+        guard let data else { return [] }
+        var lines: [String] = []
+        var services: [BluetoothUUID] = []
+        var serviceData: [(BluetoothUUID, [UInt8])] = []
+        for s in data.structures {
+            switch s {
+            case let .flags(f):
+                if allowFlags && f != 0x06 { lines.append("\(indent)flags: 0x\(hex8(f))") }
+            case let .serviceUUIDs16(list, complete), let .serviceUUIDs32(list, complete), let .serviceUUIDs128(list, complete):
+                services += list
+                if !complete { notes.append("it advertised an incomplete list of service UUIDs; the lab advertises a complete one") }
+            case let .localName(bytes, complete):
+                let name = String(decoding: bytes, as: UTF8.self)
+                lines.append("\(indent)\(complete ? "name" : "short-name"): \(YAMLValues.quoted(name))")
+            case let .txPowerLevel(p):
+                lines.append("\(indent)tx-power: \(p)")
+            case let .manufacturerData(company, bytes):
+                lines.append("\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))")
+            case let .serviceData(uuid, bytes, _):
+                if !serviceData.contains(where: { $0.0 == uuid }) { serviceData.append((uuid, bytes)) }
+            case let .other(type, bytes):
+                notes.append("AD type 0x\(hex8(type)) (\(YAMLValues.hex(bytes))) has no scenario key and is not reproduced")
+            }
+        }
+        if !services.isEmpty { lines.append("\(indent)services: [\(services.map(YAMLValues.uuid).joined(separator: ", "))]") }
+        if !serviceData.isEmpty {
+            lines.append("\(indent)service-data: { \(serviceData.map { "\(YAMLValues.uuid($0.0)): \(YAMLValues.hex($0.1))" }.joined(separator: ", ")) }")
+        }
+        return lines
+    }
+
+    /// RSSI: the median of what the reports carried.
+    var rssi: Int? {
+        let values = reports.compactMap(\.rssi).map(Int.init).sorted()
+        guard !values.isEmpty else { return nil }
+        return min(20, max(-127, values[values.count / 2]))
+    }
+}
+
+extension String {
+    func trimmingLeadingSpaces() -> String { String(drop { $0 == " " }) }
+}
