@@ -1,0 +1,94 @@
+import BLELab
+import BLEWire
+import CaptureImport
+import Scenario
+import XCTest
+
+/// Every scenario in scenarios/ (the folder is read at test time, so files added later are
+/// covered), run with captures; the central's capture imported; the imported scenario run: it must
+/// pass, and the database its run discovers must equal the original's, handles included.
+///
+/// The one exclusion (docs/import.md): a scenario whose `requires:` leaves out the socket tier
+/// depends on what only the sim can do (faults on the air, exact RSSI, supervision timeouts),
+/// which a capture of the central's HCI cannot express.
+final class RoundTripTests: XCTestCase {
+    static func excluded(_ scenario: Scenario) -> Bool {
+        guard let tiers = scenario.requires else { return false }
+        return !tiers.contains(.socket)
+    }
+
+    func testEveryScenarioRoundTripsThroughItsCentralCapture() throws {
+        let files = repositoryScenarioFiles()
+        XCTAssertGreaterThanOrEqual(files.count, 13, "scenarios/ should hold the seeds and regressions")
+        var checked: [String] = []
+        var skipped: [String] = []
+        for file in files {
+            let original = try Scenario.load(path: file)
+            if Self.excluded(original) {
+                skipped.append(file)
+                continue
+            }
+            try roundTrip(original, file: file)
+            checked.append(file)
+        }
+        print("round trip: \(checked.count) scenarios imported and replayed; skipped by the requires rule: \(skipped)")
+        XCTAssertGreaterThanOrEqual(checked.count, 13)
+    }
+
+    private func roundTrip(_ original: Scenario, file: String) throws {
+        let first = runWithCaptures(original)
+        XCTAssertTrue(first.passed, "\(file) itself failed: \(first.failure?.report() ?? "")")
+        let capture = try centralCapture(first)
+        let (imported, scenario) = try importAndLoad(capture, source: String(file.split(separator: "/").last ?? ""))
+        let replay = runWithCaptures(scenario)
+        XCTAssertTrue(replay.passed, "the scenario imported from \(file) fails:\n\(replay.failure?.report() ?? "")\n\(imported.yaml)")
+
+        // The replay's own central capture, read the same way.
+        let again = try CaptureImporter.importCapture(try centralCapture(replay), source: "replay")
+        XCTAssertEqual(again.transcript.connections.count, imported.transcript.connections.count, file)
+        for (i, session) in imported.sessions.enumerated() where i < again.sessions.count {
+            XCTAssertEqual(again.sessions[i].database, session.database,
+                           "\(file): connection \(i + 1): the replay discovered another database (handles, UUIDs, properties, descriptors)")
+        }
+
+        // The imported peripherals' declared services against the original's, for what was discovered.
+        let originalConnects = original.steps.compactMap { step -> String? in
+            if case let .connect(p, _) = step.action { return p }
+            return nil
+        }
+        let importedConnects = scenario.steps.compactMap { step -> String? in
+            if case let .connect(p, _) = step.action { return p }
+            return nil
+        }
+        XCTAssertEqual(importedConnects.count, originalConnects.count, "\(file): connections")
+        for (i, session) in imported.sessions.enumerated() where i < min(originalConnects.count, importedConnects.count) {
+            let o = try XCTUnwrap(original.peripheral(originalConnects[i]))
+            let m = try XCTUnwrap(scenario.peripheral(importedConnects[i]))
+            let discovered = Set(session.database.services.map(\.uuid))
+            let all = session.operations.contains { op in
+                if case .discover(true, _) = op.kind { return true }
+                return false
+            }
+            let expected = o.services.filter { all || discovered.contains($0.uuid) }
+            XCTAssertEqual(describe(m.services), describe(expected), "\(file): \(o.id) as imported (\(m.id))")
+            XCTAssertEqual(m.address, imported.transcript.connections[i].peer, "\(file): \(m.id)'s address")
+        }
+    }
+
+    /// Services as (UUID, characteristics with properties and extra descriptors), for comparison.
+    private func describe(_ services: [ServiceSpec]) -> [String] {
+        services.map { s in
+            "\(s.uuid): " + s.characteristics.map { c in
+                "\(c.uuid) \(c.properties.rawValue) \(c.descriptors.map(\.uuid))"
+            }.joined(separator: "; ")
+        }
+    }
+
+    /// Imports are deterministic: the same capture gives the same scenario text.
+    func testTheSameCaptureGivesTheSameScenario() throws {
+        let capture = try centralCapture(runWithCaptures(try loadScenario("scenarios/seeds/ble-scanner.yaml")))
+        let a = try CaptureImporter.importCapture(capture, source: "x").yaml
+        let b = try CaptureImporter.importCapture(capture, source: "x").yaml
+        XCTAssertEqual(a, b)
+    }
+}
