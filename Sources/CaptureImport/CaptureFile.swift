@@ -34,6 +34,22 @@ public struct CaptureFile: Sendable {
     public var format: Format
     public var recordCount: Int
     public var packets: [Packet]
+    /// Records whose timestamp went backwards or jumped more than a day ahead of the record before:
+    /// each was taken to be at the previous record's time (a damaged or reset clock).
+    public var clockAdjustments: [Int] = []
+
+    /// Keeps time from running backwards or leaping: see `clockAdjustments`.
+    mutating func smoothClock() {
+        var last: Int64 = 0
+        for i in packets.indices {
+            let t = packets[i].time
+            if t < last || t - last > 86_400_000_000 {
+                clockAdjustments.append(packets[i].record)
+                packets[i].time = last
+            }
+            last = packets[i].time
+        }
+    }
 
     /// Reads a btsnoop (datalinks 1001, 1002, 2001) or PacketLogger file. A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
@@ -71,7 +87,9 @@ public struct CaptureFile: Sendable {
             packets.append(Packet(record: index + 1, offset: offset, time: overflow ? 0 : time, direction: record.direction,
                                   frame: frame, missingOctets: Int(record.originalLength) - record.data.count))
         }
-        return CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
+        var capture = CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
+        capture.smoothClock()
+        return capture
     }
 
     static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
@@ -82,7 +100,9 @@ public struct CaptureFile: Sendable {
             packets.append(Packet(record: index + 1, offset: record.offset, time: record.unixMicroseconds - origin,
                                   direction: direction, frame: frame, missingOctets: 0))
         }
-        return CaptureFile(format: .packetLogger(bigEndian: file.bigEndian), recordCount: file.records.count, packets: packets)
+        var capture = CaptureFile(format: .packetLogger(bigEndian: file.bigEndian), recordCount: file.records.count, packets: packets)
+        capture.smoothClock()
+        return capture
     }
 }
 

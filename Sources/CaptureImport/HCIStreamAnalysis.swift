@@ -132,6 +132,9 @@ public enum HCIStreamAnalysis {
     public static func analyse(_ file: CaptureFile) throws -> HCITranscript {
         var t = HCITranscript()
         t.packetCount = file.packets.count
+        if let first = file.clockAdjustments.first {
+            t.notes.append("\(file.clockAdjustments.count) record\(file.clockAdjustments.count == 1 ? "" : "s") (first record \(first)) had a timestamp before the previous record's or more than a day after it; each was taken at the previous record's time")
+        }
         guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
         var scanning: Int?                                   // index of the open scan window
         var pendingCreate: CaptureMark?

@@ -7,6 +7,9 @@ import HCI
 struct ImportedPeripheral {
     var id: String
     var address: LEAddress
+    /// What the scenario's `address:` says: the capture's address, made static when it was a
+    /// private random address (the lab's peripherals have static ones); nil: leave it out.
+    var scenarioAddress: LEAddress?
     var reports: [AdvertisingObservation] = []
     var database = DiscoveredDatabase()
     var connections: [Int] = []
@@ -20,6 +23,12 @@ struct ImportedPeripheral {
     /// Comments for a characteristic's triggers (where they came from).
     var triggerNotes: [UInt16: [String]] = [:]
     var notes: [String] = []
+
+    /// An address as the scenario writes it: random, or public (identity and other types fold into
+    /// these by their low bit).
+    static func normalized(_ a: LEAddress) -> LEAddress {
+        LEAddress(a.address, type: a.type.rawValue & 0x01 == 1 ? .random : .public)
+    }
 
     var advertisement: AdvertisingObservation? { reports.first { !$0.isScanResponse } }
     var scanResponse: AdvertisingObservation? { reports.first { $0.isScanResponse } }
@@ -40,15 +49,36 @@ struct ImportedPeripheral {
 
     /// Services the scenario declares: those discovered, without GAP (1800) and GATT (1801), which
     /// every simulated peripheral serves on its own.
+    /// A UUID the database holds twice (two services, or two characteristics of one service) is
+    /// declared once, the first time: the scenario format names them by UUID.
     var declaredServices: [DiscoveredDatabase.Service] {
-        database.services.filter { $0.uuid != BluetoothUUID(uuid16: 0x1800) && $0.uuid != BluetoothUUID(uuid16: 0x1801) }
+        var out: [DiscoveredDatabase.Service] = []
+        for var s in database.services where !Self.labServices.contains(s.uuid) && !out.contains(where: { $0.uuid == s.uuid }) {
+            var chars: [DiscoveredDatabase.Characteristic] = []
+            for c in s.characteristics where !chars.contains(where: { $0.uuid == c.uuid }) { chars.append(c) }
+            s.characteristics = chars
+            out.append(s)
+        }
+        return out
     }
+
+    /// GAP (1800) and GATT (1801): every simulated peripheral serves them itself, with Device
+    /// Name (2A00), Appearance (2A01) and Service Changed (2A05).
+    static let labServices: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801)]
+    static let labCharacteristics: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x2A00), BluetoothUUID(uuid16: 0x2A01), BluetoothUUID(uuid16: 0x2A05)]
 
     /// How steps name the characteristic with this value handle: `UUID`, or `SERVICE/UUID` when
     /// the UUID is in more than one declared service.
     func reference(_ valueHandle: UInt16) -> String? {
         guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
-        let holders = database.services.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }
+        if Self.labServices.contains(service.uuid) {
+            guard Self.labCharacteristics.contains(c.uuid),
+                  !declaredServices.contains(where: { s in s.characteristics.contains { $0.uuid == c.uuid } }) else { return nil }
+            return YAMLValues.uuid(c.uuid)
+        }
+        let declared = declaredServices
+        guard declared.contains(where: { s in s.characteristics.contains { $0.valueHandle == valueHandle } }) else { return nil }
+        let holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }
         return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
     }
 
@@ -99,6 +129,9 @@ struct ImportedPeripheral {
             notes += srNotes.map { "scan response: " + $0 }
         }
         if advertisement == nil { lines.append("\(inner)# only its scan response was seen") }
+        if !lines.contains(where: { !$0.hasPrefix(inner + "#") && $0 != "\(indent)advertise:" }) {
+            lines.append("\(inner)interval: 100ms")
+        }
         return notes.map { "\(indent)# \($0)" } + lines
     }
 

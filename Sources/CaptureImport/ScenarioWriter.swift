@@ -34,7 +34,9 @@ struct ScenarioWriter {
 
     private mutating func buildPeripherals() {
         var byAddress: [LEAddress: Int] = [:]
-        func index(for address: LEAddress) -> Int {
+        func index(for given: LEAddress) -> Int {
+            // As the scenario writes it: random, or public (identity address types fold into these).
+            let address = ImportedPeripheral.normalized(given)
             if let i = byAddress[address] { return i }
             peripherals.append(ImportedPeripheral(id: "", address: address))
             byAddress[address] = peripherals.count - 1
@@ -54,6 +56,23 @@ struct ScenarioWriter {
                     peripherals[i].database.addCharacteristic(declaration: ch.declarationHandle, value: declaration)
                     for d in ch.descriptors { peripherals[i].database.addDescriptor(handle: d.handle, uuid: d.uuid) }
                 }
+            }
+        }
+        var taken: Set<LEAddress> = Set(peripherals.map(\.address).filter { $0.type == .public || $0.address.isValidRandomStatic })
+        for i in peripherals.indices {
+            let a = peripherals[i].address
+            if a.type == .public || a.address.isValidRandomStatic {
+                peripherals[i].scenarioAddress = a
+                continue
+            }
+            // A resolvable or non-resolvable private address: the same octets with the two top
+            // bits set make a static one (Core 5.4, Vol 6, Part B, 1.3.2.1).
+            let made = LEAddress(BDAddr(rawValue: a.address.rawValue | 0xC000_0000_0000), type: .random)
+            if made.address.isValidRandomStatic, taken.insert(made).inserted {
+                peripherals[i].scenarioAddress = made
+                peripherals[i].notes.append("it used the private address \(a.address); the scenario gives it the static address \(made.address)")
+            } else {
+                peripherals[i].notes.append("it used the private address \(a.address); the scenario leaves the address to the lab")
             }
         }
         var used: Set<String> = ["central"]
@@ -158,6 +177,7 @@ struct ScenarioWriter {
         var triggered = Set<CaptureMark>()
         findEchoes(items: items, segments: segments, triggered: &triggered)
         findPeriodicNotifications(triggered: &triggered)
+        findWriteErrors()
 
         var steps = StepEmitter(writer: self)
         for (i, timed) in items.enumerated() {
@@ -215,7 +235,7 @@ struct ScenarioWriter {
     /// `on-subscribe: notify-every` with the observed values, interval and count.
     private mutating func findPeriodicNotifications(triggered: inout Set<CaptureMark>) {
         for p in peripherals.indices {
-            var subscriptions: [UInt16: [(connection: Int, start: CaptureMark, end: Int64)]] = [:]
+            var subscriptions: [UInt16: [(connection: Int, start: CaptureMark, end: CaptureMark)]] = [:]
             for c in peripherals[p].connections {
                 let ops = sessions[c].operations
                 for (k, op) in ops.enumerated() {
@@ -225,14 +245,14 @@ struct ScenarioWriter {
                     let until = ops[(k + 1)...].first { later in
                         if case let .configure(h, _) = later.kind { return h == handle }
                         return false
-                    }?.start.time ?? transcript.connections[c].disconnected?.time ?? Int64.max
+                    }?.start ?? transcript.connections[c].disconnected ?? CaptureMark(record: Int.max, time: Int64.max)
                     subscriptions[ch.valueHandle, default: []].append((c, op.end, until))
                 }
             }
             for (handle, subs) in subscriptions where subs.count == 1 {
                 let sub = subs[0]
                 let all = sessions[sub.connection].notifications.filter { $0.handle == handle }
-                let series = all.filter { $0.mark.time >= sub.start.time && $0.mark.time < sub.end }
+                let series = all.filter { $0.mark.time >= sub.start.time && $0.mark < sub.end }
                 guard series.count >= 3, series.count == all.count, series.allSatisfy({ !$0.indication }),
                       !series.contains(where: { triggered.contains($0.mark) }) else { continue }
                 let gaps = zip(series.dropFirst(), series).map { $0.mark.time - $1.mark.time }
@@ -254,6 +274,30 @@ struct ScenarioWriter {
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "\(series.count) notifications every ~\(intervalMs)ms after the subscription (\(series.first!.mark) to \(series.last!.mark))")
                 for n in series { triggered.insert(n.mark) }
+            }
+        }
+    }
+
+    /// Every Write Request to a characteristic refused with the same ATT error, which its
+    /// properties do not explain: `on-write: respond-error`.
+    private mutating func findWriteErrors() {
+        for p in peripherals.indices {
+            var outcomes: [UInt16: [ATTErrorCode?]] = [:]
+            var first: [UInt16: CaptureMark] = [:]
+            for c in peripherals[p].connections {
+                for op in sessions[c].operations {
+                    guard case let .write(handle, _, command) = op.kind, !command else { continue }
+                    outcomes[handle, default: []].append(op.error)
+                    if op.error != nil, first[handle] == nil { first[handle] = op.start }
+                }
+            }
+            for (handle, errors) in outcomes {
+                guard let code = errors.first ?? nil, errors.allSatisfy({ $0 == code }), peripherals[p].onWrite[handle] == nil,
+                      let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else { continue }
+                if code == .writeNotPermitted && ch.properties & 0x08 == 0 { continue }   // the server refuses it by itself
+                peripherals[p].onWrite[handle] = ["{ respond-error: \(code.name) }"]
+                peripherals[p].triggerNotes[handle, default: []].append(
+                    "every Write Request got ATT error \(code.name) (first at \(first[handle].map { "\($0)" } ?? "?"))")
             }
         }
     }
@@ -299,7 +343,7 @@ struct ScenarioWriter {
         var lines: [String] = []
         let seen = p.reports.first.map { "first advertised at \($0.mark)" } ?? "never seen advertising"
         lines.append("  \(p.id):                # \(seen)")
-        lines.append("    address: \(p.address.address)/\(p.address.type == .random ? "random" : "public")")
+        if let a = p.scenarioAddress { lines.append("    address: \(a.address)/\(a.type == .random ? "random" : "public")") }
         if let rssi = p.rssi { lines.append("    rssi: \(rssi)") }
         if let name = p.deviceName { lines.append("    device-name: \(YAMLValues.quoted(name))") }
         lines += p.advertiseLines(indent: "    ")

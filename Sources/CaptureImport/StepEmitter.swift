@@ -94,7 +94,7 @@ struct StepEmitter {
         let reports = writer.transcript.reports.filter { $0.scan == i }
         var seen: [Int] = []
         for r in reports {
-            if let p = peripherals.firstIndex(where: { $0.address == r.address }), !seen.contains(p) { seen.append(p) }
+            if let p = peripherals.firstIndex(where: { $0.address == ImportedPeripheral.normalized(r.address) }), !seen.contains(p) { seen.append(p) }
         }
         var wanted: [Int: Bool] = [:]
         for p in peripherals.indices where !peripherals[p].reports.isEmpty || !peripherals[p].connections.isEmpty {
@@ -292,6 +292,10 @@ struct StepEmitter {
                 let p = writer.owner[c]
                 guard let ref = peripherals[p].reference(n.handle) else {
                     notes.append("\(n.mark): a \(n.indication ? "indication" : "notification") for handle 0x\(hex(n.handle)), which discovery did not find (\(YAMLValues.hex(n.value)))")
+                    continue
+                }
+                if isGAPOrGATT(p, n.handle) != nil {
+                    notes.append("\(n.mark): \(n.indication ? "an indication" : "a notification") of \(ref) (the peripheral's own GAP or GATT service, such as Service Changed) is not reproduced")
                     continue
                 }
                 values[p][n.handle] = n.value

@@ -50,6 +50,8 @@ enum YAMLValues {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
+            case _ where s.value < 0x20 || (0x7F...0x9F).contains(s.value):
+                out += "\\x" + hex8(UInt8(s.value))
             default: out.unicodeScalars.append(s)
             }
         }
