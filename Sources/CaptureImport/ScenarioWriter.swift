@@ -200,20 +200,25 @@ struct ScenarioWriter {
         struct Echo: Hashable { var handle: UInt16; var prefix: [UInt8]; var indication: Bool }
         var candidates: [Int: [UInt16: [Echo?]]] = [:]          // peripheral → written handle → echo per write
         var marks: [Int: [UInt16: [CaptureMark]]] = [:]
+        var claimed = Set<CaptureMark>()
         for (i, timed) in items.enumerated() {
             guard case let .operation(c, k) = timed.item, case let .write(handle, value, command) = sessions[c].operations[k].kind,
                   sessions[c].operations[k].error == nil else { continue }
             let p = owner[c]
             guard let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else { continue }
             if command && ch.properties & 0x04 == 0 { continue }   // dropped by the server: no on-write
-            let mine = segments[i].compactMap { e -> ValueNotification? in
-                if case let .notification(cc, n) = e, owner[cc] == p { return n }
+            // The echo may arrive after the central's next operation has begun (a Write Command
+            // right behind a Write Request): look in this step's segment and the next one.
+            let window = segments[i] + (i + 1 < segments.count ? segments[i + 1] : [])
+            let mine = window.compactMap { e -> ValueNotification? in
+                if case let .notification(cc, n) = e, owner[cc] == p, !claimed.contains(n.mark) { return n }
                 return nil
             }
             var echo: Echo?
-            if mine.count == 1, let n = mine.first, n.value.count >= value.count, Array(n.value.suffix(value.count)) == value {
+            if let n = mine.first(where: { $0.value.count >= value.count && Array($0.value.suffix(value.count)) == value }) {
                 echo = Echo(handle: n.handle, prefix: Array(n.value.dropLast(value.count)), indication: n.indication)
                 marks[p, default: [:]][handle, default: []].append(n.mark)
+                claimed.insert(n.mark)
             }
             candidates[p, default: [:]][handle, default: []].append(echo)
         }
