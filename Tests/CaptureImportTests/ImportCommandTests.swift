@@ -1,4 +1,5 @@
 import CaptureImport
+import Foundation
 import Scenario
 import XCTest
 
@@ -87,5 +88,25 @@ final class ImportCommandTests: XCTestCase {
             let replay = ScenarioRunner().run(scenario)
             XCTAssertTrue(replay.passed, "\(original.name):\n\(replay.failure?.report() ?? "")\n\(imported.yaml)")
         }
+    }
+}
+
+/// docs/import.md cannot rot: its example is what the importer writes for that capture.
+final class ImportDocsTests: XCTestCase {
+    func testTheExampleInDocsImportIsWhatTheImporterWrites() throws {
+        let text = try FileText.read(repositoryRoot + "/docs/import.md")
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try XCTUnwrap(lines.firstIndex(of: "```yaml"), "docs/import.md has no yaml example") + 1
+        let end = try XCTUnwrap(lines[start...].firstIndex(of: "```"))
+        let shown = lines[start..<end].joined(separator: "\n") + "\n"
+        let capture = try centralCapture(runWithCaptures(try loadScenario("scenarios/seeds/hm10-serial.yaml")))
+        let written = try CaptureImporter.importCapture(capture, source: "hm10-serial.central.btsnoop").yaml
+        XCTAssertEqual(shown, written)
+        // And the edit it describes fails at the write.
+        let edited = written.replacingOccurrences(of: "value: \"text:hello\", type: command", with: "value: \"text:hello\", type: request")
+        let failure = try XCTUnwrap(ScenarioRunner().run(try Scenario.parse(edited, file: "imported.yaml")).failure)
+        XCTAssertEqual(failure.kind, .unexpectedATTError)
+        XCTAssertEqual(failure.step?.text, "write: { characteristic: FFE1, value: \"text:hello\", type: request, peripheral: hmsoft }")
+        XCTAssertTrue(text.contains(failure.report().split(separator: "\n").prefix(4).joined(separator: "\n")), failure.report())
     }
 }
