@@ -172,7 +172,14 @@ struct ScenarioWriter {
         var segments: [[PeerEvent]] = Array(repeating: [], count: items.count)
         var orphans: [PeerEvent] = []
         for e in peerEvents() {
-            if let i = items.lastIndex(where: { $0.start <= e.mark }) { segments[i].append(e) } else { orphans.append(e) }
+            // The last item that started at or before the event (items are sorted by start).
+            var low = 0
+            var high = items.count
+            while low < high {
+                let mid = (low + high) / 2
+                if items[mid].start <= e.mark { low = mid + 1 } else { high = mid }
+            }
+            if low > 0 { segments[low - 1].append(e) } else { orphans.append(e) }
         }
         var triggered = Set<CaptureMark>()
         findEchoes(items: items, segments: segments, triggered: &triggered)
