@@ -157,3 +157,37 @@ final class ForeignCaptureTests: XCTestCase {
         }
     }
 }
+
+/// The shared reference traffic: one GATT session between two hosts of Google's Bumble stack,
+/// as Bumble wrote it (Tests/TransportTests/Fixtures, read where it lies).
+final class ReferenceTrafficImportTests: XCTestCase {
+    func testBumblesCentralCaptureImportsAndReplays() throws {
+        let bytes = try FileText.readBytes(repositoryRoot + "/Tests/TransportTests/Fixtures/central.btsnoop")
+        let (result, scenario) = try importAndLoad(bytes, source: "central.btsnoop")
+        let p = try XCTUnwrap(scenario.peripherals.first)
+        XCTAssertEqual(scenario.peripherals.count, 1)
+        XCTAssertEqual(p.address?.description, "C0:FF:EE:00:00:02/random")
+        XCTAssertEqual(p.services.map(\.uuid.description), ["FFE0", "180D", "1809"])
+        XCTAssertEqual(p.services[0].characteristics.map { "\($0.uuid) \($0.properties.rawValue)" }, ["FFE1 10", "FFE2 4", "FFE3 2", "FFE4 2"])
+        // The 60-octet value came by Read Request and Read Blob Requests; the 40-octet write by
+        // Prepare and Execute Write.
+        XCTAssertEqual(p.services[0].characteristics[3].value.count, 60)
+        var writes: [String] = []
+        for step in scenario.steps {
+            if case let .write(w) = step.action { writes.append("\(w.characteristic) \(w.value.count) \(w.type.rawValue)") }
+        }
+        XCTAssertEqual(writes, ["FFE1 3 request", "FFE2 3 command", "FFE1 40 request"], result.yaml)
+        XCTAssertTrue(result.yaml.contains("  - mtu: 185"), result.yaml)
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
+    func testBumblesPeripheralCaptureIsRefusedAsThePeripheralsSide() throws {
+        let bytes = try FileText.readBytes(repositoryRoot + "/Tests/TransportTests/Fixtures/peripheral.btsnoop")
+        XCTAssertThrowsError(try CaptureImporter.importCapture(bytes, source: "peripheral.btsnoop")) { error in
+            guard case let .peripheralSide(record, offset)? = error as? CaptureError else { return XCTFail("\(error)") }
+            XCTAssertEqual(record, 37)
+            XCTAssertEqual(offset, 1284)
+        }
+    }
+}
