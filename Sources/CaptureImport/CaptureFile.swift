@@ -121,9 +121,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case truncatedPacket(record: Int, offset: Int, kept: Int, original: Int)
     /// The capture holds no HCI packets at all.
     case noPackets(records: Int)
-    /// The capture was taken on a peripheral's side; the importer reads the central's.
-    case peripheralSide(record: Int, offset: Int)
-    /// The capture shows no central activity to import: no scan, no connection as central.
+    /// The capture shows nothing to import: no scan, no connection, no advertising of its own.
     case nothingToImport(packets: Int)
 
     /// The byte offset in the file the error refers to.
@@ -131,7 +129,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case let .btsnoop(e): return e.offset
         case let .packetLogger(e): return e.offset
-        case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _), let .peripheralSide(_, offset): return offset
+        case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
         case .noPackets, .nothingToImport: return 0
         }
     }
@@ -147,11 +145,8 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "(on Android, set the Bluetooth HCI snoop log to \"Enabled\", not \"Filtered\"), so its values cannot be imported"
         case let .noPackets(records):
             return "the capture holds no HCI packets (\(records) record\(records == 1 ? "" : "s"))"
-        case let .peripheralSide(record, offset):
-            return "record \(record) at offset \(offset): this capture was taken on the peripheral's side (it connected as peripheral); "
-                + "import reads a central's capture (the phone's btsnoop_hci.log, PacketLogger on the iPhone, btmon on the central)"
         case let .nothingToImport(packets):
-            return "the capture's \(packets) HCI packets hold no scan and no connection made as central: nothing to import"
+            return "the capture's \(packets) HCI packets hold no scan, no connection and no advertising: nothing to import"
         }
     }
 }

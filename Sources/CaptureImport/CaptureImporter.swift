@@ -1,9 +1,10 @@
 /// `blelab import`: a capture in, a scenario out.
 ///
-/// The capture is read from the central's side (the phone's btsnoop_hci.log, PacketLogger on an
-/// iPhone or Mac, btmon on a Linux central, the lab's own `--capture` files): advertising reports
-/// give the peripherals, LE Connection Complete and the ATT PDUs on each connection give the
-/// database and the central's operations. docs/import.md describes what becomes what.
+/// A central's capture (the phone's btsnoop_hci.log, PacketLogger on an iPhone or Mac, btmon on a
+/// Linux central, the lab's own `--capture` files): advertising reports give the peripherals, LE
+/// Connection Complete and the ATT PDUs on each connection give the database and the central's
+/// operations. A peripheral's capture: its own advertising commands give the one peripheral, the
+/// other side of its connections the central. docs/import.md describes what becomes what.
 public enum CaptureImporter {
     /// What an import produced: the scenario text and the analysis behind it.
     public struct Result: Sendable {

@@ -61,6 +61,11 @@ public struct CapturedConnection: Sendable {
     public var disconnectRequested: CaptureMark?
     public var disconnected: CaptureMark?
     public var reason: HCIStatus?
+    /// The capture was taken on this connection's peripheral: the capturing host is the
+    /// peripheral, `peer` the central, and `disconnectRequested` the peripheral's own Disconnect.
+    public var capturedOnPeripheral = false
+    /// The reason the capturing host's HCI Disconnect gave (what the other side was told).
+    public var requestedReason: HCIStatus?
     public var att: [ATTRecord] = []
     /// Other L2CAP traffic worth a comment (SMP pairing, signaling), once per kind.
     public var notes: [String] = []
@@ -76,17 +81,45 @@ public struct HCITranscript: Sendable {
     public var notes: [String] = []
     public var packetCount = 0
     public var endTime: Int64 = 0
+    /// What the capturing host advertised itself (LE Set Advertising Parameters / Data / Scan
+    /// Response Data, LE Set Advertising Enable): set when the capture was taken on a peripheral.
+    public var ownAdvertising: OwnAdvertising?
+    /// The capturing host's address (Read BD_ADDR, or LE Set Random Address when it advertises
+    /// with a random one).
+    public var ownAddress: LEAddress?
+
+    /// Whether the capture was taken on the peripheral's side (every connection in it).
+    public var capturedOnPeripheral: Bool { !connections.isEmpty && connections.allSatisfy(\.capturedOnPeripheral) }
 }
 
-/// Reads the HCI packets of a capture from the central's side. Every packet must decode (the
+/// A peripheral's own advertising, from the commands its host sent.
+public struct OwnAdvertising: Hashable, Sendable {
+    public var enabled: CaptureMark
+    public var data: [UInt8]
+    public var scanResponse: [UInt8]?
+    /// Microseconds (Advertising_Interval_Min × 0.625 ms).
+    public var interval: Int64?
+    public var connectable: Bool
+}
+
+/// Reads the HCI packets of a capture (the central's, or a peripheral's: see
+/// `CapturedConnection.capturedOnPeripheral`). Every packet must decode (the
 /// capture's framing is trusted only as far as it checks); ATT PDUs that do not decode are kept as
 /// bytes and noted, since a malformed PDU from a peer may be the very bug being imported.
 public enum HCIStreamAnalysis {
     private enum Opcode {
         static let disconnect: UInt16 = 0x0406
+        static let leSetRandomAddress: UInt16 = 0x2005
+        static let leSetAdvertisingParameters: UInt16 = 0x2006
+        static let leSetAdvertisingData: UInt16 = 0x2008
+        static let leSetScanResponseData: UInt16 = 0x2009
         static let leSetAdvertisingEnable: UInt16 = 0x200A
         static let leSetScanEnable: UInt16 = 0x200C
         static let leCreateConnection: UInt16 = 0x200D
+        static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
+        static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
+        static let leSetExtendedAdvertisingData: UInt16 = 0x2037
+        static let leSetExtendedScanResponseData: UInt16 = 0x2038
         static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
         static let leSetExtendedScanEnable: UInt16 = 0x2042
         static let leExtendedCreateConnection: UInt16 = 0x2043
@@ -142,6 +175,13 @@ public enum HCIStreamAnalysis {
         var reassembly: [UInt16: [Bool: Reassembly]] = [:]   // handle → fromCentral → state
         var noted: Set<String> = []
         var advertisedOwn: CaptureMark?
+        var advertisingData: [UInt8] = []
+        var scanResponseData: [UInt8]?
+        var advertisingInterval: Int64?
+        var advertisingConnectable = true
+        var ownRandomAddress = false
+        var publicAddress: BDAddr?
+        var randomAddress: BDAddr?
 
         func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
 
@@ -152,13 +192,12 @@ public enum HCIStreamAnalysis {
                 pendingCreate = nil
                 return
             }
-            if role == .peripheral {
-                throw CaptureError.peripheralSide(record: packet.record, offset: packet.offset)
-            }
             // A connection ends scanning on controllers that cannot do both (and ours stop it
             // before connecting); an open scan window closes at the connection request.
-            t.connections.append(CapturedConnection(handle: handle, peer: peer, requested: pendingCreate, established: mark,
-                                                    interval: interval))
+            var connection = CapturedConnection(handle: handle, peer: peer, requested: role == .peripheral ? nil : pendingCreate,
+                                                established: mark, interval: interval)
+            connection.capturedOnPeripheral = role == .peripheral
+            t.connections.append(connection)
             open[handle] = t.connections.count - 1
             pendingCreate = nil
         }
@@ -194,9 +233,58 @@ public enum HCIStreamAnalysis {
                     case Opcode.disconnect:
                         var r = ByteReader(params)
                         let handle = try r.readUInt16LE() & 0x0FFF
-                        if let i = open[handle] { t.connections[i].disconnectRequested = mark }
+                        let reason = HCIStatus(rawValue: try r.readUInt8())
+                        if let i = open[handle] {
+                            t.connections[i].disconnectRequested = mark
+                            t.connections[i].requestedReason = reason
+                        }
                     case Opcode.leSetAdvertisingEnable, Opcode.leSetExtendedAdvertisingEnable:
                         if params.first == 1, advertisedOwn == nil { advertisedOwn = mark }
+                    case Opcode.leSetAdvertisingParameters:
+                        // Core 5.4, Vol 4, Part E, 7.8.5: Interval_Min (2), Interval_Max (2), Type (1), Own_Address_Type (1), …
+                        var r = ByteReader(params)
+                        advertisingInterval = Int64(try r.readUInt16LE()) * 625
+                        _ = try r.readUInt16LE()
+                        let type = try r.readUInt8()
+                        advertisingConnectable = type == 0x00 || type == 0x01 || type == 0x04
+                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
+                    case Opcode.leSetAdvertisingData, Opcode.leSetScanResponseData:
+                        // 7.8.7, 7.8.8: Data_Length (1), Data (31, only the first Data_Length significant).
+                        var r = ByteReader(params)
+                        let length = min(Int(try r.readUInt8()), 31)
+                        let data = try r.readBytes(count: min(length, r.remaining))
+                        if opcode == Opcode.leSetAdvertisingData { advertisingData = data } else { scanResponseData = data }
+                    case Opcode.leSetRandomAddress:
+                        var r = ByteReader(params)
+                        randomAddress = try r.readAddress()
+                    case Opcode.leSetAdvertisingSetRandomAddress:
+                        // 7.8.52: Advertising_Handle (1), Random_Address (6). One advertising set is assumed.
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        randomAddress = try r.readAddress()
+                    case Opcode.leSetExtendedAdvertisingParameters:
+                        // 7.8.53: Advertising_Handle (1), Advertising_Event_Properties (2: bit 0 connectable),
+                        // Primary_Advertising_Interval_Min (3), _Max (3), Channel_Map (1), Own_Address_Type (1), …
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        advertisingConnectable = try r.readUInt16LE() & 0x0001 != 0
+                        advertisingInterval = Int64(try r.readUInt24LE()) * 625
+                        try r.skip(4)
+                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
+                    case Opcode.leSetExtendedAdvertisingData, Opcode.leSetExtendedScanResponseData:
+                        // 7.8.54, 7.8.55: Advertising_Handle (1), Operation (1: 0 intermediate, 1 first,
+                        // 2 last, 3 complete, 4 unchanged), Fragment_Preference (1), Data_Length (1), Data.
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        let operation = try r.readUInt8()
+                        try r.skip(1)
+                        let data = try r.readBytes(count: Int(try r.readUInt8()))
+                        let isData = opcode == Opcode.leSetExtendedAdvertisingData
+                        switch operation {
+                        case 0x01, 0x03: if isData { advertisingData = data } else { scanResponseData = data }
+                        case 0x00, 0x02: if isData { advertisingData += data } else { scanResponseData = (scanResponseData ?? []) + data }
+                        default: break
+                        }
                     default: break
                     }
                 case let .event(event):
@@ -226,6 +314,9 @@ public enum HCIStreamAnalysis {
                         let interval = try r.readUInt16LE()
                         try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
                                       interval: interval, mark: mark, packet: p)
+                    case let .commandComplete(c) where c.opcode.rawValue == 0x1009 && c.returnParameters.count == 7 && c.returnParameters[0] == 0:
+                        var r = ByteReader(c.returnParameters, from: 1)
+                        publicAddress = try r.readAddress()
                     case let .disconnectionComplete(d):
                         if let i = open[d.handle], d.status == .success {
                             t.connections[i].disconnected = mark
@@ -240,7 +331,9 @@ public enum HCIStreamAnalysis {
                         note("ACL data on connection 0x\(String(acl.handle, radix: 16)) that the capture never showed being made (first at \(mark)) was ignored")
                         continue
                     }
-                    let fromCentral = p.direction == .hostToController
+                    // On a peripheral's capture the central is the other side.
+                    let sentHere = p.direction == .hostToController
+                    let fromCentral = t.connections[i].capturedOnPeripheral ? !sentHere : sentHere
                     var state = reassembly[acl.handle]?[fromCentral] ?? Reassembly()
                     var notes = t.connections[i].notes
                     let frame = state.feed(acl.data, boundary: acl.boundary, mark: mark, notes: &notes)
@@ -264,10 +357,23 @@ public enum HCIStreamAnalysis {
             }
         }
 
-        if t.connections.isEmpty && t.scans.isEmpty {
-            if let mark = advertisedOwn, let p = file.packets.first(where: { $0.record == mark.record }) {
-                throw CaptureError.peripheralSide(record: mark.record, offset: p.offset)
+        if let mark = advertisedOwn {
+            t.ownAdvertising = OwnAdvertising(enabled: mark, data: advertisingData, scanResponse: scanResponseData,
+                                              interval: advertisingInterval, connectable: advertisingConnectable)
+        }
+        if ownRandomAddress, let random = randomAddress {
+            t.ownAddress = LEAddress(random, type: .random)
+        } else if let address = publicAddress {
+            t.ownAddress = LEAddress(address, type: .public)
+        }
+        // A host that was central on some links and peripheral on others: import its central side.
+        if t.connections.contains(where: { !$0.capturedOnPeripheral }) || !t.scans.isEmpty {
+            let dropped = t.connections.filter(\.capturedOnPeripheral)
+            if !dropped.isEmpty {
+                t.notes.append("\(dropped.count) connection\(dropped.count == 1 ? "" : "s") in which the capturing host was the peripheral (first at \(dropped[0].established)) are left out: the scenario is the central's side")
+                t.connections.removeAll(where: \.capturedOnPeripheral)
             }
+        } else if t.ownAdvertising == nil && t.connections.isEmpty {
             throw CaptureError.nothingToImport(packets: file.packets.count)
         }
         return t

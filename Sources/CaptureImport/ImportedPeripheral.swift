@@ -11,6 +11,8 @@ struct ImportedPeripheral {
     /// private random address (the lab's peripherals have static ones); nil: leave it out.
     var scenarioAddress: LEAddress?
     var reports: [AdvertisingObservation] = []
+    /// The interval its own host set (a capture taken on the peripheral), in microseconds.
+    var declaredInterval: Int64?
     var database = DiscoveredDatabase()
     var connections: [Int] = []
     /// Initial values by value handle, from the first read (or first notification).
@@ -93,6 +95,7 @@ struct ImportedPeripheral {
     /// (each event comes one interval plus a 0–10 ms advDelay after the last, Core 5.4, Vol 6,
     /// Part B, 4.4.2.2.1), in whole milliseconds within 20 ms … 10.24 s; nil when unknown.
     var advertisingInterval: Int64? {
+        if let us = declaredInterval { return (20...10_240).contains(us / 1000) ? us / 1000 : nil }
         var best: Int64?
         var last: [Int: Int64] = [:]
         for r in reports where !r.isScanResponse {
@@ -110,7 +113,10 @@ struct ImportedPeripheral {
 
     /// The `advertise:` block, indented by `indent`, and notes about what it cannot hold.
     func advertiseLines(indent: String) -> [String] {
-        guard let adv = advertisement ?? scanResponse else { return [] }
+        guard let adv = advertisement ?? scanResponse else {
+            // Never seen advertising, yet connected: the lab connects only to what a scan finds.
+            return connections.isEmpty ? [] : ["\(indent)advertise:", "\(indent)  interval: 100ms    # its advertising is not in the capture"]
+        }
         var lines: [String] = []
         var notes: [String] = []
         lines.append("\(indent)advertise:")
@@ -135,32 +141,70 @@ struct ImportedPeripheral {
         return notes.map { "\(indent)# \($0)" } + lines
     }
 
+    /// The keys for one AD payload, each AD type once (the first), within the 31 octets of legacy
+    /// advertising (the lab adds a Flags structure to advertising data: 3 of them).
     private func adLines(_ data: AdvertisingData?, indent: String, notes: inout [String], allowFlags: Bool) -> [String] {
         guard let data else { return [] }
         var lines: [String] = []
+        var budget = allowFlags ? 31 - 3 : 31
+        var taken: Set<String> = []
+        func take(_ key: String, size: Int, _ line: String, notes: inout [String]) {
+            guard !taken.contains(key) else {
+                notes.append("a second \(key) structure (\(line.trimmingLeadingSpaces())) is not reproduced")
+                return
+            }
+            guard size <= budget else {
+                notes.append("\(line.trimmingLeadingSpaces()) does not fit in the 31 octets of legacy advertising and is not reproduced")
+                return
+            }
+            budget -= size
+            taken.insert(key)
+            lines.append(line)
+        }
         var services: [BluetoothUUID] = []
+        for s in data.structures {
+            switch s {
+            case let .serviceUUIDs16(list, complete), let .serviceUUIDs32(list, complete), let .serviceUUIDs128(list, complete):
+                for u in list where !services.contains(u) { services.append(u) }
+                if !complete { notes.append("it advertised an incomplete list of service UUIDs; the lab advertises a complete one") }
+            default: break
+            }
+        }
+        if !services.isEmpty {
+            var size = 0
+            for width in [2, 4, 16] {
+                let n = services.filter { $0.width == width }.count
+                if n > 0 { size += 2 + n * width }
+            }
+            take("services", size: size, "\(indent)services: [\(services.map(YAMLValues.uuid).joined(separator: ", "))]", notes: &notes)
+        }
         var serviceData: [(BluetoothUUID, [UInt8])] = []
         for s in data.structures {
             switch s {
             case let .flags(f):
-                if allowFlags && f != 0x06 { lines.append("\(indent)flags: 0x\(hex8(f))") }
-            case let .serviceUUIDs16(list, complete), let .serviceUUIDs32(list, complete), let .serviceUUIDs128(list, complete):
-                services += list
-                if !complete { notes.append("it advertised an incomplete list of service UUIDs; the lab advertises a complete one") }
+                if allowFlags && f != 0x06 { take("flags", size: 0, "\(indent)flags: 0x\(hex8(f))", notes: &notes) }
             case let .localName(bytes, complete):
                 let name = String(decoding: bytes, as: UTF8.self)
-                lines.append("\(indent)\(complete ? "name" : "short-name"): \(YAMLValues.quoted(name))")
+                take("name", size: 2 + Array(name.utf8).count, "\(indent)\(complete ? "name" : "short-name"): \(YAMLValues.quoted(name))", notes: &notes)
             case let .txPowerLevel(p):
-                lines.append("\(indent)tx-power: \(p)")
+                take("tx-power", size: 3, "\(indent)tx-power: \(p)", notes: &notes)
             case let .manufacturerData(company, bytes):
-                lines.append("\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))")
+                take("manufacturer-data", size: 4 + bytes.count,
+                     "\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))", notes: &notes)
             case let .serviceData(uuid, bytes, _):
-                if !serviceData.contains(where: { $0.0 == uuid }) { serviceData.append((uuid, bytes)) }
+                let size = 2 + uuid.width + bytes.count
+                if serviceData.contains(where: { $0.0 == uuid }) || size > budget {
+                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced (a second one, or no room in 31 octets)")
+                } else {
+                    budget -= size
+                    serviceData.append((uuid, bytes))
+                }
             case let .other(type, bytes):
                 notes.append("AD type 0x\(hex8(type)) (\(YAMLValues.hex(bytes))) has no scenario key and is not reproduced")
+            case .serviceUUIDs16, .serviceUUIDs32, .serviceUUIDs128:
+                break
             }
         }
-        if !services.isEmpty { lines.append("\(indent)services: [\(services.map(YAMLValues.uuid).joined(separator: ", "))]") }
         if !serviceData.isEmpty {
             lines.append("\(indent)service-data: { \(serviceData.map { "\(YAMLValues.uuid($0.0)): \(YAMLValues.hex($0.1))" }.joined(separator: ", ")) }")
         }

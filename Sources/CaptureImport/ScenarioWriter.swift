@@ -43,8 +43,25 @@ struct ScenarioWriter {
             return peripherals.count - 1
         }
         for r in transcript.reports { peripherals[index(for: r.address)].reports.append(r) }
+        var own: Int?
+        if peripheralSide {
+            // The capturing host is the one peripheral: its own advertising, its own address.
+            let address = transcript.ownAddress ?? LEAddress(BDAddr(rawValue: 0xC0_00_00_00_00_01), type: .random)
+            let i = index(for: address)
+            own = i
+            if transcript.ownAddress == nil { peripherals[i].notes.append("its own address is not in the capture") }
+            if let own = transcript.ownAdvertising {
+                peripherals[i].reports.append(AdvertisingObservation(mark: own.enabled, address: address, connectable: own.connectable,
+                                                                     isScanResponse: false, data: own.data, rssi: nil, scan: nil))
+                if let sr = own.scanResponse, !sr.isEmpty {
+                    peripherals[i].reports.append(AdvertisingObservation(mark: own.enabled, address: address, connectable: own.connectable,
+                                                                         isScanResponse: true, data: sr, rssi: nil, scan: nil))
+                }
+                peripherals[i].declaredInterval = own.interval
+            }
+        }
         for (c, connection) in transcript.connections.enumerated() {
-            let i = index(for: connection.peer)
+            let i = own ?? index(for: connection.peer)
             owner.append(i)
             peripherals[i].connections.append(c)
             let db = sessions[c].database
@@ -93,6 +110,35 @@ struct ScenarioWriter {
     }
 
     var multi: Bool { peripherals.count > 1 }
+
+    /// The capture was taken on the peripheral: the capturing host is the scenario's one
+    /// peripheral, and the other side of its connections the scripted central.
+    var peripheralSide: Bool {
+        transcript.scans.isEmpty && (transcript.ownAdvertising != nil || !transcript.connections.isEmpty)
+            && transcript.connections.allSatisfy(\.capturedOnPeripheral)
+    }
+
+    /// When the central ended the connection (its HCI Disconnect), if it did.
+    func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
+        let connection = transcript.connections[c]
+        if connection.capturedOnPeripheral {
+            guard connection.disconnectRequested == nil, let done = connection.disconnected else { return nil }
+            return (done, done)
+        }
+        guard let requested = connection.disconnectRequested else { return nil }
+        return (requested, connection.disconnected ?? requested)
+    }
+
+    /// When the peripheral ended the connection, and the reason the central was given.
+    func peripheralDisconnect(_ c: Int) -> (mark: CaptureMark, reason: HCIStatus)? {
+        let connection = transcript.connections[c]
+        if connection.capturedOnPeripheral {
+            guard let requested = connection.disconnectRequested else { return nil }
+            return (connection.disconnected ?? requested, connection.requestedReason ?? .remoteUserTerminatedConnection)
+        }
+        guard connection.disconnectRequested == nil, let mark = connection.disconnected, let reason = connection.reason else { return nil }
+        return (mark, reason)
+    }
 
     func peripheralKey(_ p: Int) -> String { multi ? ", peripheral: \(peripherals[p].id)" : "" }
 
@@ -146,8 +192,8 @@ struct ScenarioWriter {
                 if case .discoverMore = op.kind { continue }
                 items.append(Timed(item: .operation(connection: c, index: k), start: op.start, end: op.end))
             }
-            if let requested = connection.disconnectRequested {
-                items.append(Timed(item: .disconnect(c), start: requested, end: connection.disconnected ?? requested))
+            if let (start, end) = centralDisconnect(c) {
+                items.append(Timed(item: .disconnect(c), start: start, end: end))
             }
         }
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
@@ -155,9 +201,9 @@ struct ScenarioWriter {
 
     func peerEvents() -> [PeerEvent] {
         var events: [PeerEvent] = []
-        for (c, connection) in transcript.connections.enumerated() {
+        for c in transcript.connections.indices {
             events += sessions[c].notifications.map { PeerEvent.notification(connection: c, $0) }
-            if connection.disconnectRequested == nil, let mark = connection.disconnected, let reason = connection.reason {
+            if let (mark, reason) = peripheralDisconnect(c) {
                 events.append(.disconnect(connection: c, mark: mark, reason: reason))
             }
         }
@@ -192,11 +238,19 @@ struct ScenarioWriter {
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil
             let last = max(timed.end.time, segments[i].map(\.mark.time).max() ?? 0)
-            if let next, next - last >= 50_000 {
+            // A peripheral's capture sees each request a link latency after the central sent it,
+            // and its answer as many before the central got it: only longer pauses are the central's.
+            if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
                 steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
             }
         }
         for e in orphans { steps.lines.append("  # \(e.mark): the peripheral acted before any step; not reproduced") }
+        if items.isEmpty {
+            // Only advertising (a peripheral's capture without a connection): a scan that finds it.
+            steps.lines.append("  # the capture shows no central; a scan that finds what advertised")
+            steps.lines.append("  - scan: { for: 1s }")
+            for p in peripherals where !p.reports.isEmpty { steps.lines.append("  - expect: { discovered: \(p.id) }") }
+        }
         peripherals = steps.writer.peripherals
         return assemble(steps: steps.lines, notes: steps.notes)
     }
@@ -320,7 +374,8 @@ struct ScenarioWriter {
         var out: [String] = []
         let seconds = CaptureMark.seconds(transcript.endTime)
         out.append("# Imported by `blelab import` from \(source)")
-        out.append("# (\(format), \(recordCount) records, \(transcript.packetCount) HCI packets over \(seconds)), as the central saw it.")
+        out.append("# (\(format), \(recordCount) records, \(transcript.packetCount) HCI packets over \(seconds)), "
+                   + (peripheralSide ? "taken on the peripheral: it is the peripheral below, the central is the other side." : "as the central saw it."))
         out.append("# Each step's comment gives the capture record it came from (1-based, as Wireshark numbers")
         out.append("# frames) and its time since the first record. Edit it down to the bug: keep the steps")
         out.append("# that lead to it and the expectation that fails (docs/import.md).")

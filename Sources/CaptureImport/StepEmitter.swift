@@ -71,9 +71,9 @@ struct StepEmitter {
         case let .disconnect(c):
             let p = writer.owner[c]
             let connection = writer.transcript.connections[c]
-            comment(timed.start, "HCI Disconnect")
+            comment(timed.start, connection.capturedOnPeripheral ? "the central disconnected (Disconnection Complete, \(connection.reason?.name ?? "?"))" : "HCI Disconnect")
             lines.append(writer.multi ? "  - disconnect: \(peripherals[p].id)" : "  - disconnect")
-            if connection.reason == .connectionTerminatedByLocalHost {
+            if connection.reason == .connectionTerminatedByLocalHost || connection.capturedOnPeripheral {
                 lines.append("  - expect: { disconnected: { reason: local-host-terminated\(key(p)) } }")
             }
         }
@@ -130,7 +130,11 @@ struct StepEmitter {
         let connection = writer.transcript.connections[c]
         let took = connection.established.time - (connection.requested?.time ?? connection.established.time)
         let within = max(1, (took * 2 + 999_999) / 1_000_000)
-        comment(timed.start, "connecting to \(connection.peer.address); LE Connection Complete, handle 0x\(hex(connection.handle)), at \(connection.established)")
+        if connection.capturedOnPeripheral {
+            comment(timed.start, "the central \(connection.peer.address) connected (LE Connection Complete, handle 0x\(hex(connection.handle)))")
+        } else {
+            comment(timed.start, "connecting to \(connection.peer.address); LE Connection Complete, handle 0x\(hex(connection.handle)), at \(connection.established)")
+        }
         lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s }")
         lines.append("  - expect: { connected: \(peripherals[p].id) }")
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)

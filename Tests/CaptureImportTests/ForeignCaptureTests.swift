@@ -182,12 +182,35 @@ final class ReferenceTrafficImportTests: XCTestCase {
         XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 
-    func testBumblesPeripheralCaptureIsRefusedAsThePeripheralsSide() throws {
+    /// Its peripheral's capture: the capturing host becomes the peripheral (its own advertising
+    /// commands, address and database as served), the other side the central.
+    func testBumblesPeripheralCaptureImportsAsThePeripheral() throws {
         let bytes = try FileText.readBytes(repositoryRoot + "/Tests/TransportTests/Fixtures/peripheral.btsnoop")
-        XCTAssertThrowsError(try CaptureImporter.importCapture(bytes, source: "peripheral.btsnoop")) { error in
-            guard case let .peripheralSide(record, offset)? = error as? CaptureError else { return XCTFail("\(error)") }
-            XCTAssertEqual(record, 37)
-            XCTAssertEqual(offset, 1284)
+        let (result, scenario) = try importAndLoad(bytes, source: "peripheral.btsnoop")
+        XCTAssertTrue(result.yaml.contains("taken on the peripheral"), result.yaml)
+        let p = try XCTUnwrap(scenario.peripherals.first)
+        XCTAssertEqual(scenario.peripherals.count, 1)
+        XCTAssertEqual(p.address?.description, "C0:FF:EE:00:00:02/random")
+        XCTAssertEqual(p.advertising?.name, "RefPeer")
+        XCTAssertEqual(p.services.map(\.uuid.description), ["FFE0", "180D", "1809"])
+        // The same central operations as the central's own capture shows.
+        let central = try CaptureImporter.importCapture(
+            try FileText.readBytes(repositoryRoot + "/Tests/TransportTests/Fixtures/central.btsnoop"), source: "central.btsnoop")
+        let centralScenario = try Scenario.parse(central.yaml, file: "central.yaml")
+        func operations(_ s: Scenario) -> [String] {
+            s.steps.compactMap { step -> String? in
+                switch step.action {
+                case let .write(w): return "write \(w.characteristic) \(w.value) \(w.type.rawValue)"
+                case let .read(_, c): return "read \(c)"
+                case let .subscribe(_, c): return "subscribe \(c)"
+                case let .exchangeMTU(_, n): return "mtu \(n)"
+                default: return nil
+                }
+            }
         }
+        XCTAssertEqual(operations(scenario), operations(centralScenario))
+        XCTAssertEqual(p.services.map { $0.characteristics.map(\.properties) }, centralScenario.peripherals[0].services.map { $0.characteristics.map(\.properties) })
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 }

@@ -2,6 +2,7 @@ import BLELab
 import BLEWire
 import CaptureImport
 import Scenario
+import Transport
 import XCTest
 
 /// Every scenario in scenarios/ (the folder is read at test time, so files added later are
@@ -82,6 +83,32 @@ final class RoundTripTests: XCTestCase {
                 "\(c.uuid) \(c.properties.rawValue) \(c.descriptors.map(\.uuid))"
             }.joined(separator: "; ")
         }
+    }
+
+    /// Each peripheral's own capture, imported (the capturing host becomes the peripheral), replays
+    /// too, and the database its replay discovers is the one the original central discovered.
+    func testEveryPeripheralsCaptureImportsAndReplays() throws {
+        var checked = 0
+        for file in repositoryScenarioFiles() {
+            let original = try Scenario.load(path: file)
+            if Self.excluded(original) { continue }
+            let first = runWithCaptures(original)
+            let centralSessions = try CaptureImporter.importCapture(try centralCapture(first), source: "central").sessions
+            for capture in first.captures.dropLast() {
+                let (imported, scenario) = try importAndLoad(BTSnoopWriter.encode(capture.packets), source: "\(capture.device).btsnoop")
+                let replay = runWithCaptures(scenario)
+                XCTAssertTrue(replay.passed, "\(file), \(capture.device)'s capture:\n\(replay.failure?.report() ?? "")\n\(imported.yaml)")
+                let discovered = try CaptureImporter.importCapture(try centralCapture(replay), source: "replay").sessions.map(\.database)
+                for (i, session) in imported.sessions.enumerated() where i < discovered.count {
+                    // The same connection seen from the original central, matched by its database's services.
+                    let match = centralSessions.contains { $0.database.services.map(\.uuid) == session.database.services.map(\.uuid) }
+                    XCTAssertTrue(match || session.database.services.isEmpty, "\(file), \(capture.device)")
+                    XCTAssertEqual(discovered[i], session.database, "\(file), \(capture.device): the replay discovered another database")
+                }
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(checked, 21)
     }
 
     /// Imports are deterministic: the same capture gives the same scenario text.

@@ -49,7 +49,7 @@ extension Help {
     public static let importCapture = """
     usage: blelab import CAPTURE [-o FILE]
 
-    Reads a capture taken on the central's side and writes a scenario that replays it: the
+    Reads a capture (the central's, or a peripheral's) and writes a scenario that replays it: the
     peripherals as they advertised and as discovery found them (services, characteristics,
     properties, values read), what they sent (as triggers or peripheral steps), and the central's
     scans, connections, reads, writes (with their ATT opcode), subscriptions and waits, with
