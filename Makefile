@@ -123,7 +123,7 @@ bench-vhci:
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
 	@n=$$(vm/count-controllers.sh scenarios); \
 	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
-		--tiers hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
+		--tier hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
 
 # Every tier: the sim, RootCanal and Bumble over sockets, btvirt in the micro-VM. Each runs to
 # the end even when another failed; fails when any did.

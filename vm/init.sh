@@ -50,11 +50,28 @@ mkdir -p /host/dev/pts /host/dev/shm 2>/dev/null
 ln -s /proc/self/fd /host/dev/fd; ln -s fd/0 /host/dev/stdin; ln -s fd/1 /host/dev/stdout; ln -s fd/2 /host/dev/stderr
 mount -t devpts devpts /host/dev/pts 2>/dev/null
 mount -t tmpfs tmpfs /host/dev/shm
+. "$JOBH/job.env"
+# The chroot gets empty, writable /tmp and /run. A checkout that lives under one of them (a CI
+# clone in /tmp) would vanish under the tmpfs: move its top folder aside first and put it back
+# on top (rbind keeps the writable export mounted inside it).
+KEEP=""
+for p in "$RW" "$BLELAB_CWD" "$BLELAB_GUEST"; do
+  case "$p" in
+    /tmp/?*|/run/?*)
+      top="$(echo "$p" | cut -d/ -f1-3)"
+      case " $KEEP " in *" $top "*) ;; *) KEEP="$KEEP $top" ;; esac ;;
+  esac
+done
+for d in $KEEP; do
+  mkdir -p "/keep$d" && mount -o rbind "/host$d" "/keep$d" || fail "cannot keep $d"
+done
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
+for d in $KEEP; do
+  mkdir -p "/host$d" && mount -o rbind "/keep$d" "/host$d" || fail "cannot put $d back"
+done
 [ -d /host/sys/kernel/debug ] && mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
 
-. "$JOBH/job.env"
 log "host root mounted: $(cut -d' ' -f1 /proc/uptime) s; running $BLELAB_GUEST -n $BLELAB_N"
 
 (

@@ -75,11 +75,13 @@ extension ATTBearer {
             if errorFor == pending.opcode {
                 completeRequest(.failure(.errorResponse(response)))
             } else {
+                violation(.unexpectedResponse(request: pending.opcode, received: .errorResponse))
                 completeRequest(.failure(.unexpectedResponse(request: pending.opcode, received: .errorResponse)))
             }
         } else if pdu.opcode == pending.expected {
             completeRequest(.success(pdu))
         } else {
+            violation(.unexpectedResponse(request: pending.opcode, received: pdu.opcode))
             completeRequest(.failure(.unexpectedResponse(request: pending.opcode, received: pdu.opcode)))
         }
     }

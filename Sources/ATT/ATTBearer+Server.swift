@@ -9,18 +9,37 @@ public struct ATTResponder {
     let id: UInt64
     /// The opcode of the request being answered.
     public let requestOpcode: ATTOpcode
+    /// Rewrites the octets of `respond` and `fail` before they leave (a flawed peer's encoder).
+    var alteration: (([UInt8]) -> [UInt8])?
+
+    init(bearer: ATTBearer?, id: UInt64, requestOpcode: ATTOpcode, alteration: (([UInt8]) -> [UInt8])? = nil) {
+        self.bearer = bearer
+        self.id = id
+        self.requestOpcode = requestOpcode
+        self.alteration = alteration
+    }
 
     /// The bearer's ATT_MTU, which bounds the response.
     public var mtu: Int { bearer?.mtu ?? ATTBearer.defaultMTU }
 
     /// Sends `response`.
     public func respond(_ response: ATTPDU) {
-        bearer?.answerIncoming(id: id, with: response.encoded)
+        send(response.encoded)
     }
 
     /// Sends an Error Response for this request (Part F, 3.4.1.1).
     public func fail(_ error: ATTErrorCode, handle: UInt16) {
-        bearer?.answerIncoming(id: id, with: ATTBearer.errorResponse(to: requestOpcode, handle: handle, error: error))
+        send(ATTBearer.errorResponse(to: requestOpcode, handle: handle, error: error))
+    }
+
+    /// Answers with exactly these octets, whatever they are: what a flawed peer's server sends
+    /// (a truncated PDU, another request's response). The bearer treats the request as answered.
+    public func respond(octets: [UInt8]) {
+        bearer?.answerIncoming(id: id, with: octets)
+    }
+
+    private func send(_ octets: [UInt8]) {
+        bearer?.answerIncoming(id: id, with: alteration.map { $0(octets) } ?? octets)
     }
 }
 
@@ -49,21 +68,30 @@ extension ATTBearer {
             case let .reject(opcode, error):
                 activeIncoming = (id, opcode)
                 answerIncoming(id: id, with: ATTBearer.errorResponse(to: opcode, handle: 0x0000, error: error))
-            case let .request(.exchangeMTURequest(request)):
-                activeIncoming = (id, .exchangeMTURequest)
-                // The new ATT_MTU governs everything after the response (Part F, 3.4.2.2); set it
-                // first so that a peer answering synchronously already meets it.
-                setMTU(ATTBearer.negotiatedMTU(request.clientRxMTU, preferredMTU))
-                answerIncoming(id: id, with: ATTExchangeMTUResponse(serverRxMTU: preferredMTU).encoded)
             case let .request(request):
                 activeIncoming = (id, request.opcode)
-                let responder = ATTResponder(bearer: self, id: id, requestOpcode: request.opcode)
-                if let server {
-                    server.attBearer(self, didReceiveRequest: request, responder: responder)
-                } else {
-                    responder.fail(.requestNotSupported, handle: 0x0000)
+                if let interceptor = requestInterceptor,
+                   interceptor(ATTInterceptedRequest(bearer: self, id: id, pdu: request)) {
+                    continue
                 }
+                serveIncoming(request, id: id, alteration: nil)
             }
+        }
+    }
+
+    /// Answers a request the normal way: Exchange MTU here, anything else by the server delegate.
+    func serveIncoming(_ request: ATTPDU, id: UInt64, alteration: (([UInt8]) -> [UInt8])?) {
+        guard state == .open, let active = activeIncoming, active.id == id else { return }
+        let responder = ATTResponder(bearer: self, id: id, requestOpcode: request.opcode, alteration: alteration)
+        if case let .exchangeMTURequest(mtuRequest) = request {
+            // The new ATT_MTU governs everything after the response (Part F, 3.4.2.2); set it
+            // first so that a peer answering synchronously already meets it.
+            setMTU(ATTBearer.negotiatedMTU(mtuRequest.clientRxMTU, preferredMTU))
+            responder.respond(.exchangeMTUResponse(ATTExchangeMTUResponse(serverRxMTU: preferredMTU)))
+        } else if let server {
+            server.attBearer(self, didReceiveRequest: request, responder: responder)
+        } else {
+            responder.fail(.requestNotSupported, handle: 0x0000)
         }
     }
 

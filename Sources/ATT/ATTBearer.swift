@@ -93,6 +93,11 @@ public final class ATTBearer {
     public var onPDUSent: (([UInt8]) -> Void)?
     public var onPDUReceived: (([UInt8]) -> Void)?
     public var onProtocolViolation: ((ATTProtocolViolation) -> Void)?
+    /// Sees each request before the server role answers it (Exchange MTU included); returning true
+    /// takes the request over: answer it through the request's responder, `serve` it later, or
+    /// never (a flawed peer; the bearer then answers nothing more until the link closes, as
+    /// requests are sequential, Part F 3.3.2). Unknown and malformed requests are not shown.
+    public var requestInterceptor: ((ATTInterceptedRequest) -> Bool)?
 
     // Client role.
     struct PendingRequest {
@@ -230,7 +235,10 @@ public final class ATTBearer {
         case .request:
             enqueueIncoming(.reject(opcode, .invalidPDU))
         case .response:
-            if let pending = outstandingRequest, opcode == pending.expected || opcode == .errorResponse {
+            // A response can only answer the outstanding request (Part F, 3.3.2), so a malformed
+            // one ends it, whichever response opcode it carries; with none outstanding it is
+            // dropped like any unsolicited response.
+            if outstandingRequest != nil {
                 completeRequest(.failure(.malformedResponse(opcode, error)))
             }
         case .command, .notification, .indication, .confirmation:
@@ -238,7 +246,8 @@ public final class ATTBearer {
         }
     }
 
-    func violation(_ what: ATTProtocolViolation) {
+    /// Counts and reports a protocol violation (also for layers above that find one in a PDU).
+    public func violation(_ what: ATTProtocolViolation) {
         counters.protocolViolations &+= 1
         onProtocolViolation?(what)
     }

@@ -45,6 +45,9 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
     case malformed(ATTOpcode, DecodeError)
     /// A response with no request outstanding.
     case unsolicitedResponse(ATTOpcode)
+    /// A response of the wrong kind for the outstanding request (it fails that request with
+    /// `ATTError.unexpectedResponse`).
+    case unexpectedResponse(request: ATTOpcode, received: ATTOpcode)
     /// A Handle Value Confirmation with no indication outstanding.
     case unsolicitedConfirmation
     /// A notification-like PDU BLELab does not implement (Multiple Handle Value Notification).
@@ -55,6 +58,7 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
         case .emptyPDU: return "empty ATT PDU"
         case let .malformed(opcode, error): return "malformed \(opcode.name): \(error)"
         case let .unsolicitedResponse(opcode): return "\(opcode.name) with no request outstanding"
+        case let .unexpectedResponse(request, received): return "\(received.name) in answer to a \(request.name)"
         case .unsolicitedConfirmation: return "Handle Value Confirmation with no indication outstanding"
         case let .unsupported(opcode): return "\(opcode.name) is not supported"
         }

@@ -180,9 +180,11 @@ func benchScenarioSuite(folder: String) throws {
 }
 
 // `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
-if CommandLine.arguments.dropFirst().first == "--tiers" {
+// `blelab-bench --tier TRANSPORT [FOLDER]`: one tier whose spec has commas (hci-user:0,1,2).
+if let flag = CommandLine.arguments.dropFirst().first, flag == "--tiers" || flag == "--tier" {
     let arguments = Array(CommandLine.arguments.dropFirst(2))
-    let tiers = (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
+    let tiers = flag == "--tier" ? [arguments.first ?? "sim"]
+        : (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
     do {
         for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios") }
     } catch {

@@ -48,6 +48,11 @@ public struct AirModel: Sendable {
     /// RSSI scanners and connections see for a device unless `SimAir.setRSSI` says otherwise.
     public var defaultRSSI: Int8 = -60
 
+    /// The weakest signal a receiver decodes (dBm). Only a device walking out of range
+    /// (`SimAir.startLeavingRange`) is compared with it: when its falling RSSI passes this value,
+    /// nothing it sends is received any more.
+    public var receiverSensitivity: Int8 = -100
+
     /// Half-width of the uniform, seeded noise added to every RSSI reading (± dB; 0 = none).
     public var rssiNoise: Int8 = 0
 

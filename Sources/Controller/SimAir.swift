@@ -27,6 +27,10 @@ public final class SimAir {
     public let loop: EventLoop
     public let seed: UInt64
     public let model: AirModel
+    /// What link faults have done so far (LinkFaults.swift).
+    public internal(set) var faultRecord = FaultRecord()
+    /// Called as each fault takes effect (for timelines).
+    public var onFault: ((FaultEvent) -> Void)?
     /// Attached controllers, in attach order (the order ties are broken in).
     public private(set) var controllers: [SimController] = []
 
@@ -45,10 +49,12 @@ public final class SimAir {
     /// The RSSI (dBm) receivers measure for `controller`'s transmissions: advertising reports and
     /// Read RSSI on its peers' connections. `AirModel.rssiNoise` is added per reading.
     public func setRSSI(_ dBm: Int8, for controller: SimController) {
+        stopRamp(controller)
         controller.radio.rssi = dBm
     }
 
-    public func rssi(of controller: SimController) -> Int8 { controller.radio.rssi }
+    /// The RSSI now, following `startLeavingRange` while it runs.
+    public func rssi(of controller: SimController) -> Int8 { Int8(clamping: currentRSSI(of: controller)) }
 
     /// The device stops transmitting and answering anything: its controller loses all state at
     /// once (advertising, scanning, initiating, connections, queued events and data) and its host
@@ -73,6 +79,7 @@ public final class SimAir {
     /// connections go silent and both sides time out unless it comes back within the supervision
     /// timeout, in which case the connections carry on.
     public func setInRange(_ inRange: Bool, for controller: SimController) {
+        if inRange { stopRamp(controller) }
         guard controller.radio.isInRange != inRange else { return }
         controller.radio.isInRange = inRange
         for entry in controller.links { entry.link.reachabilityMayHaveChanged() }
@@ -93,7 +100,7 @@ public final class SimAir {
     /// One RSSI reading of `transmitter` (dBm), with the model's seeded noise, clamped to the
     /// range HCI can report (−127…+20, Vol 4, Part E, 7.7.65.2).
     func rssiReading(of transmitter: SimController) -> Int8 {
-        var value = Int64(transmitter.radio.rssi)
+        var value = currentRSSI(of: transmitter)
         if model.rssiNoise > 0 {
             let n = Int64(model.rssiNoise)
             value += transmitter.radio.rssiRandom.int(in: -n...n)
@@ -170,4 +177,8 @@ struct RadioState {
     var advertisingRandom: SeededRandom
     /// RSSI noise draws for this device's transmissions.
     var rssiRandom: SeededRandom
+    /// Faults on this device's connections (nil: none).
+    var linkFaults: LinkFaults?
+    /// The RSSI falling while the device walks out of range.
+    var ramp: RSSIRamp?
 }

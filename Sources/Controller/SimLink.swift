@@ -74,8 +74,22 @@ final class SimLink {
     private var centralAttached = true
     private var peripheralAttached = true
     private(set) var isClosed = false
-    private var toPeripheral = FIFO<[UInt8]>()
-    private var toCentral = FIFO<[UInt8]>()
+    private var toPeripheral = FIFO<QueuedPacket>()
+    private var toCentral = FIFO<QueuedPacket>()
+
+    // Faults (LinkFaults.swift): the combined faults of both ends, per-direction state, and the
+    // link's own seeded streams, made only when a fault needs them.
+    var faults = LinkFaults.none
+    var fromCentralState = DirectionState()
+    var fromPeripheralState = DirectionState()
+    var lossRandom: SeededRandom?
+    var jitterRandom: SeededRandom?
+    /// `SimAir.loseLink`: the two ends no longer hear each other.
+    var isSevered = false
+    /// Data PDU transmissions lost to `LinkFaults.lossRate` (each resent later).
+    var lostTransmissions = 0
+    /// ATT PDUs removed by `LinkFaults.drops`.
+    var droppedATTPDUs: [ATTDrop] = []
     private var lastProcessed: Int64 = -1
     private var eventTimer: LoopTimer?
     private var scheduledCounter: Int64 = .max
@@ -105,6 +119,7 @@ final class SimLink {
         self.reachableSince = createdAt
         self.centralHandle = centralHandle
         self.peripheralHandle = peripheralHandle
+        faults = Self.faults(central: central, peripheral: peripheral)
     }
 
     // MARK: Anchor arithmetic
@@ -139,28 +154,29 @@ final class SimLink {
     // MARK: Scheduling
 
     var isReachable: Bool {
-        centralAttached && peripheralAttached && air.canHear(central, peripheral)
+        centralAttached && peripheralAttached && !isSevered && faults.lossRate < 1 && air.canHear(central, peripheral)
     }
 
-    /// The next event that has something to carry, if any.
+    /// The next event that has something to carry, if any. A packet held back by added latency
+    /// (`QueuedPacket.readyAt`) waits for the first event at or after its time.
     private func nextEventCounter() -> Int64? {
         let earliest = max(lastProcessed + 1, firstCounter(atOrAfter: loop.now))
-        var peripheralSends = !toCentral.isEmpty
-        var centralSends = !toPeripheral.isEmpty
+        var peripheralAt = toCentral.first.map { max(earliest, firstCounter(atOrAfter: $0.readyAt)) }
+        var centralAt = toPeripheral.first.map { max(earliest, firstCounter(atOrAfter: $0.readyAt)) }
         if let termination {
-            if termination.byCentral { centralSends = true } else { peripheralSends = true }
+            if termination.byCentral { centralAt = earliest } else { peripheralAt = earliest }
         }
         var instant: Int64?
         switch update {
-        case .requestPending?: peripheralSends = true
-        case .indicationPending?: centralSends = true
+        case .requestPending?: peripheralAt = earliest
+        case .indicationPending?: centralAt = earliest
         case let .waitingForInstant(_, at)?: instant = max(at, earliest)
         case nil: break
         }
-        if peripheralSends { return earliest }
         var next = instant
-        if centralSends {
-            let k = peripheralListens(atOrAfter: earliest)
+        if let k = peripheralAt { next = min(next ?? k, k) }
+        if let c = centralAt {
+            let k = peripheralListens(atOrAfter: c)
             next = min(next ?? k, k)
         }
         return next
@@ -178,10 +194,14 @@ final class SimLink {
     }
 
     func enqueue(_ frame: [UInt8], fromCentral: Bool) {
+        var readyAt = loop.now
+        if faults.latency > .zero || faults.jitter > .zero {
+            readyAt = delayedReadyTime(fromCentral: fromCentral)
+        }
         if fromCentral {
-            toPeripheral.append(frame)
+            toPeripheral.append(QueuedPacket(frame: frame, readyAt: readyAt))
         } else {
-            toCentral.append(frame)
+            toCentral.append(QueuedPacket(frame: frame, readyAt: readyAt))
         }
         scheduleNextEvent()
     }
@@ -226,25 +246,12 @@ final class SimLink {
             break
         }
 
-        let payload = max(1, air.model.llDataPayloadOctets)
-        var sent = 0
-        while centralBudget > 0, var frame = toPeripheral.popFirst() {
-            centralBudget -= Self.pduCount(frame, payload: payload)
-            Self.rewriteHeader(&frame, handle: peripheralHandle)
-            peripheral.deliverACL(frame)
-            sent += 1
-        }
+        var sent = transmit(&toPeripheral, budget: centralBudget, fromCentral: true)
         if sent > 0 {
             central.aclOutstanding -= sent
             central.sendCompletedPackets(handle: centralHandle, count: sent)
         }
-        sent = 0
-        while peripheralBudget > 0, var frame = toCentral.popFirst() {
-            peripheralBudget -= Self.pduCount(frame, payload: payload)
-            Self.rewriteHeader(&frame, handle: centralHandle)
-            central.deliverACL(frame)
-            sent += 1
-        }
+        sent = transmit(&toCentral, budget: peripheralBudget, fromCentral: false)
         if sent > 0 {
             peripheral.aclOutstanding -= sent
             peripheral.sendCompletedPackets(handle: peripheralHandle, count: sent)
@@ -260,6 +267,49 @@ final class SimLink {
         intervalNanoseconds = Int64(p.intervalUnits) * 1_250_000
         latency = p.latency
         timeoutUnits = p.timeoutUnits
+    }
+
+    /// Sends the queued packets of one side in this event, within `budget` data PDUs, and hands
+    /// them to the other side's host; returns how many packets went (for Number Of Completed
+    /// Packets). Without loss an ACL packet of n PDUs takes n slots (the last may overrun the
+    /// budget, as before); with loss each transmission attempt takes a slot and a lost one is
+    /// resent at the next opportunity (Vol 6 Part B 4.5.9), so a packet may straddle events.
+    private func transmit(_ queue: inout FIFO<QueuedPacket>, budget: Int, fromCentral: Bool) -> Int {
+        let payload = max(1, air.model.llDataPayloadOctets)
+        let now = loop.now
+        let receiver = fromCentral ? peripheral : central
+        let handle = fromCentral ? peripheralHandle : centralHandle
+        var budget = budget
+        var sent = 0
+        while budget > 0, let head = queue.first, head.readyAt <= now {
+            let pdus = Self.pduCount(head.frame, payload: payload)
+            if faults.lossRate > 0 {
+                var state = fromCentral ? fromCentralState : fromPeripheralState
+                while state.headPDUsAcknowledged < pdus && budget > 0 {
+                    budget -= 1
+                    if drawLoss() {
+                        lostTransmissions += 1
+                        air.faultRecord.lostTransmissions += 1
+                    } else {
+                        state.headPDUsAcknowledged += 1
+                    }
+                }
+                let complete = state.headPDUsAcknowledged == pdus
+                if complete { state.headPDUsAcknowledged = 0 }
+                if fromCentral { fromCentralState = state } else { fromPeripheralState = state }
+                guard complete else { break }
+            } else {
+                budget -= pdus
+                // A packet begun under loss that ends after the loss was lifted.
+                if fromCentral { fromCentralState.headPDUsAcknowledged = 0 } else { fromPeripheralState.headPDUsAcknowledged = 0 }
+            }
+            guard var frame = queue.popFirst()?.frame else { break }
+            sent += 1
+            if !faults.drops.isEmpty, shouldDrop(frame, fromCentral: fromCentral) { continue }
+            Self.rewriteHeader(&frame, handle: handle)
+            receiver.deliverACL(frame)
+        }
+        return sent
     }
 
     /// Data PDUs an ACL packet takes.

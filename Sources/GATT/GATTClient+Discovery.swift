@@ -6,9 +6,16 @@ extension GATTClient {
     /// Discover All Primary Services (Part G, 4.4.1): Read By Group Type «Primary Service» from
     /// 0x0001, each time from after the last End Group Handle, until Attribute Not Found or 0xFFFF.
     public func discoverPrimaryServices(completion: @escaping (Result<[GATTRemoteService], GATTError>) -> Void) {
+        discoverPrimaryServices(in: .all, completion: completion)
+    }
+
+    /// Discover All Primary Services limited to `range` (the services declared in it), as a
+    /// client does for the range a Service Changed indication names (Part G, 7.1).
+    public func discoverPrimaryServices(in range: ATTHandleRange, completion: @escaping (Result<[GATTRemoteService], GATTError>) -> Void) {
         var found: [GATTRemoteService] = []
+        guard range.isValid else { return completion(.success([])) }
         func step(_ start: UInt16) {
-            let request = ATTReadByGroupTypeRequest(range: ATTHandleRange(start: start, end: 0xFFFF), groupType: .primaryService)
+            let request = ATTReadByGroupTypeRequest(range: ATTHandleRange(start: start, end: range.end), groupType: .primaryService)
             transact(.readByGroupTypeRequest(request)) { result in
                 switch result {
                 case let .success(.readByGroupTypeResponse(response)):
@@ -21,7 +28,7 @@ extension GATTClient {
                         found.append(GATTRemoteService(uuid: uuid, range: ATTHandleRange(start: entry.handle, end: entry.endGroupHandle)))
                         next = Int(entry.endGroupHandle) + 1
                     }
-                    if next > 0xFFFF { return completion(.success(found)) }
+                    if next > Int(range.end) { return completion(.success(found)) }
                     step(UInt16(next))
                 case .success:
                     completion(.failure(.invalidResponse("not a Read By Group Type Response")))
@@ -32,7 +39,7 @@ extension GATTClient {
                 }
             }
         }
-        step(0x0001)
+        step(range.start)
     }
 
     /// Discover Primary Service by Service UUID (Part G, 4.4.2): Find By Type Value «Primary
@@ -147,33 +154,10 @@ extension GATTClient {
     public func discoverAll(serviceUUIDs: [BluetoothUUID]? = nil,
                             completion: @escaping (Result<[GATTRemoteService], GATTError>) -> Void) {
         func discoverContents(_ services: [GATTRemoteService]) {
-            var services = services
-            func service(_ s: Int) {
-                guard s < services.count else {
-                    self.services = services
-                    return completion(.success(services))
-                }
-                discoverCharacteristics(of: services[s]) { result in
-                    switch result {
-                    case let .failure(error): completion(.failure(error))
-                    case let .success(characteristics):
-                        services[s].characteristics = characteristics
-                        descriptor(s, 0)
-                    }
-                }
+            self.discoverContents(of: services) { result in
+                if case let .success(services) = result { self.services = services }
+                completion(result)
             }
-            func descriptor(_ s: Int, _ c: Int) {
-                guard c < services[s].characteristics.count else { return service(s + 1) }
-                discoverDescriptors(of: services[s].characteristics[c]) { result in
-                    switch result {
-                    case let .failure(error): completion(.failure(error))
-                    case let .success(descriptors):
-                        services[s].characteristics[c].descriptors = descriptors
-                        descriptor(s, c + 1)
-                    }
-                }
-            }
-            service(0)
         }
         guard let uuids = serviceUUIDs else {
             return discoverPrimaryServices { result in
@@ -196,6 +180,62 @@ extension GATTClient {
             }
         }
         byUUID(0)
+    }
+
+    /// Re-discovers what a Service Changed indication says changed (Part G, 7.1 and 2.5.2): the
+    /// services of `services` that overlap `range` are forgotten, and the primary services declared
+    /// in `range` widened to cover them are discovered again, with their characteristics and
+    /// descriptors. Completes with the services found there; `services` then holds the new view.
+    public func rediscover(_ range: ATTHandleRange, completion: @escaping (Result<[GATTRemoteService], GATTError>) -> Void) {
+        var start = range.start, end = range.end
+        for s in services where s.range.start <= range.end && range.start <= s.range.end {
+            start = min(start, s.range.start)
+            end = max(end, s.range.end)
+        }
+        let widened = ATTHandleRange(start: max(start, 0x0001), end: end)
+        discoverPrimaryServices(in: widened) { result in
+            switch result {
+            case let .failure(error): completion(.failure(error))
+            case let .success(found):
+                self.discoverContents(of: found) { result in
+                    if case let .success(fresh) = result {
+                        let kept = self.services.filter { $0.range.end < widened.start || widened.end < $0.range.start }
+                        self.services = (kept + fresh).sorted { $0.range.start < $1.range.start }
+                    }
+                    completion(result)
+                }
+            }
+        }
+    }
+
+    /// The characteristics and descriptors of each of `services`, in order.
+    private func discoverContents(of services: [GATTRemoteService], completion: @escaping (Result<[GATTRemoteService], GATTError>) -> Void) {
+        var services = services
+        func service(_ s: Int) {
+            guard s < services.count else {
+                return completion(.success(services))
+            }
+            discoverCharacteristics(of: services[s]) { result in
+                switch result {
+                case let .failure(error): completion(.failure(error))
+                case let .success(characteristics):
+                    services[s].characteristics = characteristics
+                    descriptor(s, 0)
+                }
+            }
+        }
+        func descriptor(_ s: Int, _ c: Int) {
+            guard c < services[s].characteristics.count else { return service(s + 1) }
+            discoverDescriptors(of: services[s].characteristics[c]) { result in
+                switch result {
+                case let .failure(error): completion(.failure(error))
+                case let .success(descriptors):
+                    services[s].characteristics[c].descriptors = descriptors
+                    descriptor(s, c + 1)
+                }
+            }
+        }
+        service(0)
     }
 }
 

@@ -30,6 +30,35 @@ public final class GATTClient: ATTClientDelegate {
 
     public func attBearer(_ bearer: ATTBearer, didReceiveIndication handle: UInt16, value: [UInt8]) {
         onNotification?(GATTNotification(handle: handle, value: value, isIndication: true))
+        // Service Changed (Part G, 7.1): the value is the Affected Attribute Handle Range, start
+        // and end. Recognised only on the 0x2A05 value handle discovery found in service 0x1801.
+        if let changed = serviceChangedValueHandle, handle == changed {
+            guard value.count == 4 else {
+                bearer.violation(.malformed(.handleValueIndication, .truncated(needed: 4, available: value.count, at: 3)))
+                return
+            }
+            let range = ATTHandleRange(start: UInt16(value[0]) | UInt16(value[1]) << 8, end: UInt16(value[2]) | UInt16(value[3]) << 8)
+            onServiceChanged?(range)
+        }
+    }
+
+    /// A Service Changed indication arrived (already confirmed by the bearer once this returns);
+    /// the argument is the affected handle range. The client does not re-discover by itself: call
+    /// `rediscover(_:completion:)`.
+    public var onServiceChanged: ((ATTHandleRange) -> Void)?
+
+    /// The value handle of Service Changed (0x2A05 in service 0x1801), once discovered.
+    public var serviceChangedValueHandle: UInt16? {
+        services.first { $0.uuid == .genericAttributeService }?.characteristic(.serviceChanged)?.valueHandle
+    }
+
+    /// The characteristic discovery found with this value handle; nil for a handle the client never
+    /// discovered (a notification for it has no characteristic to go to).
+    public func characteristic(valueHandle: UInt16) -> GATTRemoteCharacteristic? {
+        for s in services where s.range.start < valueHandle && valueHandle <= s.range.end {
+            if let c = s.characteristics.first(where: { $0.valueHandle == valueHandle }) { return c }
+        }
+        return nil
     }
 
     // MARK: Plumbing

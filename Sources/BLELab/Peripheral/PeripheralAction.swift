@@ -84,10 +84,30 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
     case respondError(ATTErrorCode)
     /// Wait before the following actions (and before answering the request, if any).
     case delay(TimeSpan)
+    /// Faults (PeripheralFaultActions.swift): the device powers off; it asks its centrals for new
+    /// connection parameters; it sends `count` notifications at once.
+    case powerOff
+    case requestConnectionUpdate(ConnectionUpdateRequest)
+    case burst(CharacteristicRef, value: ValueSource?, count: Int)
     /// Disconnect every central, telling them `reason` (default Remote User Terminated Connection).
     case disconnect(HCIStatus?)
     case stopAdvertising
     case startAdvertising
+    /// A Handle Value Notification for any handle, whether it exists or a central enabled it: a
+    /// flawed device's notification for a handle the central never discovered.
+    case notifyHandle(UInt16, ValueSource)
+    /// The same as an indication (the central must confirm it all the same, Part F, 3.4.7.2).
+    case indicateHandle(UInt16, ValueSource)
+    /// These octets as an ATT PDU on every connection, outside any transaction (a response with no
+    /// request outstanding, an unknown opcode).
+    case sendPDU([UInt8])
+    /// Adds a service to the GATT database at run time, after the last handle.
+    case addService(ServiceSpec)
+    /// Removes the first service with this UUID from the GATT database; its handles stay unused.
+    case removeService(BluetoothUUID)
+    /// Indicates Service Changed (0x2A05, Core 5.4 Vol 3 Part G 7.1) to every central that enabled
+    /// it, with this range; nil: the handles added or removed since the last Service Changed.
+    case serviceChanged(ATTHandleRange?)
 
     public var description: String {
         switch self {
@@ -99,16 +119,24 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
         case let .setValue(c, v): return "set-value \(c) \(v)"
         case let .respondError(code): return "respond-error \(code.name)"
         case let .delay(t): return "delay \(t)"
+        case .powerOff, .requestConnectionUpdate, .burst: return faultDescription
         case let .disconnect(reason): return "disconnect\(reason.map { " reason \($0.name)" } ?? "")"
         case .stopAdvertising: return "stop-advertising"
         case .startAdvertising: return "start-advertising"
+        case let .notifyHandle(h, v): return "notify-handle \(hex4(h)) value \(v)"
+        case let .indicateHandle(h, v): return "indicate-handle \(hex4(h)) value \(v)"
+        case let .sendPDU(o): return "send-pdu hex:\(o.hexString)"
+        case let .addService(s): return "add-service \(s.uuid) [\(s.characteristics.map(\.uuid.description).joined(separator: ", "))]"
+        case let .removeService(u): return "remove-service \(u)"
+        case let .serviceChanged(r): return "service-changed" + (r.map { " \($0)" } ?? "")
         }
     }
 
     /// The characteristic the action names, if any.
     public var characteristic: CharacteristicRef? {
         switch self {
-        case let .notify(c, _), let .indicate(c, _), let .notifyEvery(c, _, _, _), let .stopNotifying(c), let .setValue(c, _):
+        case let .notify(c, _), let .indicate(c, _), let .notifyEvery(c, _, _, _), let .stopNotifying(c), let .setValue(c, _),
+             let .burst(c, _, _):
             return c
         default:
             return nil

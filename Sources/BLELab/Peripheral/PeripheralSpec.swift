@@ -22,6 +22,8 @@ public struct PeripheralSpec: Hashable {
     public var deviceName: String?
     public var onConnect: [PeripheralAction]
     public var onDisconnect: [PeripheralAction]
+    /// How it misanswers ATT requests, tried in order (scenario key `flaws:`).
+    public var flaws: [ATTFlaw] = []
 
     public init(id: String, address: LEAddress? = nil, rssi: Int8? = nil, advertising: AdvertisingSpec? = nil,
                 services: [ServiceSpec] = [], deviceName: String? = nil,

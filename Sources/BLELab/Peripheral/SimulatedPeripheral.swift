@@ -28,7 +28,11 @@ public final class SimulatedPeripheral {
     /// Generator state per action site (counter values, sequence positions).
     private var generatorState: [String: Int] = [:]
     private var repeating: [CharacteristicRef: LoopTimer] = [:]
-    private var loop: EventLoop { device.lab.loop }
+    var loop: EventLoop { device.lab.loop }
+    /// Requests each of `spec.flaws` has matched so far.
+    var flawMatches: [Int] = []
+    /// Handles added or removed since the last Service Changed.
+    var changedRange: ATTHandleRange?
 
     /// Adds the device to `lab` and lays out its GATT database. Call `start()` once the lab is
     /// powered on.
@@ -95,8 +99,10 @@ public final class SimulatedPeripheral {
             }
         }
         server.onSubscriptionChange = { [weak self] event in self?.subscriptionChanged(event) }
+        flawMatches = [Int](repeating: 0, count: spec.flaws.count)
         host.onConnection = { [weak self] connection in
             guard let self, connection.role == .peripheral else { return }
+            self.installFlaws(on: connection.bearer)
             self.record(.connected(connection.peer))
             connection.whenDisconnected { [weak self] reason in
                 guard let self else { return }
@@ -190,6 +196,8 @@ public final class SimulatedPeripheral {
             record(.note("respond-error \(code.name) with no request to answer"))
         case .delay:
             break // handled by `run`
+        case .powerOff, .requestConnectionUpdate, .burst:
+            executeFault(action, context: context, site: site)
         case let .disconnect(reason):
             for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
                 connection.disconnect(reason: reason ?? .remoteUserTerminatedConnection)
@@ -202,10 +210,12 @@ public final class SimulatedPeripheral {
             guard let advertising = spec.advertising else { return record(.note("start-advertising: nothing to advertise")) }
             host.startAdvertising(advertising.configuration)
             record(.action(action))
+        case .notifyHandle, .indicateHandle, .sendPDU, .addService, .removeService, .serviceChanged:
+            executeFlawed(action, context: context, site: site)
         }
     }
 
-    private func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
+    func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
         guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
             return record(.note("notify \(ref): no such characteristic"))
         }
@@ -227,13 +237,13 @@ public final class SimulatedPeripheral {
     }
 
     /// The bytes of `source`; nil source: the stored value.
-    private func resolve(_ source: ValueSource?, for handles: GATTCharacteristicHandles, context: ActionContext, site: String) -> [UInt8]? {
+    func resolve(_ source: ValueSource?, for handles: GATTCharacteristicHandles, context: ActionContext, site: String) -> [UInt8]? {
         guard let source else { return server.value(at: handles.valueHandle) ?? [] }
         var part = 0
         return resolve(source, context: context, site: site, part: &part)
     }
 
-    private func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
+    func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
         let key = "\(site).\(part)"
         part += 1
         switch source {
@@ -255,7 +265,7 @@ public final class SimulatedPeripheral {
         }
     }
 
-    private func record(_ kind: PeripheralActivity.Kind) {
+    func record(_ kind: PeripheralActivity.Kind) {
         let entry = PeripheralActivity(time: loop.now, kind: kind)
         activity.append(entry)
         onActivity?(entry)

@@ -47,6 +47,8 @@ public enum CentralAction {
     /// Make peripherals act now, in the order written.
     case peripheralActions([PeripheralActions])
     case expect(Expectation)
+    /// A fault on the air or a change of the link (Faults.swift).
+    case fault(FaultStep)
 
     /// Whether the step is an ATT operation whose error an `expect: { error: … }` may take.
     public var isOperation: Bool {
@@ -64,6 +66,7 @@ public enum CentralAction {
             return p
         case let .write(w): return w.peripheral
         case let .expect(e): return e.peripheral
+        case let .fault(f): return f.peripheral
         case .scan, .wait, .peripheralActions: return nil
         }
     }

@@ -30,6 +30,10 @@ public enum Expectation {
     case noNotification(peripheral: String, characteristic: CharacteristicRef, duration: TimeSpan)
     /// The connection to the peripheral ends within `within` (or has ended), with `reason` if given.
     case disconnected(peripheral: String, reason: HCIStatus?, within: TimeSpan)
+    /// How the central met a flawed peripheral (malformed responses, ATT timeouts, Service Changed…).
+    case flaw(FlawExpectation)
+    /// About the link: its parameters, an ATT timeout (Faults.swift).
+    case fault(FaultExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -41,7 +45,9 @@ public enum Expectation {
         case let .peripheralReceived(e): return e.peripheral
         case let .notification(e): return e.peripheral
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
+        case let .fault(f): return f.peripheral
         case .value, .writeSentAs, .error: return nil
+        case let .flaw(e): return e.peripheral
         }
     }
 
@@ -61,6 +67,8 @@ public enum Expectation {
         case let .noNotification(p, ref, duration): return "no notification of \(ref) from \(p) for \(duration)"
         case let .disconnected(p, reason, within):
             return "disconnected from \(p)\(reason.map { " with reason \($0)" } ?? "") within \(within)"
+        case let .flaw(e): return e.summary
+        case let .fault(f): return f.summary
         }
     }
 }

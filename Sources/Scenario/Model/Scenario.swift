@@ -56,6 +56,8 @@ public struct Scenario {
     /// In declaration order.
     public var peripherals: [PeripheralSpec]
     public var steps: [CentralStep]
+    /// Each peripheral's `link:` and `mtu:` (Faults.swift), by id; absent: none.
+    public var faults: [String: PeripheralFaults] = [:]
 
     /// The seed used when neither the file nor the command line gives one.
     public static let defaultSeed: UInt64 = 1

@@ -135,6 +135,9 @@ public struct TimelineEvent {
         case att
         /// A simulated peripheral acted or saw something.
         case peripheral
+        /// The central met a flawed peer: a response it rejected, an ATT timeout, a notification
+        /// for a handle it never discovered, a Service Changed indication.
+        case protocolViolation = "protocol-violation"
     }
 
     public var time: Instant

@@ -28,6 +28,7 @@ extension ScenarioSession {
             }
             note = list.map { "\($0.peripheral): \($0.actions.map(\.description).joined(separator: ", "))" }.joined(separator: "; ")
         case let .expect(expectation): try check(expectation, step: step)
+        case let .fault(fault): try execute(fault, step: step)
         }
     }
 
@@ -92,6 +93,7 @@ extension ScenarioSession {
         case let .success(connection)?:
             connections[id] = connection
             observations.connected(id, centralHandle: connection.handle)
+            watchFlaws(connection, id: id)
             note = "connected to \(id) at \(report.address), handle \(hex4(connection.handle))"
         case let .failure(error)?:
             let seen: String
@@ -147,11 +149,15 @@ extension ScenarioSession {
             return value
         case let .failure(error):
             lastOperation = (step, error)
+            let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
             guard let code = error.attErrorCode else {
-                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
+                if expectsFailure(error, following: following) {
+                    note = describe(error, of: step)
+                    return nil
+                }
+                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: describe(error, of: step))
             }
             note = "ATT error \(code)"
-            let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
             let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }
             guard expectsAnError else {
                 throw StepFailure(kind: .unexpectedATTError,

@@ -66,6 +66,10 @@ extension ScenarioSession {
             let actual = connection.disconnectReason
             if let reason, actual != reason { throw fail("disconnected with reason \(actual.map { "\($0)" } ?? "?")") }
             note = "disconnected: \(actual.map { "\($0)" } ?? "?")"
+        case let .flaw(e):
+            try checkFlaw(e, fail: fail)
+        case let .fault(f):
+            try check(f, fail: fail)
         }
     }
 

@@ -27,6 +27,7 @@ final class ScenarioSession {
     var central: LabDevice!
     var peripherals: [String: SimulatedPeripheral] = [:]
     let observations = LinkObservations()
+    let flawObservations = FlawObservations()
 
     /// The scenario's end, when it has a `timeout`.
     var deadline: Instant?
@@ -132,6 +133,7 @@ final class ScenarioSession {
                 watchTimeline(peripheral.device)
             }
         }
+        try applyDeclaredFaults()
         let central: LabDevice
         do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
             throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")

@@ -36,7 +36,7 @@ struct ActionSchema {
     static let disconnectReasons: [HCIStatus] = [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].map { HCIStatus(rawValue: $0) }
 
     static let keywords = ["notify", "indicate", "notify-every", "stop-notifying", "set-value", "respond-error", "delay",
-                           "disconnect", "stop-advertising", "start-advertising"]
+                           "disconnect", "stop-advertising", "start-advertising"] + flawKeywords + faultKeywords
 
     func actions(_ node: YAMLNode, site: ActionSite) -> [PeripheralAction] {
         guard let items = items(node) else { return [] }
@@ -77,6 +77,8 @@ struct ActionSchema {
             case "disconnect": return (.disconnect(nil), s.mark)
             case "stop-advertising": return (.stopAdvertising, s.mark)
             case "start-advertising": return (.startAdvertising, s.mark)
+            case "service-changed": return (.serviceChanged(nil), s.mark)
+            case "power-off": return (.powerOff, s.mark)
             default:
                 let hint = Self.keywords.contains(s.text) ? "write '\(s.text): …' with its characteristic or value"
                     : Spelling.suggestion(for: s.text, in: Self.keywords)
@@ -165,8 +167,10 @@ struct ActionSchema {
             guard noOptions() else { return nil }
             if !value.isEmptyValue { r.error(value, expected: "'\(keyword.text)' without a value") }
             return (keyword.text == "stop-advertising" ? .stopAdvertising : .startAdvertising, keyword.mark)
+        case _ where Self.flawKeywords.contains(keyword.text):
+            return flawAction(keyword: keyword, value: value, siblings: siblings, site: site).map { ($0, keyword.mark) }
         default:
-            return nil
+            return faultAction(keyword: keyword, value: value, siblings: siblings, site: site)
         }
     }
 

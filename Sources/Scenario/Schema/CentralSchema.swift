@@ -20,9 +20,9 @@ struct CentralSchema {
     private var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
-                           "peripheral", "expect"]
+                           "peripheral", "expect"] + faultKeywords
     /// Steps that may be written without a value.
-    static let bare = ["scan", "discover", "disconnect"]
+    static let bare = ["scan", "discover", "disconnect"] + bareFaultKeywords
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -85,7 +85,7 @@ struct CentralSchema {
         case "wait": return "wait: 2s"
         case "peripheral": return "peripheral: { hm10: [{ notify: FFE1 }] }"
         case "expect": return "expect: { discovered: hm10 }"
-        default: return "\(keyword): …"
+        default: return faultExample(keyword) ?? "\(keyword): …"
         }
     }
 
@@ -187,7 +187,7 @@ struct CentralSchema {
             if case let .disconnected(id, _, _) = expectation { connected.removeAll { $0 == id } }
             return .expect(expectation)
         default:
-            return nil
+            return faultStep(keyword: keyword, value: value, siblings: siblings)
         }
     }
 

@@ -5,7 +5,9 @@ import GATT
 /// The characteristics each declared peripheral serves, for resolving the UUIDs steps and actions
 /// name (`FFE1`, or `180F/2A19` when a UUID is in more than one service of a peripheral). Every
 /// peripheral also serves the standard GAP (1800: 2A00, 2A01) and GATT (1801: 2A05) services.
-struct PeripheralCatalog {
+/// A class: services a peripheral adds at run time (`add-service`) join it while the file is read,
+/// so the steps after them can name their characteristics.
+final class PeripheralCatalog {
     struct Entry {
         var service: BluetoothUUID
         var characteristic: BluetoothUUID
@@ -21,11 +23,18 @@ struct PeripheralCatalog {
         Entry(service: .genericAttributeService, characteristic: .serviceChanged, properties: .indicate),
     ]
 
-    mutating func add(_ id: String, services: [ServiceSpec]) {
+    func add(_ id: String, services: [ServiceSpec]) {
         ids.append(id)
         entries[id] = Self.standard + services.flatMap { s in
             s.characteristics.map { Entry(service: s.uuid, characteristic: $0.uuid, properties: $0.properties) }
         }
+    }
+
+    /// A service `id` adds at run time; its characteristics become nameable. A service UUID it
+    /// already has is not added twice.
+    func addRuntimeService(_ id: String, _ service: ServiceSpec) {
+        guard entries[id] != nil, !(entries[id] ?? []).contains(where: { $0.service == service.uuid }) else { return }
+        entries[id, default: []] += service.characteristics.map { Entry(service: service.uuid, characteristic: $0.uuid, properties: $0.properties) }
     }
 
     func contains(_ id: String) -> Bool { entries[id] != nil }

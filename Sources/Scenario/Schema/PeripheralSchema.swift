@@ -9,8 +9,10 @@ import YAMLSubset
 struct PeripheralSchema {
     let r: SchemaReader
     private(set) var catalog = PeripheralCatalog()
+    /// `link:` and `mtu:` by peripheral id (FaultSchema.swift).
+    private(set) var faults: [String: PeripheralFaults] = [:]
 
-    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name"]
+    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws"] + faultKeys
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
@@ -64,6 +66,7 @@ struct PeripheralSchema {
         if let v = m["rssi"] { spec.rssi = r.integer(v, in: -127...20, "an RSSI in dBm from -127 to 20").map { Int8($0) } }
         if let a = m["advertise"] { spec.advertising = advertising(a, of: id) }
         if let n = m["device-name"] { spec.deviceName = r.scalar(n, "a device name")?.text }
+        if let f = faults(m) { faults[id] = f }
         var triggers: [(Int, Int, YAMLMapping)] = []
         if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers) }
         catalog.add(id, services: spec.services)
@@ -77,6 +80,7 @@ struct PeripheralSchema {
         }
         if let n = m["on-connect"] { spec.onConnect = actions.actions(n, site: .onConnect) }
         if let n = m["on-disconnect"] { spec.onDisconnect = actions.actions(n, site: .onDisconnect) }
+        if let n = m["flaws"] { spec.flaws = FlawSchema(r: r, catalog: catalog, peripheral: id).flaws(n) }
         return spec
     }
 

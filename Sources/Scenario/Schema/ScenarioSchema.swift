@@ -67,8 +67,10 @@ enum ScenarioSchema {
         if !r.errors.isEmpty {
             return .failure(ScenarioErrors(r.errors.sorted { ($0.line, $0.column) < ($1.line, $1.column) }))
         }
-        return .success(Scenario(name: name, file: file, tags: tags, timeout: timeout, seed: seed, requires: requires,
-                                 peripherals: peripherals, steps: steps))
+        var scenario = Scenario(name: name, file: file, tags: tags, timeout: timeout, seed: seed, requires: requires,
+                                peripherals: peripherals, steps: steps)
+        scenario.faults = peripheralSchema.faults
+        return .success(scenario)
     }
 }
 

@@ -1,0 +1,90 @@
+import BLERuntime
+import Controller
+import GAP
+import HCI
+
+/// New connection parameters a peripheral asks for (`request-connection-update`): L2CAP
+/// Connection Parameter Update Request (Core 5.4 Vol 3 Part A 4.20), which the central's host
+/// answers and, when it accepts, applies with LE Connection Update (Vol 4 Part E 7.8.18).
+public struct ConnectionUpdateRequest: Hashable, Sendable, CustomStringConvertible {
+    /// Connection interval in 1.25 ms units (min = max), peripheral latency in events,
+    /// supervision timeout in 10 ms units.
+    public var interval: UInt16
+    public var latency: UInt16
+    public var timeout: UInt16
+
+    public init(interval: UInt16, latency: UInt16, timeout: UInt16) {
+        self.interval = interval
+        self.latency = latency
+        self.timeout = timeout
+    }
+
+    public var parameters: ConnectionParameters {
+        ConnectionParameters(intervalMin: interval, intervalMax: interval, latency: latency, supervisionTimeout: timeout)
+    }
+
+    public var description: String {
+        "interval \(Self.milliseconds(micros: Int64(interval) * 1250)) latency \(latency) timeout \(Self.milliseconds(micros: Int64(timeout) * 10_000))"
+    }
+
+    /// "48.75ms", "50ms".
+    public static func milliseconds(micros: Int64) -> String {
+        let whole = micros / 1000, rest = micros % 1000
+        guard rest != 0 else { return "\(whole)ms" }
+        var fraction = String(rest)
+        while fraction.count < 3 { fraction = "0" + fraction }
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(whole).\(fraction)ms"
+    }
+}
+
+extension PeripheralAction {
+    var faultDescription: String {
+        switch self {
+        case .powerOff: return "power-off"
+        case let .requestConnectionUpdate(r): return "request-connection-update \(r)"
+        case let .burst(c, v, count): return "burst \(count) × notify \(c)\(v.map { " value \($0)" } ?? "")"
+        default: return "\(self)"
+        }
+    }
+}
+
+extension SimulatedPeripheral {
+    /// The fault actions. Power-off needs the embedded simulator; elsewhere it is recorded as
+    /// not done.
+    func executeFault(_ action: PeripheralAction, context: ActionContext, site: String) {
+        switch action {
+        case .powerOff:
+            guard device.powerOff() else { return record(.note("power-off needs the embedded simulator")) }
+            record(.action(action))
+        case let .requestConnectionUpdate(request):
+            let connections = host.connections.values.sorted { $0.handle < $1.handle }
+            for connection in connections {
+                connection.updateParameters(request.parameters) { [weak self] result in
+                    if case let .failure(error) = result { self?.record(.note("request-connection-update: \(error)")) }
+                }
+            }
+            record(.action(action))
+        case let .burst(ref, source, count):
+            // All handed to the stack at once: the host queues what the controller's ACL
+            // buffers cannot take and sends it as Number Of Completed Packets returns credits
+            // (Vol 4 Part E 4.1.1), so the burst takes as many connection events as it needs.
+            for _ in 0..<count { notify(ref, source, context: context, site: site) }
+        default:
+            break
+        }
+    }
+}
+
+extension LabDevice {
+    /// Powers the device's controller off (`SimAir.powerOff`) and tells its host, which ends its
+    /// connections, as when the device's battery dies or its firmware resets: peers time out.
+    /// False off the simulator.
+    @discardableResult
+    public func powerOff() -> Bool {
+        guard let controller, let air = lab.air else { return false }
+        air.powerOff(controller)
+        host.controllerDidReset(reason: .hardwareFailure)
+        return true
+    }
+}
