@@ -64,6 +64,9 @@ public struct CapturedConnection: Sendable {
     /// The capture was taken on this connection's peripheral: the capturing host is the
     /// peripheral, `peer` the central, and `disconnectRequested` the peripheral's own Disconnect.
     public var capturedOnPeripheral = false
+    /// The capturing host reset its controller (a power cycle) while connected: the link ended
+    /// at `disconnected` without a Disconnection Complete.
+    public var endedByReset = false
     /// The reason the capturing host's HCI Disconnect gave (what the other side was told).
     public var requestedReason: HCIStatus?
     public var att: [ATTRecord] = []
@@ -109,6 +112,7 @@ public struct OwnAdvertising: Hashable, Sendable {
 public enum HCIStreamAnalysis {
     private enum Opcode {
         static let disconnect: UInt16 = 0x0406
+        static let reset: UInt16 = 0x0C03
         static let leSetRandomAddress: UInt16 = 0x2005
         static let leSetAdvertisingParameters: UInt16 = 0x2006
         static let leSetAdvertisingData: UInt16 = 0x2008
@@ -226,6 +230,19 @@ public enum HCIStreamAnalysis {
                             scanning = t.scans.count - 1
                         } else if enable == 0, let open = scanning {
                             t.scans[open].end = mark
+                            scanning = nil
+                        }
+                    case Opcode.reset:
+                        // A controller reset (a power cycle) ends every link without a Disconnection
+                        // Complete, and any scan (Core 5.4, Vol 4, Part E, 7.3.2).
+                        for (handle, i) in open {
+                            t.connections[i].disconnected = mark
+                            t.connections[i].endedByReset = true
+                            reassembly[handle] = nil
+                        }
+                        open = [:]
+                        if let i = scanning {
+                            t.scans[i].end = mark
                             scanning = nil
                         }
                     case Opcode.leCreateConnection, Opcode.leExtendedCreateConnection:

@@ -122,7 +122,7 @@ struct ScenarioWriter {
     func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
-            guard connection.disconnectRequested == nil, let done = connection.disconnected else { return nil }
+            guard connection.disconnectRequested == nil, !connection.endedByReset, let done = connection.disconnected else { return nil }
             return (done, done)
         }
         guard let requested = connection.disconnectRequested else { return nil }
@@ -133,6 +133,8 @@ struct ScenarioWriter {
     func peripheralDisconnect(_ c: Int) -> (mark: CaptureMark, reason: HCIStatus)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
+            // The peripheral's own HCI Disconnect, or its controller reset (powered off).
+            if connection.endedByReset, let mark = connection.disconnected { return (mark, .remoteDeviceTerminatedPowerOff) }
             guard let requested = connection.disconnectRequested else { return nil }
             return (connection.disconnected ?? requested, connection.requestedReason ?? .remoteUserTerminatedConnection)
         }

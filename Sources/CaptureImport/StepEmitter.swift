@@ -120,7 +120,10 @@ struct StepEmitter {
 
     private mutating func connect(_ c: Int, _ timed: ScenarioWriter.Timed) {
         let p = writer.owner[c]
-        if !discoveredEver.contains(p) {
+        if discoveredEver.contains(p) && !advertising[p] {
+            // It connected again, so it advertised again (after an earlier connection, say).
+            setAdvertising([p: true], at: timed.start)
+        } else if !discoveredEver.contains(p) {
             // The lab connects only to what a scan found: scan for it first.
             setAdvertising([p: true], at: timed.start)
             comment(timed.start, "the capture has no scan that found \(peripherals[p].id) before this connection; scanning for it")

@@ -10,9 +10,9 @@ enum YAMLValues {
         return hex(bytes)
     }
 
-    /// `hex:01 02 03` (`hex:` alone for no octets).
+    /// `hex:01 02 03`; `"hex:"`, quoted, for no octets (a plain `hex:` would read as a mapping key).
     static func hex(_ bytes: [UInt8]) -> String {
-        "hex:" + bytes.map(hex8).joined(separator: " ")
+        bytes.isEmpty ? "\"hex:\"" : "hex:" + bytes.map(hex8).joined(separator: " ")
     }
 
     static func readableText(_ bytes: [UInt8]) -> String? {

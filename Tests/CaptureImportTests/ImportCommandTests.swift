@@ -81,7 +81,6 @@ final class ImportCommandTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(examples.count, 10)
         for (i, yaml) in examples.enumerated() {
             let original = try Scenario.parse(yaml, file: "docs-example-\(i + 1).yaml")
-            if RoundTripTests.excluded(original) { continue }
             let first = runWithCaptures(original)
             XCTAssertTrue(first.passed, "\(original.name): \(first.failure?.report() ?? "")")
             let (imported, scenario) = try importAndLoad(try centralCapture(first), source: "docs-example-\(i + 1)")
