@@ -30,5 +30,32 @@ say "swift build -c release --static-swift-stdlib --product blelab"
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-exec vm/run.sh "$N" -- "$BLELAB" run --transport "hci-user:$HCI" "$@" \
-  --junit "$OUT/junit.xml" --capture "$OUT/captures"
+status=0
+vm/run.sh "$N" -- "$BLELAB" run --transport "hci-user:$HCI" "$@" \
+  --junit "$OUT/junit.xml" --capture "$OUT/captures" || status=$?
+
+# The captures the VM brought back must open in tshark, with every L2CAP frame on the ATT
+# channel (CID 4) decoded as ATT.
+if command -v tshark >/dev/null; then
+  total=0; frames=0; bad=""
+  for f in "$OUT"/captures/*.btsnoop; do
+    [ -e "$f" ] || continue
+    total=$((total + 1))
+    if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \
+       || ! att="$(tshark -r "$f" -Y btatt 2>/dev/null | wc -l)"; then
+      bad="$bad $(basename "$f")(unreadable)"; continue
+    fi
+    [ "$att" = "$cid4" ] || bad="$bad $(basename "$f")($att of $cid4)"
+    frames=$((frames + att))
+  done
+  if [ "$total" = 0 ]; then
+    say "error: no capture came back from the VM"; status=1
+  elif [ -n "$bad" ] || [ "$frames" = 0 ]; then
+    say "error: tshark does not decode ATT in:${bad:- any capture}"; status=1
+  else
+    say "tshark decodes all $frames ATT PDUs in the $total captures"
+  fi
+else
+  say "tshark not installed: captures not checked"
+fi
+exit "$status"
