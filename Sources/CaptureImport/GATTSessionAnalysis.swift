@@ -154,7 +154,7 @@ public struct GATTSession: Sendable {
                 switch pdu.opcode.method {
                 case .request:
                     if let p = pending {
-                        session.notes.append("\(p.mark): \(p.request.opcode.name) was never answered")
+                        // Listed once, by the scenario writer, as a step it cannot reproduce.
                         session.operations.append(GATTOperation(kind: .unsupported("\(p.request) (never answered)"), start: p.mark,
                                                                 end: p.mark, unanswered: true))
                     }
