@@ -24,7 +24,10 @@ let package = Package(
         .target(name: "GAP", dependencies: ["Host", "GATT"]),
         .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport"]),
         .target(name: "YAMLSubset"),
-        .target(name: "Scenario", dependencies: ["BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
+        // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
+        // written out as a scenario (docs/import.md). Below Scenario, which hooks it into the CLI.
+        .target(name: "CaptureImport", dependencies: ["Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
+        .target(name: "Scenario", dependencies: ["CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
@@ -51,7 +54,8 @@ let package = Package(
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         .testTarget(name: "ScenarioTests", dependencies: ["Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["LabTiers", "Scenario", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "TierTests", dependencies: ["LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

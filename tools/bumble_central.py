@@ -2,7 +2,8 @@
 """A Bumble Device as a GATT central: scan, connect, discover, subscribe, write, log as JSON lines.
 
     bumble_central.py ENDPOINT --target ADDRESS|NAME [--write UUID:MODE:VALUE ...] [--subscribe UUID ...]
-                      [--expect-notifications N] [--mtu N] [--timeout S] [--legacy-scan]
+                      [--read UUID ...] [--expect-notifications N] [--mtu N] [--timeout S] [--legacy-scan]
+                      [--snoop FILE]
 
 ENDPOINT is the controller's H4 socket: tcp:HOST:PORT, HOST:PORT or unix:PATH. Run it with the
 venv's Python. --target is a BD_ADDR (AA:BB:CC:DD:EE:FF, either address type matches) or the
@@ -12,6 +13,8 @@ Defaults (the interop layout of tools/bumble_common.py, served by bumble_periphe
     --write B1E1AB01-…:request:text:hello   (Write Request to the write-only characteristic)
     --write B1E1AB02-…:command:text:hello   (Write Command to the write-without-response one)
     --subscribe B1E1AB03-…                  (enable notifications on the notify characteristic)
+--read reads each characteristic after subscribing, before the writes. --snoop writes Bumble's own
+btsnoop capture of its HCI (bumble.snoop.BtSnooper) to FILE.
 MODE is request (ATT Write Request, 0x12), command (ATT Write Command, 0x52) or auto (request if
 the characteristic has the write property, else command: what most apps do). Writes go in the
 order given, after subscribing. --no-defaults drops the default writes and subscription.
@@ -25,6 +28,7 @@ stdout: one JSON object per line, {"t": seconds, "event": NAME, ...}:
     mtu            mtu
     discovered     services: [{uuid, characteristics: [{uuid, handle, properties: [...]}]}]
     subscribed     characteristic
+    read           characteristic, value_hex, value_text
     write          characteristic, mode, opcode ("0x12"/"0x52", as sent on ATT), op, value_hex,
                    value_text, ok (bool), error (when refused: the ATT error)
     notification   characteristic, handle, value_hex, value_text
@@ -183,6 +187,11 @@ class Central:
             await ch.subscribe(on_value)
             emit("subscribed", characteristic=uuid_text(ch.uuid))
 
+        for uuid in args.read:
+            ch = characteristic(UUID(uuid))
+            value = await asyncio.wait_for(ch.read_value(), args.step_timeout)
+            emit("read", characteristic=uuid_text(ch.uuid), **value_fields(bytes(value)))
+
         for uuid, mode, value in args.write:
             ch = characteristic(uuid)
             props = int(ch.properties)
@@ -234,6 +243,19 @@ class Central:
             emit("error", message="cannot open %s (%s): %s" % (self.args.endpoint, spec, err))
             emit("done", ok=False, error="cannot open %s" % self.args.endpoint)
             return 2
+        if self.args.snoop:
+            from contextlib import nullcontext
+            from bumble.snoop import BtSnooper
+            from bumble.transport.common import SnoopingTransport
+            snoop_file = open(self.args.snoop, "wb")
+            transport = SnoopingTransport.create_with(transport, nullcontext(BtSnooper(snoop_file)))
+            try:
+                return await self.run_on(transport, loop, stop)
+            finally:
+                snoop_file.close()
+        return await self.run_on(transport, loop, stop)
+
+    async def run_on(self, transport, loop, stop):
         async with transport:
             config = DeviceConfiguration()
             config.name = self.args.name
@@ -277,6 +299,8 @@ def main(argv=None):
                     help="wait (up to --step-timeout) until N notifications arrived")
     ap.add_argument("--listen", type=float, default=0.0, help="seconds to stay connected after the writes")
     ap.add_argument("--mtu", type=int, default=0, help="send Exchange MTU with this MTU first")
+    ap.add_argument("--read", action="append", default=[], metavar="UUID", help="read this characteristic (after subscribing)")
+    ap.add_argument("--snoop", default=None, metavar="FILE", help="write Bumble's btsnoop capture of its HCI to FILE")
     ap.add_argument("--allow-write-errors", action="store_true", help="a refused write is logged, not a failure")
     ap.add_argument("--connect-only", action="store_true", help="scan, connect, disconnect: no GATT")
     ap.add_argument("--connect-anyway", action="store_true", help="try to connect to a non-connectable advertiser")

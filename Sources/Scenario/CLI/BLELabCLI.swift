@@ -57,6 +57,7 @@ public struct BLELabCLI {
         case let .run(arguments): return run(arguments)
         case let .validate(paths): return validate(paths)
         case let .list(arguments): return list(arguments)
+        case let .importCapture(arguments): return importCapture(arguments)
         }
     }
 

@@ -4,6 +4,8 @@ public enum CLICommand: Equatable {
     case run(RunArguments)
     case validate(paths: [String])
     case list(ListArguments)
+    /// `import CAPTURE [-o FILE]` (ImportCommand.swift).
+    case importCapture(ImportArguments)
     /// Print this help text and exit 0.
     case help(String)
 }
@@ -79,18 +81,20 @@ public enum CLIArguments {
             if rest.contains(where: isHelp) { return .help(Help.validate) }
             return .validate(paths: try positional(rest, command: "validate"))
         case "list": return try parseList(rest)
+        case "import": return try ImportArguments.parse(rest)
         case "help":
             switch rest.first {
             case nil: return .help(Help.main)
             case "run"?: return .help(Help.run)
             case "validate"?: return .help(Help.validate)
             case "list"?: return .help(Help.list)
-            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate and list")
+            case "import"?: return .help(Help.importCapture)
+            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list and import")
             }
         case "-h", "--help": return .help(Help.main)
         default:
-            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "help"]).map { "; \($0)" } ?? ""
-            throw UsageError("unknown command '\(command)': expected run, validate or list\(hint)")
+            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "help"]).map { "; \($0)" } ?? ""
+            throw UsageError("unknown command '\(command)': expected run, validate, list or import\(hint)")
         }
     }
 
@@ -220,6 +224,7 @@ public enum Help {
       run [PATHS…]       run scenarios (files, or folders searched for *.yaml; default scenarios/)
       validate [PATHS…]  check scenario files without running them; every error is printed
       list [PATHS…]      list scenarios: name, tags, file
+      import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
 
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)
     'blelab <command> --help' describes each command.

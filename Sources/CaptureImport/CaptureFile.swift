@@ -1,0 +1,152 @@
+import HCI
+import Transport
+
+/// What a capture file holds, whatever its format: the HCI packets in file order, each with its
+/// record number (1-based, as Wireshark numbers frames), its byte offset in the file, its time and
+/// its direction.
+public struct CaptureFile: Sendable {
+    public enum Format: Hashable, Sendable, CustomStringConvertible {
+        case btsnoop(BTSnoopDatalink)
+        case packetLogger(bigEndian: Bool)
+
+        public var description: String {
+            switch self {
+            case let .btsnoop(datalink): return "btsnoop, datalink \(datalink)"
+            case let .packetLogger(bigEndian): return "PacketLogger (\(bigEndian ? "big" : "little")-endian)"
+            }
+        }
+    }
+
+    public struct Packet: Hashable, Sendable {
+        /// 1-based, counting every record of the file (notes and index records too).
+        public var record: Int
+        /// Where the record starts in the file.
+        public var offset: Int
+        /// Microseconds since the first record of the file.
+        public var time: Int64
+        public var direction: HCIDirection
+        /// The packet as an H4 frame (indicator first).
+        public var frame: [UInt8]
+        /// Octets the capturing tool left out of this packet (a truncating snoop log).
+        public var missingOctets: Int
+    }
+
+    public var format: Format
+    public var recordCount: Int
+    public var packets: [Packet]
+    /// Records whose timestamp went backwards or jumped more than a day ahead of the record before:
+    /// each was taken to be at the previous record's time (a damaged or reset clock).
+    public var clockAdjustments: [Int] = []
+
+    /// Keeps time from running backwards or leaping: see `clockAdjustments`.
+    mutating func smoothClock() {
+        var last: Int64 = 0
+        for i in packets.indices {
+            let t = packets[i].time
+            if t < last || t - last > 86_400_000_000 {
+                clockAdjustments.append(packets[i].record)
+                packets[i].time = last
+            }
+            last = packets[i].time
+        }
+    }
+
+    /// Reads a btsnoop (datalinks 1001, 1002, 2001) or PacketLogger file. A defect is a
+    /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
+    public static func decode(_ bytes: [UInt8]) throws -> CaptureFile {
+        let magic = BTSnoopMagic.bytes
+        if bytes.count >= magic.count ? Array(bytes[0..<magic.count]) == magic : (!bytes.isEmpty && magic.starts(with: bytes)) {
+            return try decodeBTSnoop(bytes)
+        }
+        if PacketLoggerReader.looksLikePacketLogger(bytes) {
+            do {
+                let file = try PacketLoggerReader.decode(bytes)
+                return fromPacketLogger(file)
+            } catch let error as PacketLoggerError {
+                throw CaptureError.packetLogger(error)
+            }
+        }
+        // Neither: a btsnoop file with a damaged magic says so; anything else is no capture at all.
+        if bytes.count >= magic.count, zip(bytes[0..<magic.count], magic).filter({ $0 == $1 }).count >= 4 {
+            throw CaptureError.btsnoop(.wrongMagic(found: Array(bytes[0..<magic.count]), at: 0))
+        }
+        do { _ = try PacketLoggerReader.decode(bytes) } catch let error as PacketLoggerError { throw CaptureError.packetLogger(error) }
+        throw CaptureError.packetLogger(.empty)
+    }
+
+    static func decodeBTSnoop(_ bytes: [UInt8]) throws -> CaptureFile {
+        let file: BTSnoopFile
+        do { file = try BTSnoopReader.decode(bytes) } catch let error as BTSnoopError { throw CaptureError.btsnoop(error) }
+        var packets: [Packet] = []
+        var offset = 16
+        let origin = file.records.first?.timestamp ?? 0
+        for (index, record) in file.records.enumerated() {
+            defer { offset += 24 + record.data.count }
+            guard let frame = record.h4Frame, !frame.isEmpty else { continue }
+            let (time, overflow) = record.timestamp.subtractingReportingOverflow(origin)
+            packets.append(Packet(record: index + 1, offset: offset, time: overflow ? 0 : time, direction: record.direction,
+                                  frame: frame, missingOctets: Int(record.originalLength) - record.data.count))
+        }
+        var capture = CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
+        capture.smoothClock()
+        return capture
+    }
+
+    static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
+        let origin = file.records.first?.unixMicroseconds ?? 0
+        var packets: [Packet] = []
+        for (index, record) in file.records.enumerated() {
+            guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else { continue }
+            packets.append(Packet(record: index + 1, offset: record.offset, time: record.unixMicroseconds - origin,
+                                  direction: direction, frame: frame, missingOctets: 0))
+        }
+        var capture = CaptureFile(format: .packetLogger(bigEndian: file.bigEndian), recordCount: file.records.count, packets: packets)
+        capture.smoothClock()
+        return capture
+    }
+}
+
+enum BTSnoopMagic {
+    static let bytes: [UInt8] = Array("btsnoop".utf8) + [0]
+}
+
+/// Why a capture could not be imported. Every case names where in the file the problem is.
+public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
+    case btsnoop(BTSnoopError)
+    case packetLogger(PacketLoggerError)
+    /// A record whose HCI packet does not decode (its lengths or fields are wrong).
+    case malformedPacket(record: Int, offset: Int, detail: String)
+    /// A record the capturing tool cut short (Android's filtered snoop log, a snap length): the
+    /// values cannot be read from it.
+    case truncatedPacket(record: Int, offset: Int, kept: Int, original: Int)
+    /// The capture holds no HCI packets at all.
+    case noPackets(records: Int)
+    /// The capture shows nothing to import: no scan, no connection, no advertising of its own.
+    case nothingToImport(packets: Int)
+
+    /// The byte offset in the file the error refers to.
+    public var offset: Int {
+        switch self {
+        case let .btsnoop(e): return e.offset
+        case let .packetLogger(e): return e.offset
+        case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
+        case .noPackets, .nothingToImport: return 0
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .btsnoop(e): return e.description
+        case let .packetLogger(e): return e.description
+        case let .malformedPacket(record, offset, detail):
+            return "record \(record) at offset \(offset): the HCI packet does not decode: \(detail)"
+        case let .truncatedPacket(record, offset, kept, original):
+            return "record \(record) at offset \(offset) keeps \(kept) of the packet's \(original) octets: the capture was truncated "
+                + "(on Android, set the Bluetooth HCI snoop log to \"Enabled\", not \"Filtered\"), so its values cannot be imported"
+        case let .noPackets(records):
+            return "the capture holds no HCI packets (\(records) record\(records == 1 ? "" : "s"))"
+        case let .nothingToImport(packets):
+            return "the capture's \(packets) HCI packets hold no scan, no connection and no advertising: nothing to import"
+        }
+    }
+}

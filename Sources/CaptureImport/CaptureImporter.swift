@@ -1,0 +1,32 @@
+/// `blelab import`: a capture in, a scenario out.
+///
+/// A central's capture (the phone's btsnoop_hci.log, PacketLogger on an iPhone or Mac, btmon on a
+/// Linux central, the lab's own `--capture` files): advertising reports give the peripherals, LE
+/// Connection Complete and the ATT PDUs on each connection give the database and the central's
+/// operations. A peripheral's capture: its own advertising commands give the one peripheral, the
+/// other side of its connections the central. docs/import.md describes what becomes what.
+public enum CaptureImporter {
+    /// What an import produced: the scenario text and the analysis behind it.
+    public struct Result: Sendable {
+        /// The scenario file, ready to write.
+        public var yaml: String
+        public var file: CaptureFile
+        public var transcript: HCITranscript
+        /// One per connection, in `transcript.connections` order.
+        public var sessions: [GATTSession]
+        /// The scenario's peripheral ids, with their addresses, in declaration order.
+        public var peripheralIDs: [String]
+    }
+
+    /// Imports the capture `bytes`; `source` names it in the scenario (the file's name). Throws
+    /// `CaptureError` for anything unreadable, with the byte offset.
+    public static func importCapture(_ bytes: [UInt8], source: String) throws -> Result {
+        let file = try CaptureFile.decode(bytes)
+        let transcript = try HCIStreamAnalysis.analyse(file)
+        let sessions = transcript.connections.map { GATTSession.analyse($0.att) }
+        var writer = ScenarioWriter(transcript: transcript, sessions: sessions, source: source, format: file.format,
+                                    recordCount: file.recordCount)
+        let yaml = writer.write()
+        return Result(yaml: yaml, file: file, transcript: transcript, sessions: sessions, peripheralIDs: writer.peripherals.map(\.id))
+    }
+}

@@ -1,0 +1,424 @@
+import BLEWire
+import HCI
+
+/// Where something was seen in the capture: its record number and time (microseconds since the
+/// first record), for the comments of the imported scenario.
+public struct CaptureMark: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var record: Int
+    public var time: Int64
+
+    public static func < (a: CaptureMark, b: CaptureMark) -> Bool { (a.time, a.record) < (b.time, b.record) }
+
+    public var description: String { "record \(record) at \(CaptureMark.seconds(time))" }
+
+    /// `1.234567s`.
+    static func seconds(_ us: Int64) -> String {
+        let sign = us < 0 ? "-" : ""
+        let v = us < 0 ? -us : us
+        let frac = String(v % 1_000_000)
+        return "\(sign)\(v / 1_000_000).\(String(repeating: "0", count: 6 - frac.count) + frac)s"
+    }
+}
+
+/// One advertising report as the central's controller delivered it (legacy or extended).
+public struct AdvertisingObservation: Hashable, Sendable {
+    public var mark: CaptureMark
+    public var address: LEAddress
+    public var connectable: Bool
+    public var isScanResponse: Bool
+    public var data: [UInt8]
+    /// dBm; nil when the controller said "not available" (127).
+    public var rssi: Int8?
+    /// Index into `HCITranscript.scans` of the scan it arrived in (nil: outside any scan).
+    public var scan: Int?
+}
+
+/// A stretch of scanning: LE Set (Extended) Scan Enable on, then off (or a connection attempt).
+public struct ScanWindow: Hashable, Sendable {
+    public var start: CaptureMark
+    /// Nil while still scanning at the end of the capture.
+    public var end: CaptureMark?
+}
+
+/// One ATT PDU on a connection, whole (L2CAP reassembled).
+public struct ATTRecord: Hashable, Sendable {
+    public var mark: CaptureMark
+    /// Sent by the central (the capturing host); false: received from the peripheral.
+    public var fromCentral: Bool
+    public var bytes: [UInt8]
+}
+
+/// A connection the central made.
+public struct CapturedConnection: Sendable {
+    public var handle: UInt16
+    public var peer: LEAddress
+    /// LE (Extended) Create Connection, when the capture has it.
+    public var requested: CaptureMark?
+    public var established: CaptureMark
+    /// Units of 1.25 ms.
+    public var interval: UInt16
+    /// HCI Disconnect sent by the central.
+    public var disconnectRequested: CaptureMark?
+    public var disconnected: CaptureMark?
+    public var reason: HCIStatus?
+    /// The capture was taken on this connection's peripheral: the capturing host is the
+    /// peripheral, `peer` the central, and `disconnectRequested` the peripheral's own Disconnect.
+    public var capturedOnPeripheral = false
+    /// The capturing host reset its controller (a power cycle) while connected: the link ended
+    /// at `disconnected` without a Disconnection Complete.
+    public var endedByReset = false
+    /// The reason the capturing host's HCI Disconnect gave (what the other side was told).
+    public var requestedReason: HCIStatus?
+    public var att: [ATTRecord] = []
+    /// Other L2CAP traffic worth a comment (SMP pairing, signaling), once per kind.
+    public var notes: [String] = []
+}
+
+/// The HCI stream of a central's capture, decoded: scans, advertising reports, connections and
+/// their ATT PDUs.
+public struct HCITranscript: Sendable {
+    public var scans: [ScanWindow] = []
+    public var reports: [AdvertisingObservation] = []
+    public var connections: [CapturedConnection] = []
+    /// Things the importer saw but cannot reproduce, for the scenario's header comment.
+    public var notes: [String] = []
+    public var packetCount = 0
+    public var endTime: Int64 = 0
+    /// What the capturing host advertised itself (LE Set Advertising Parameters / Data / Scan
+    /// Response Data, LE Set Advertising Enable): set when the capture was taken on a peripheral.
+    public var ownAdvertising: OwnAdvertising?
+    /// The capturing host's address (Read BD_ADDR, or LE Set Random Address when it advertises
+    /// with a random one).
+    public var ownAddress: LEAddress?
+
+    /// Whether the capture was taken on the peripheral's side (every connection in it).
+    public var capturedOnPeripheral: Bool { !connections.isEmpty && connections.allSatisfy(\.capturedOnPeripheral) }
+}
+
+/// A peripheral's own advertising, from the commands its host sent.
+public struct OwnAdvertising: Hashable, Sendable {
+    public var enabled: CaptureMark
+    public var data: [UInt8]
+    public var scanResponse: [UInt8]?
+    /// Microseconds (Advertising_Interval_Min × 0.625 ms).
+    public var interval: Int64?
+    public var connectable: Bool
+}
+
+/// Reads the HCI packets of a capture (the central's, or a peripheral's: see
+/// `CapturedConnection.capturedOnPeripheral`). Every packet must decode (the
+/// capture's framing is trusted only as far as it checks); ATT PDUs that do not decode are kept as
+/// bytes and noted, since a malformed PDU from a peer may be the very bug being imported.
+public enum HCIStreamAnalysis {
+    private enum Opcode {
+        static let disconnect: UInt16 = 0x0406
+        static let reset: UInt16 = 0x0C03
+        static let leSetRandomAddress: UInt16 = 0x2005
+        static let leSetAdvertisingParameters: UInt16 = 0x2006
+        static let leSetAdvertisingData: UInt16 = 0x2008
+        static let leSetScanResponseData: UInt16 = 0x2009
+        static let leSetAdvertisingEnable: UInt16 = 0x200A
+        static let leSetScanEnable: UInt16 = 0x200C
+        static let leCreateConnection: UInt16 = 0x200D
+        static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
+        static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
+        static let leSetExtendedAdvertisingData: UInt16 = 0x2037
+        static let leSetExtendedScanResponseData: UInt16 = 0x2038
+        static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
+        static let leSetExtendedScanEnable: UInt16 = 0x2042
+        static let leExtendedCreateConnection: UInt16 = 0x2043
+    }
+
+    /// Reassembles L2CAP basic frames (Core 5.4, Vol 3, Part A, 3.1: Length (2), CID (2), payload)
+    /// from ACL fragments of one direction of one connection.
+    struct Reassembly {
+        var buffer: [UInt8] = []
+        var start: CaptureMark?
+
+        /// Feeds one ACL packet; returns a whole frame (CID, payload) when one completes.
+        mutating func feed(_ data: [UInt8], boundary: PacketBoundary, mark: CaptureMark, notes: inout [String])
+            -> (cid: UInt16, payload: [UInt8], start: CaptureMark)? {
+            if boundary.isStart {
+                if !buffer.isEmpty { notes.append("an L2CAP frame left incomplete before \(mark) was dropped") }
+                buffer = data
+                start = mark
+            } else if boundary == .continuing {
+                guard start != nil else {
+                    notes.append("a continuing ACL fragment without a start at \(mark) was dropped")
+                    return nil
+                }
+                buffer += data
+            } else {
+                notes.append("an ACL packet with boundary flag 'complete' (BR/EDR) at \(mark) was dropped")
+                return nil
+            }
+            guard buffer.count >= 4, let first = start else { return nil }
+            let length = Int(buffer[0]) | Int(buffer[1]) << 8
+            guard buffer.count >= 4 + length else { return nil }
+            let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
+            if buffer.count > 4 + length {
+                notes.append("an L2CAP frame at \(first) carried \(buffer.count - 4 - length) octets past its length; they were dropped")
+            }
+            let payload = Array(buffer[4..<4 + length])
+            buffer = []
+            start = nil
+            return (cid, payload, first)
+        }
+    }
+
+    public static func analyse(_ file: CaptureFile) throws -> HCITranscript {
+        var t = HCITranscript()
+        t.packetCount = file.packets.count
+        if let first = file.clockAdjustments.first {
+            t.notes.append("\(file.clockAdjustments.count) record\(file.clockAdjustments.count == 1 ? "" : "s") (first record \(first)) had a timestamp before the previous record's or more than a day after it; each was taken at the previous record's time")
+        }
+        guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
+        var scanning: Int?                                   // index of the open scan window
+        var pendingCreate: CaptureMark?
+        var open: [UInt16: Int] = [:]                        // handle → index in t.connections
+        var reassembly: [UInt16: [Bool: Reassembly]] = [:]   // handle → fromCentral → state
+        var noted: Set<String> = []
+        var advertisedOwn: CaptureMark?
+        var advertisingData: [UInt8] = []
+        var scanResponseData: [UInt8]?
+        var advertisingInterval: Int64?
+        var advertisingConnectable = true
+        var ownRandomAddress = false
+        var publicAddress: BDAddr?
+        var randomAddress: BDAddr?
+
+        func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
+
+        func connected(handle: UInt16, status: HCIStatus, role: ConnectionRole, peer: LEAddress, interval: UInt16,
+                       mark: CaptureMark, packet: CaptureFile.Packet) throws {
+            guard status == .success else {
+                note("a connection attempt failed with \(status.name) (\(mark))")
+                pendingCreate = nil
+                return
+            }
+            // A connection ends scanning on controllers that cannot do both (and ours stop it
+            // before connecting); an open scan window closes at the connection request.
+            var connection = CapturedConnection(handle: handle, peer: peer, requested: role == .peripheral ? nil : pendingCreate,
+                                                established: mark, interval: interval)
+            connection.capturedOnPeripheral = role == .peripheral
+            t.connections.append(connection)
+            open[handle] = t.connections.count - 1
+            pendingCreate = nil
+        }
+
+        for p in file.packets {
+            let mark = CaptureMark(record: p.record, time: p.time)
+            t.endTime = max(t.endTime, p.time)
+            if p.missingOctets > 0 {
+                throw CaptureError.truncatedPacket(record: p.record, offset: p.offset, kept: p.frame.count - 1,
+                                                   original: p.frame.count - 1 + p.missingOctets)
+            }
+            let packet: HCIPacket
+            do { packet = try HCIPacket(h4: p.frame) } catch {
+                throw CaptureError.malformedPacket(record: p.record, offset: p.offset, detail: "\(error)")
+            }
+            do {
+                switch packet {
+                case let .command(command):
+                    let opcode = command.opcode.rawValue
+                    let params = Array(p.frame.dropFirst(4))
+                    switch opcode {
+                    case Opcode.leSetScanEnable, Opcode.leSetExtendedScanEnable:
+                        guard let enable = params.first else { break }
+                        if enable != 0, scanning == nil {
+                            t.scans.append(ScanWindow(start: mark, end: nil))
+                            scanning = t.scans.count - 1
+                        } else if enable == 0, let open = scanning {
+                            t.scans[open].end = mark
+                            scanning = nil
+                        }
+                    case Opcode.reset:
+                        // A controller reset (a power cycle) ends every link without a Disconnection
+                        // Complete, and any scan (Core 5.4, Vol 4, Part E, 7.3.2).
+                        for (handle, i) in open {
+                            t.connections[i].disconnected = mark
+                            t.connections[i].endedByReset = true
+                            reassembly[handle] = nil
+                        }
+                        open = [:]
+                        if let i = scanning {
+                            t.scans[i].end = mark
+                            scanning = nil
+                        }
+                    case Opcode.leCreateConnection, Opcode.leExtendedCreateConnection:
+                        pendingCreate = mark
+                    case Opcode.disconnect:
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        let reason = HCIStatus(rawValue: try r.readUInt8())
+                        if let i = open[handle] {
+                            t.connections[i].disconnectRequested = mark
+                            t.connections[i].requestedReason = reason
+                        }
+                    case Opcode.leSetAdvertisingEnable, Opcode.leSetExtendedAdvertisingEnable:
+                        if params.first == 1, advertisedOwn == nil { advertisedOwn = mark }
+                    case Opcode.leSetAdvertisingParameters:
+                        // Core 5.4, Vol 4, Part E, 7.8.5: Interval_Min (2), Interval_Max (2), Type (1), Own_Address_Type (1), …
+                        var r = ByteReader(params)
+                        advertisingInterval = Int64(try r.readUInt16LE()) * 625
+                        _ = try r.readUInt16LE()
+                        let type = try r.readUInt8()
+                        advertisingConnectable = type == 0x00 || type == 0x01 || type == 0x04
+                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
+                    case Opcode.leSetAdvertisingData, Opcode.leSetScanResponseData:
+                        // 7.8.7, 7.8.8: Data_Length (1), Data (31, only the first Data_Length significant).
+                        var r = ByteReader(params)
+                        let length = min(Int(try r.readUInt8()), 31)
+                        let data = try r.readBytes(count: min(length, r.remaining))
+                        if opcode == Opcode.leSetAdvertisingData { advertisingData = data } else { scanResponseData = data }
+                    case Opcode.leSetRandomAddress:
+                        var r = ByteReader(params)
+                        randomAddress = try r.readAddress()
+                    case Opcode.leSetAdvertisingSetRandomAddress:
+                        // 7.8.52: Advertising_Handle (1), Random_Address (6). One advertising set is assumed.
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        randomAddress = try r.readAddress()
+                    case Opcode.leSetExtendedAdvertisingParameters:
+                        // 7.8.53: Advertising_Handle (1), Advertising_Event_Properties (2: bit 0 connectable),
+                        // Primary_Advertising_Interval_Min (3), _Max (3), Channel_Map (1), Own_Address_Type (1), …
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        advertisingConnectable = try r.readUInt16LE() & 0x0001 != 0
+                        advertisingInterval = Int64(try r.readUInt24LE()) * 625
+                        try r.skip(4)
+                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
+                    case Opcode.leSetExtendedAdvertisingData, Opcode.leSetExtendedScanResponseData:
+                        // 7.8.54, 7.8.55: Advertising_Handle (1), Operation (1: 0 intermediate, 1 first,
+                        // 2 last, 3 complete, 4 unchanged), Fragment_Preference (1), Data_Length (1), Data.
+                        var r = ByteReader(params)
+                        try r.skip(1)
+                        let operation = try r.readUInt8()
+                        try r.skip(1)
+                        let data = try r.readBytes(count: Int(try r.readUInt8()))
+                        let isData = opcode == Opcode.leSetExtendedAdvertisingData
+                        switch operation {
+                        case 0x01, 0x03: if isData { advertisingData = data } else { scanResponseData = data }
+                        case 0x00, 0x02: if isData { advertisingData += data } else { scanResponseData = (scanResponseData ?? []) + data }
+                        default: break
+                        }
+                    default: break
+                    }
+                case let .event(event):
+                    switch event {
+                    case let .leMeta(.advertisingReport(list)):
+                        for r in list {
+                            t.reports.append(AdvertisingObservation(
+                                mark: mark, address: r.sender, connectable: r.eventType.isConnectable,
+                                isScanResponse: r.eventType == .scanRsp, data: r.data, rssi: r.rssi == 127 ? nil : r.rssi, scan: scanning))
+                        }
+                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0D:
+                        t.reports += try extendedReports(params, mark: mark, scan: scanning)
+                    case let .leMeta(.connectionComplete(c)):
+                        try connected(handle: c.handle, status: c.status, role: c.role, peer: c.peer, interval: c.connectionInterval,
+                                      mark: mark, packet: p)
+                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
+                        // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
+                        // with the local and peer resolvable private addresses after the peer's.
+                        var r = ByteReader(params)
+                        let status = HCIStatus(rawValue: try r.readUInt8())
+                        let handle = try r.readUInt16LE()
+                        let role = ConnectionRole(rawValue: try r.readUInt8())
+                        var type = try r.readUInt8()
+                        if type >= 2 && type <= 3 { type -= 2 }   // public / random identity address
+                        let address = try r.readAddress()
+                        try r.skip(12)
+                        let interval = try r.readUInt16LE()
+                        try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
+                                      interval: interval, mark: mark, packet: p)
+                    case let .commandComplete(c) where c.opcode.rawValue == 0x1009 && c.returnParameters.count == 7 && c.returnParameters[0] == 0:
+                        var r = ByteReader(c.returnParameters, from: 1)
+                        publicAddress = try r.readAddress()
+                    case let .disconnectionComplete(d):
+                        if let i = open[d.handle], d.status == .success {
+                            t.connections[i].disconnected = mark
+                            t.connections[i].reason = d.reason
+                            open[d.handle] = nil
+                            reassembly[d.handle] = nil
+                        }
+                    default: break
+                    }
+                case let .acl(acl):
+                    guard let i = open[acl.handle] else {
+                        note("ACL data on connection 0x\(String(acl.handle, radix: 16)) that the capture never showed being made (first at \(mark)) was ignored")
+                        continue
+                    }
+                    // On a peripheral's capture the central is the other side.
+                    let sentHere = p.direction == .hostToController
+                    let fromCentral = t.connections[i].capturedOnPeripheral ? !sentHere : sentHere
+                    var state = reassembly[acl.handle]?[fromCentral] ?? Reassembly()
+                    var notes = t.connections[i].notes
+                    let frame = state.feed(acl.data, boundary: acl.boundary, mark: mark, notes: &notes)
+                    t.connections[i].notes = notes
+                    reassembly[acl.handle, default: [:]][fromCentral] = state
+                    guard let frame else { continue }
+                    switch frame.cid {
+                    case 0x0004:
+                        t.connections[i].att.append(ATTRecord(mark: frame.start, fromCentral: fromCentral, bytes: frame.payload))
+                    case 0x0006:
+                        let text = "the link was paired or encrypted (SMP, from \(frame.start)); the lab's links are not encrypted, so this is not reproduced"
+                        if !t.connections[i].notes.contains(where: { $0.hasPrefix("the link was paired") }) { t.connections[i].notes.append(text) }
+                    default: break
+                    }
+                case .other: break
+                }
+            } catch let error as CaptureError {
+                throw error
+            } catch {
+                throw CaptureError.malformedPacket(record: p.record, offset: p.offset, detail: "\(error)")
+            }
+        }
+
+        if let mark = advertisedOwn {
+            t.ownAdvertising = OwnAdvertising(enabled: mark, data: advertisingData, scanResponse: scanResponseData,
+                                              interval: advertisingInterval, connectable: advertisingConnectable)
+        }
+        if ownRandomAddress, let random = randomAddress {
+            t.ownAddress = LEAddress(random, type: .random)
+        } else if let address = publicAddress {
+            t.ownAddress = LEAddress(address, type: .public)
+        }
+        // A host that was central on some links and peripheral on others: import its central side.
+        if t.connections.contains(where: { !$0.capturedOnPeripheral }) || !t.scans.isEmpty {
+            let dropped = t.connections.filter(\.capturedOnPeripheral)
+            if !dropped.isEmpty {
+                t.notes.append("\(dropped.count) connection\(dropped.count == 1 ? "" : "s") in which the capturing host was the peripheral (first at \(dropped[0].established)) are left out: the scenario is the central's side")
+                t.connections.removeAll(where: \.capturedOnPeripheral)
+            }
+        } else if t.ownAdvertising == nil && t.connections.isEmpty {
+            throw CaptureError.nothingToImport(packets: file.packets.count)
+        }
+        return t
+    }
+
+    /// LE Extended Advertising Report (Core 5.4, Vol 4, Part E, 7.7.65.13): Num_Reports, then per
+    /// report Event_Type (2), Address_Type, Address (6), Primary_PHY, Secondary_PHY,
+    /// Advertising_SID, TX_Power, RSSI, Periodic_Advertising_Interval (2), Direct_Address_Type,
+    /// Direct_Address (6), Data_Length, Data.
+    static func extendedReports(_ params: [UInt8], mark: CaptureMark, scan: Int?) throws -> [AdvertisingObservation] {
+        var r = ByteReader(params)
+        let n = Int(try r.readUInt8())
+        var out: [AdvertisingObservation] = []
+        for _ in 0..<n {
+            let eventType = try r.readUInt16LE()
+            var type = try r.readUInt8()
+            if type >= 2 && type <= 3 { type -= 2 }
+            let address = try r.readAddress()
+            try r.skip(4)                                   // PHYs, SID, TX power
+            let rssi = try r.readInt8()
+            try r.skip(9)                                   // periodic interval, direct address
+            let length = Int(try r.readUInt8())
+            let data = try r.readBytes(count: length)
+            out.append(AdvertisingObservation(mark: mark, address: LEAddress(address, type: AddressType(rawValue: type)),
+                                              connectable: eventType & 0x01 != 0, isScanResponse: eventType & 0x08 != 0,
+                                              data: data, rssi: rssi == 127 ? nil : rssi, scan: scan))
+        }
+        try r.expectEnd()
+        return out
+    }
+}
