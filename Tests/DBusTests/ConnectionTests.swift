@@ -99,6 +99,25 @@ final class ConnectionTests: BusTestCase {
 
     private var held: [DBusMethodInvocation] = []
 
+    /// The service (bluetoothd, later) going away under a call: the bus stays, and it answers
+    /// the call with NoReply itself.
+    func testServiceVanishingMidCallIsANoReplyFromTheBus() throws {
+        let server = try connect()
+        let client = try connect()
+        try server.export(DBusExportedObject(path: "/hang", interfaces: [
+            DBusInterface("org.example.Hang", methods: [DBusMethod("Hang") { [unowned self] invocation in self.held.append(invocation) }]),
+        ]))
+        var result: Result<[DBusValue], DBusError>?
+        client.call(destination: server.uniqueName, path: "/hang", interface: "org.example.Hang", member: "Hang") { result = $0 }
+        XCTAssertTrue(loop.run(until: loop.now + .seconds(5), orUntil: { !self.held.isEmpty }))
+        server.close()
+        held.removeAll()   // dropped after the close: its Failed answer cannot be sent any more
+        XCTAssertTrue(loop.run(until: loop.now + .seconds(5), orUntil: { result != nil }))
+        guard case .failure(.remote(let reply))? = result else { return XCTFail("\(String(describing: result))") }
+        XCTAssertEqual(reply.name, DBusErrorReply.noReply)
+        XCTAssertTrue(client.isConnected)
+    }
+
     func testLargeMessagesBothWays() throws {
         // 512 KiB each way: more than a unix socket buffer holds (~208 KiB), so libdbus must wait for
         // the writable watch to finish sending.
