@@ -215,3 +215,30 @@ public struct DBusPropertiesChanged: Equatable {
         invalidated = try args[2].asStrings()
     }
 }
+
+extension DBusConnection {
+    /// The outcome of RequestName (D-Bus Specification, "org.freedesktop.DBus.RequestName").
+    public enum NameRequestResult: UInt32, Sendable {
+        case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
+    }
+
+    /// Asks the bus for a well-known name (e.g. a fake "org.bluez" on a private bus), without
+    /// queueing: `.exists` when someone else has it.
+    public func requestName(_ name: String, completion: @escaping (Result<NameRequestResult, DBusError>) -> Void) {
+        do { try DBusNames.busName(name) } catch {
+            let failure = error as? DBusError ?? .invalidName(name, reason: "\(error)")
+            loop.execute { completion(.failure(failure)) }
+            return
+        }
+        let doNotQueue: UInt32 = 4
+        call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+             member: "RequestName", arguments: [.string(name), .uint32(doNotQueue)], replySignature: "u") { result in
+            completion(result.flatMap { values in
+                guard case .uint32(let code) = values[0], let answer = NameRequestResult(rawValue: code) else {
+                    return .failure(.unexpectedType(expected: "RequestName code 1...4", actual: "\(values[0])"))
+                }
+                return .success(answer)
+            })
+        }
+    }
+}
