@@ -42,8 +42,8 @@ public final class DBusConnection {
     public let loop: SystemEventLoop
     /// The address connected to.
     public let address: String
-    /// The bus's name for this connection (":1.42").
-    public let uniqueName: String
+    /// The bus's name for this connection (":1.42"); empty until `connect` has registered.
+    public private(set) var uniqueName = ""
     /// Called once when the connection closes for any reason but `close()`: the bus went away.
     public var onDisconnect: ((DBusError) -> Void)?
 
@@ -64,11 +64,89 @@ public final class DBusConnection {
     /// Messages dispatched per loop task before yielding to descriptors and timers.
     private static let dispatchBatch = 64
 
-    /// Connects, authenticates and registers with the bus. Throws `noBusAddress` when `bus`
-    /// names none, `busUnavailable` (with the address tried) when nothing answers there.
-    public init(bus: Bus, loop: SystemEventLoop, helloTimeout: TimeSpan = .seconds(5)) throws {
+    /// Connects, authenticates and registers with the bus, waiting for the bus's answer (at most
+    /// `helloTimeout`). Throws `noBusAddress` when `bus` names none, `busUnavailable` (with the
+    /// address tried) when nothing answers there. `connect(bus:loop:timeout:completion:)` does
+    /// the same without blocking.
+    public convenience init(bus: Bus, loop: SystemEventLoop, helloTimeout: TimeSpan = .seconds(5)) throws {
+        try self.init(opening: try bus.resolve(), loop: loop)
+        guard let connection = raw else { throw DBusError.outOfMemory }
+        var error = LibDBusError()
+        defer { error.free() }
+        // Authentication first, in bounded steps: libdbus's blocking send waits for it with no
+        // timeout at all (poll(2) with -1), so a socket that never answers would hang here.
+        let deadline = loop.now + helloTimeout
+        func remainingMilliseconds() -> Int32 {
+            Int32(clamping: max(0, ((deadline - loop.now).nanoseconds + 999_999) / 1_000_000))
+        }
+        while dbus_connection_get_is_authenticated(connection) == 0 {
+            guard dbus_connection_get_is_connected(connection) != 0 else {
+                abandonOpening()
+                throw DBusError.busUnavailable(address: address, name: DBusErrorReply.failed,
+                                               message: "the bus closed the connection during authentication")
+            }
+            let wait = remainingMilliseconds()
+            guard wait > 0 else {
+                abandonOpening()
+                throw DBusError.busUnavailable(address: address, name: DBusErrorReply.noReply,
+                                               message: "Hello failed: no answer to authentication within \(helloTimeout)")
+            }
+            _ = dbus_connection_read_write(connection, wait)
+        }
+        let hello = try DBusConnection.helloMessage()
+        let milliseconds = max(1, remainingMilliseconds())
+        guard let reply = dbus_connection_send_with_reply_and_block(connection, hello.raw, milliseconds, &error.raw) else {
+            abandonOpening()
+            throw DBusError.busUnavailable(address: address, name: error.name, message: "Hello failed: \(error.message)")
+        }
+        do {
+            try registered(DBusMessage(owning: reply))
+        } catch {
+            abandonOpening()
+            throw error
+        }
+        try installLoopIntegration(connection)
+    }
+
+    /// Connects without blocking: the socket is opened at once (a missing one fails here, on the
+    /// next loop turn), then authentication and Hello run on the loop; `completion` gets the
+    /// registered connection, or `busUnavailable` when the bus did not answer within `timeout`.
+    public static func connect(bus: Bus, loop: SystemEventLoop, timeout: TimeSpan = .seconds(5),
+                               completion: @escaping (Result<DBusConnection, DBusError>) -> Void) {
+        let connection: DBusConnection
+        let hello: DBusMessage
+        do {
+            connection = try DBusConnection(opening: try bus.resolve(), loop: loop)
+            guard let raw = connection.raw else { throw DBusError.outOfMemory }
+            try connection.installLoopIntegration(raw)
+            hello = try helloMessage()
+        } catch {
+            let failure = error as? DBusError ?? .invalidValue("\(error)")
+            loop.execute { completion(.failure(failure)) }
+            return
+        }
+        connection.call(hello, timeout: timeout) { result in
+            do {
+                let reply: DBusMessage
+                switch result {
+                case .success(let r): reply = r
+                case .failure(.remote(let e)):
+                    throw DBusError.busUnavailable(address: connection.address, name: e.name, message: "Hello failed: \(e.message)")
+                case .failure(let e):
+                    throw DBusError.busUnavailable(address: connection.address, name: DBusErrorReply.noReply, message: "Hello failed: \(e)")
+                }
+                try connection.registered(reply)
+                completion(.success(connection))
+            } catch {
+                connection.close()
+                completion(.failure(error as? DBusError ?? .invalidValue("\(error)")))
+            }
+        }
+    }
+
+    /// Opens the socket (libdbus authenticates on the first I/O). Not yet registered.
+    private init(opening address: String, loop: SystemEventLoop) throws {
         self.loop = loop
-        let address = try bus.resolve()
         self.address = address
         var error = LibDBusError()
         defer { error.free() }
@@ -76,27 +154,31 @@ public final class DBusConnection {
             throw DBusError.busUnavailable(address: address, name: error.name, message: error.message)
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
-
-        // Hello (D-Bus Specification, "Message Bus Messages"): the first call on a bus connection.
-        let hello = try DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                               interface: "org.freedesktop.DBus", member: "Hello")
-        let milliseconds = Int32(clamping: max(1, helloTimeout.nanoseconds / 1_000_000))
-        guard let reply = dbus_connection_send_with_reply_and_block(connection, hello.raw, milliseconds, &error.raw) else {
-            dbus_connection_close(connection)
-            dbus_connection_unref(connection)
-            throw DBusError.busUnavailable(address: address, name: error.name, message: "Hello failed: \(error.message)")
-        }
-        let helloReply = DBusMessage(owning: reply)
-        guard case .string(let name)? = try? helloReply.arguments(expecting: "s").first else {
-            dbus_connection_close(connection)
-            dbus_connection_unref(connection)
-            throw DBusError.busUnavailable(address: address, name: DBusErrorReply.failed,
-                                           message: "Hello answered with '\(helloReply.signature)', not a unique name")
-        }
-        _ = dbus_bus_set_unique_name(connection, name)
-        uniqueName = name
         raw = connection
-        try installLoopIntegration(connection)
+    }
+
+    /// Hello (D-Bus Specification, "Message Bus Messages"): the first call on a bus connection.
+    private static func helloMessage() throws -> DBusMessage {
+        try DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                   interface: "org.freedesktop.DBus", member: "Hello")
+    }
+
+    /// Takes the unique name from Hello's reply.
+    private func registered(_ reply: DBusMessage) throws {
+        guard let raw, case .string(let name)? = try? reply.arguments(expecting: "s").first else {
+            throw DBusError.busUnavailable(address: address, name: DBusErrorReply.failed,
+                                           message: "Hello answered with '\(reply.signature)', not a unique name")
+        }
+        _ = dbus_bus_set_unique_name(raw, name)
+        uniqueName = name
+    }
+
+    /// Closes a connection that never got going (no loop integration yet).
+    private func abandonOpening() {
+        guard let connection = raw else { return }
+        raw = nil
+        dbus_connection_close(connection)
+        dbus_connection_unref(connection)
     }
 
     deinit { close() }

@@ -21,6 +21,62 @@ final class ConnectionTests: BusTestCase {
         XCTAssertEqual(loop.watchCount, 0, "closing leaves no watch behind")
     }
 
+    func testConnectsWithoutBlocking() throws {
+        var connected: Result<DBusConnection, DBusError>?
+        DBusConnection.connect(bus: .address(bus.address), loop: loop) { connected = $0 }
+        XCTAssertNil(connected, "the completion runs on the loop")
+        XCTAssertTrue(loop.run(until: loop.now + .seconds(5), orUntil: { connected != nil }))
+        let c = try XCTUnwrap(connected).get()
+        defer { c.close() }
+        XCTAssertTrue(c.uniqueName.hasPrefix(":"), c.uniqueName)
+        let names = success(callResult(c, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                       interface: "org.freedesktop.DBus", member: "ListNames", replySignature: "as"))
+        XCTAssertTrue(try XCTUnwrap(names?.first).asStrings().contains(c.uniqueName))
+
+        let missing = "unix:path=\(bus.folder.path)/absent"
+        let failed: Result<DBusConnection, DBusError>? = wait { done in DBusConnection.connect(bus: .address(missing), loop: loop, completion: done) }
+        guard case .failure(.busUnavailable(let tried, _, _))? = failed else { return XCTFail("\(String(describing: failed))") }
+        XCTAssertEqual(tried, missing)
+    }
+
+    /// A socket that accepts but never speaks D-Bus (a hung daemon): a clear error after the
+    /// timeout, both ways of connecting, and the loop is not blocked by the asynchronous one.
+    func testSilentSocketTimesOut() throws {
+        let path = bus.folder.appendingPathComponent("silent").path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(listener, 4), 0)
+
+        XCTAssertThrowsError(try DBusConnection(bus: .address("unix:path=\(path)"), loop: loop, helloTimeout: .milliseconds(200))) { error in
+            guard case .busUnavailable(let tried, _, let message)? = error as? DBusError else { return XCTFail("\(error)") }
+            XCTAssertEqual(tried, "unix:path=\(path)")
+            XCTAssertTrue(message.contains("Hello failed"), message)
+        }
+
+        var ticks = 0
+        func tick() { ticks += 1; loop.schedule(after: .milliseconds(20)) { tick() } }
+        tick()
+        let start = loop.now
+        let failed: Result<DBusConnection, DBusError>? = wait { done in
+            DBusConnection.connect(bus: .address("unix:path=\(path)"), loop: loop, timeout: .milliseconds(300), completion: done)
+        }
+        guard case .failure(.busUnavailable(_, _, let message))? = failed else { return XCTFail("\(String(describing: failed))") }
+        XCTAssertTrue(message.contains("no reply within 300ms"), message)
+        XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(300))
+        XCTAssertGreaterThanOrEqual(ticks, 5, "other timers ran while connecting")
+        XCTAssertEqual(loop.watchCount, 0, "the failed connection left no watch")
+    }
+
     func testMissingBusNamesTheAddress() throws {
         let address = "unix:path=\(bus.folder.path)/no-such-socket"
         XCTAssertThrowsError(try DBusConnection(bus: .address(address), loop: loop)) { error in
