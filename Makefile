@@ -3,18 +3,23 @@ SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 
-.PHONY: all build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
+.PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
 	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-docker e2e-all
 
 all: build
 
-build:
+# The Debian packages the build and tests need beyond Swift (libdbus-1-dev, pkg-config and
+# dbus-daemon, for the DBus module and its tests); apt-installs the missing ones, else quiet.
+deps:
+	@bash tools/install-deps.sh
+
+build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 # Unit tests of every layer plus the in-process end-to-end tests (a few minutes at most).
 # TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them.
-test:
+test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --parallel --skip TierTests $(SWIFT_FLAGS)
 
@@ -22,14 +27,14 @@ test:
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
 # A failing scenario makes it fail (exit 1); a broken scenario file too (exit 2).
 E2E_DIR ?= $(BUILD_DIR)/e2e
-e2e:
+e2e: deps
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_DIR) && mkdir -p $(E2E_DIR)
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab run scenarios \
 		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --capture $(E2E_DIR)/captures
 
 # Figures, one per line, `name: value unit`. Release build; never part of `make test`.
-bench:
+bench: deps
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
 	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench scenarios
 
@@ -48,7 +53,7 @@ venv:
 
 # TierTests: interop with Bumble's host stack, captures in tshark, faults, process cleanup,
 # the --transport values. Makes the venv first; without it they fail saying so.
-test-tiers: venv
+test-tiers: deps venv
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(TIER_ENV) $(SWIFT) test --skip-build --filter TierTests $(SWIFT_FLAGS)
 

@@ -33,6 +33,10 @@ let package = Package(
         // user channel, and the helper processes they need (docs/tiers.md).
         .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
         .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers"]),
+        // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
+        // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
         .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
@@ -56,6 +60,8 @@ let package = Package(
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
         .testTarget(name: "TierTests", dependencies: ["LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
+        // Each test starts its own private dbus-daemon (package dbus-daemon).
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that `swift build` needs beyond the Swift toolchain, when missing:
+#   libdbus-1-dev  headers and libdbus-1 for the CDBus system-library target (the DBus module)
+#   pkg-config     how SwiftPM finds dbus-1's flags (CDBus declares pkgConfig: "dbus-1")
+#   dbus-daemon    the private bus that Tests/DBusTests start for each test
+# Quiet when everything is present; uses sudo only when not root. On a machine without dpkg it
+# only checks, and says what to install.
+set -euo pipefail
+
+packages=(libdbus-1-dev pkg-config dbus-daemon)
+
+installed() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  if pkg-config --exists dbus-1 2>/dev/null && command -v dbus-daemon >/dev/null 2>&1; then
+    exit 0
+  fi
+  echo "install-deps: not a Debian system; install libdbus-1 headers, pkg-config and dbus-daemon" \
+       "with your package manager (pkg-config must find dbus-1)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+for p in "${missing[@]}"; do
+  installed "$p" || { echo "install-deps: $p did not install" >&2; exit 1; }
+done
