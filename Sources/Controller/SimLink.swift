@@ -79,7 +79,20 @@ final class SimLink {
 
     // Faults (LinkFaults.swift): the combined faults of both ends, per-direction state, and the
     // link's own seeded streams, made only when a fault needs them.
-    var faults = LinkFaults.none
+    var faults = LinkFaults.none { didSet { readFaults() } }
+    // What `faults` asks for, read on every packet (kept apart so the fault-free path stays cheap).
+    private var isDelaying = false
+    private var isLossy = false
+    private var isDropping = false
+    private var isTotalLoss = false
+
+    /// Caches what `faults` asks for (also after the initializer sets it: no didSet there).
+    private func readFaults() {
+        isDelaying = faults.latency > .zero || faults.jitter > .zero
+        isLossy = faults.lossRate > 0
+        isDropping = !faults.drops.isEmpty
+        isTotalLoss = faults.lossRate >= 1
+    }
     var fromCentralState = DirectionState()
     var fromPeripheralState = DirectionState()
     var lossRandom: SeededRandom?
@@ -120,6 +133,7 @@ final class SimLink {
         self.centralHandle = centralHandle
         self.peripheralHandle = peripheralHandle
         faults = Self.faults(central: central, peripheral: peripheral)
+        readFaults()
     }
 
     // MARK: Anchor arithmetic
@@ -154,15 +168,17 @@ final class SimLink {
     // MARK: Scheduling
 
     var isReachable: Bool {
-        centralAttached && peripheralAttached && !isSevered && faults.lossRate < 1 && air.canHear(central, peripheral)
+        centralAttached && peripheralAttached && !isSevered && !isTotalLoss && air.canHear(central, peripheral)
     }
 
     /// The next event that has something to carry, if any. A packet held back by added latency
     /// (`QueuedPacket.readyAt`) waits for the first event at or after its time.
     private func nextEventCounter() -> Int64? {
         let earliest = max(lastProcessed + 1, firstCounter(atOrAfter: loop.now))
-        var peripheralAt = toCentral.first.map { max(earliest, firstCounter(atOrAfter: $0.readyAt)) }
-        var centralAt = toPeripheral.first.map { max(earliest, firstCounter(atOrAfter: $0.readyAt)) }
+        let now = loop.now
+        func due(_ p: QueuedPacket) -> Int64 { p.readyAt <= now ? earliest : max(earliest, firstCounter(atOrAfter: p.readyAt)) }
+        var peripheralAt = toCentral.first.map(due)
+        var centralAt = toPeripheral.first.map(due)
         if let termination {
             if termination.byCentral { centralAt = earliest } else { peripheralAt = earliest }
         }
@@ -194,10 +210,7 @@ final class SimLink {
     }
 
     func enqueue(_ frame: [UInt8], fromCentral: Bool) {
-        var readyAt = loop.now
-        if faults.latency > .zero || faults.jitter > .zero {
-            readyAt = delayedReadyTime(fromCentral: fromCentral)
-        }
+        let readyAt = isDelaying ? delayedReadyTime(fromCentral: fromCentral) : loop.now
         if fromCentral {
             toPeripheral.append(QueuedPacket(frame: frame, readyAt: readyAt))
         } else {
@@ -283,7 +296,7 @@ final class SimLink {
         var sent = 0
         while budget > 0, let head = queue.first, head.readyAt <= now {
             let pdus = Self.pduCount(head.frame, payload: payload)
-            if faults.lossRate > 0 {
+            if isLossy {
                 var state = fromCentral ? fromCentralState : fromPeripheralState
                 while state.headPDUsAcknowledged < pdus && budget > 0 {
                     budget -= 1
@@ -305,7 +318,7 @@ final class SimLink {
             }
             guard var frame = queue.popFirst()?.frame else { break }
             sent += 1
-            if !faults.drops.isEmpty, shouldDrop(frame, fromCentral: fromCentral) { continue }
+            if isDropping, shouldDrop(frame, fromCentral: fromCentral) { continue }
             Self.rewriteHeader(&frame, handle: handle)
             receiver.deliverACL(frame)
         }
