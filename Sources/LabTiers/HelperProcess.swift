@@ -243,9 +243,19 @@ public enum ProcessGroup {
 
     /// The pids of the live (non-zombie) processes in group `pgid`.
     public static func members(_ pgid: pid_t) -> [pid_t] {
+        liveProcesses().filter { $0.group == pgid }.map(\.pid)
+    }
+
+    /// The live processes whose parent is `parent`.
+    public static func children(of parent: pid_t) -> [pid_t] {
+        liveProcesses().filter { $0.parent == parent }.map(\.pid)
+    }
+
+    /// Every live (non-zombie) process, with its parent and process group, from /proc/PID/stat.
+    private static func liveProcesses() -> [(pid: pid_t, parent: pid_t, group: pid_t)] {
         guard let directory = opendir("/proc") else { return [] }
         defer { closedir(directory) }
-        var found: [pid_t] = []
+        var found: [(pid: pid_t, parent: pid_t, group: pid_t)] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
@@ -254,26 +264,8 @@ public enum ProcessGroup {
                   let close = stat.lastIndex(of: ")") else { continue }
             // After "pid (comm) ": state, ppid, pgrp, …
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, let group = pid_t(fields[2]) else { continue }
-            if group == pgid, fields[0] != "Z" { found.append(pid) }
-        }
-        return found
-    }
-
-    /// The live processes whose parent is `parent`.
-    public static func children(of parent: pid_t) -> [pid_t] {
-        guard let directory = opendir("/proc") else { return [] }
-        defer { closedir(directory) }
-        var found: [pid_t] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard let pid = pid_t(name), let stat = FileSystemPaths.read("/proc/\(name)/stat"),
-                  let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, let ppid = pid_t(fields[1]) else { continue }
-            if ppid == parent, fields[0] != "Z" { found.append(pid) }
+            guard fields.count > 2, fields[0] != "Z", let ppid = pid_t(fields[1]), let group = pid_t(fields[2]) else { continue }
+            found.append((pid, ppid, group))
         }
         return found
     }
