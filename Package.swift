@@ -32,11 +32,13 @@ let package = Package(
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
         .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
-        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers"]),
+        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"]),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
+        // The BlueZ roles: bluetoothd as a scenario's central or peripheral, over D-Bus.
+        .target(name: "BlueZLab", dependencies: ["DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
         .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
@@ -62,6 +64,7 @@ let package = Package(
         .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
         // Each test starts its own private dbus-daemon (package dbus-daemon).
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
+        .testTarget(name: "BlueZLabTests", dependencies: ["BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

@@ -291,6 +291,11 @@ public struct PeripheralActivity: CustomStringConvertible {
     public let time: Instant
     public let kind: Kind
 
+    public init(time: Instant, kind: Kind) {
+        self.time = time
+        self.kind = kind
+    }
+
     public var description: String {
         let what: String
         switch kind {

@@ -1,0 +1,197 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GATT
+
+/// Scenario roles played by a stack other than BLELab's host: bluetoothd over D-Bus in the
+/// central's seat (`blelab run --central bluez`) or serving one of the scenario's peripherals
+/// (`--peripheral bluez`). The session drives them step by step on the lab's loop; what crossed
+/// the link is still judged on the HCI of the BLELab devices on the other side.
+public struct ScenarioRoles {
+    public var central: ExternalCentral?
+    public var peripheral: ExternalPeripheralProvider?
+
+    public init(central: ExternalCentral? = nil, peripheral: ExternalPeripheralProvider? = nil) {
+        self.central = central
+        self.peripheral = peripheral
+    }
+
+    public var isEmpty: Bool { central == nil && peripheral == nil }
+
+    /// "central: BlueZ 5.66 (bluetoothd) on hci0", for the run's header.
+    public var description: String {
+        var parts: [String] = []
+        if let central { parts.append("central: \(central.description)") }
+        if let peripheral { parts.append("peripheral: \(peripheral.description)") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// BLELab devices (controllers) a scenario needs: its peripherals and the central, less the
+    /// roles played elsewhere.
+    public func deviceCount(for scenario: Scenario) -> Int {
+        var n = scenario.peripherals.count + 1
+        if central != nil { n -= 1 }
+        if peripheral != nil, !scenario.peripherals.isEmpty { n -= 1 }
+        return n
+    }
+
+    /// Why the scenario cannot run with these roles (it is then skipped), or nil.
+    public func unsupported(_ scenario: Scenario) -> String? {
+        if let central, let reason = central.unsupported(scenario) { return reason }
+        if let peripheral, let spec = peripheral.served(in: scenario), let reason = peripheral.unsupported(spec, in: scenario) {
+            return reason
+        }
+        return nil
+    }
+}
+
+/// Why an external role's operation failed: an ATT error the peer answered with (which an
+/// `expect: { error: … }` step may take), or anything else, said plainly.
+public enum ExternalRoleError: Error, CustomStringConvertible, Equatable {
+    case att(ATTErrorCode, String)
+    case failed(String)
+    case timeout(String)
+
+    public var description: String {
+        switch self {
+        case let .att(code, text): return "ATT error \(code) (\(text))"
+        case let .failed(text): return text
+        case let .timeout(text): return text
+        }
+    }
+
+    public var attErrorCode: ATTErrorCode? {
+        if case let .att(code, _) = self { return code }
+        return nil
+    }
+}
+
+/// One device an external central's scan reported.
+public struct ExternalScanReport: Equatable {
+    public var address: LEAddress
+    public var rssi: Int8?
+    public var names: [String]
+    public var serviceUUIDs: [BluetoothUUID]
+
+    public init(address: LEAddress, rssi: Int8?, names: [String], serviceUUIDs: [BluetoothUUID]) {
+        self.address = address
+        self.rssi = rssi
+        self.names = names
+        self.serviceUUIDs = serviceUUIDs
+    }
+}
+
+/// A service as an external central resolved it.
+public struct ExternalService: Equatable {
+    public var uuid: BluetoothUUID
+    public var characteristics: [ExternalCharacteristic]
+
+    public init(uuid: BluetoothUUID, characteristics: [ExternalCharacteristic]) {
+        self.uuid = uuid
+        self.characteristics = characteristics
+    }
+}
+
+public struct ExternalCharacteristic: Equatable {
+    public var uuid: BluetoothUUID
+    public var properties: CharacteristicProperties
+    /// The value handle on the link, when the stack tells it.
+    public var valueHandle: UInt16?
+
+    public init(uuid: BluetoothUUID, properties: CharacteristicProperties, valueHandle: UInt16?) {
+        self.uuid = uuid
+        self.properties = properties
+        self.valueHandle = valueHandle
+    }
+}
+
+/// How an external central is asked to write: the scenario's `type`, and whether through
+/// AcquireWrite's socket.
+public struct ExternalWrite: Equatable {
+    public var value: [UInt8]
+    public var type: WriteType
+    public var acquire: Bool
+
+    public init(value: [UInt8], type: WriteType, acquire: Bool) {
+        self.value = value
+        self.type = type
+        self.acquire = acquire
+    }
+}
+
+/// The central's seat, played by another stack. Every call runs on the lab's loop and completes
+/// exactly once, there; the session bounds each wait with the step's own limit.
+public protocol ExternalCentral: AnyObject {
+    /// For headers and reports: "BlueZ 5.66 (bluetoothd) on hci0".
+    var description: String { get }
+    /// Why it cannot play `scenario` (the scenario is skipped), or nil.
+    func unsupported(_ scenario: Scenario) -> String?
+    /// Called once per scenario with its lab, before any peripheral starts.
+    func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    /// Called once per scenario at its end, also after failures: disconnect, forget devices.
+    func end(completion: @escaping () -> Void)
+
+    func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    /// Stops the scan and hands over what it reported.
+    func stopScan(completion: @escaping (Result<[ExternalScanReport], ExternalRoleError>) -> Void)
+    func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    func disconnect(from address: LEAddress, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    func isConnected(_ address: LEAddress) -> Bool
+    func discover(on address: LEAddress, services: [BluetoothUUID]?,
+                  completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void)
+    /// ATT_MTU on the connection, when the stack tells it.
+    func mtu(on address: LEAddress) -> Int?
+    func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void)
+    func write(_ write: ExternalWrite, to ref: CharacteristicRef, on address: LEAddress,
+               completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
+                          completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+
+    /// Each value the stack delivered to the application (a notification or indication), in order.
+    var onValue: ((_ address: LEAddress, _ ref: CharacteristicRef, _ value: [UInt8]) -> Void)? { get set }
+    /// The stack says the connection ended (not asked for by a `disconnect` step).
+    var onDisconnected: ((_ address: LEAddress) -> Void)? { get set }
+}
+
+/// A write an external peripheral's application was handed.
+public struct ExternalReceivedWrite {
+    public var characteristic: CharacteristicRef
+    public var value: [UInt8]
+    /// What the stack said the write was ("request", "command"), when it says.
+    public var method: WriteMethod?
+
+    public init(characteristic: CharacteristicRef, value: [UInt8], method: WriteMethod?) {
+        self.characteristic = characteristic
+        self.value = value
+        self.method = method
+    }
+}
+
+/// Serves one of a scenario's peripherals with another stack.
+public protocol ExternalPeripheralProvider: AnyObject {
+    var description: String { get }
+    /// The peripheral it serves in `scenario` (nil: the scenario has none).
+    func served(in scenario: Scenario) -> PeripheralSpec?
+    /// Why it cannot serve `spec` (the scenario is skipped), or nil.
+    func unsupported(_ spec: PeripheralSpec, in scenario: Scenario) -> String?
+    /// The peripheral for one run, on the lab's loop.
+    func makePeripheral(_ spec: PeripheralSpec, lab: Lab) throws -> ExternalPeripheral
+}
+
+/// One external peripheral, for one scenario run.
+public protocol ExternalPeripheral: AnyObject {
+    var spec: PeripheralSpec { get }
+    /// Registers its GATT database and starts advertising (when the spec advertises).
+    func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    /// Unregisters everything; completes on the loop (bounded), also after failures.
+    func stop(completion: @escaping () -> Void)
+    /// The address centrals see it at (known once started).
+    var address: LEAddress? { get }
+    /// Runs actions now (a scenario's `peripheral:` step).
+    func perform(_ actions: [PeripheralAction], site: String)
+    /// What it did and saw, as the simulated peripheral reports it.
+    var onActivity: ((PeripheralActivity) -> Void)? { get set }
+    /// Each write its application was handed.
+    var onWrite: ((ExternalReceivedWrite) -> Void)? { get set }
+}
