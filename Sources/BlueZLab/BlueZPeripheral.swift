@@ -1,0 +1,728 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import DBus
+import GATT
+import HCI
+import Scenario
+
+/// A scenario's peripheral served by bluetoothd: its services exported as a GATT application
+/// (GattManager1.RegisterApplication), its `advertise:` block as an LEAdvertisement1
+/// (LEAdvertisingManager1.RegisterAdvertisement), and its triggers run from the methods
+/// bluetoothd calls — the semantics of `SimulatedPeripheral`, as far as bluetoothd's D-Bus API
+/// lets an application have them (`BlueZPeripheralProvider.unsupported` says where it does not).
+///
+/// - ReadValue runs `on-read` and answers with the stored value from the `offset` option;
+///   WriteValue stores the value at its offset, runs `on-write` and reports the write. Leading
+///   `delay`s postpone the answer; `respond-error` answers with the D-Bus error bluetoothd turns
+///   into that ATT code (`BlueZServerErrors`).
+/// - `notify`/`indicate` set Value and emit PropertiesChanged of Value: that is how a GATT
+///   application notifies. bluetoothd sends each central what its CCCD enabled (an indication
+///   when it enabled indications, else a notification). `set-value` changes Value without a
+///   signal, so nothing is sent.
+/// - StartNotify/StopNotify (bluetoothd calls them for the first CCCD enable and the last
+///   disable) set Notifying and run `on-subscribe`/`on-unsubscribe`.
+/// - Connections are Device1 objects under the adapter whose Connected turns true or false.
+///
+/// Everything runs on the lab's `SystemEventLoop`; values drawn from `random-u8` come from the
+/// same seeded stream as the simulated peripheral's ("peripheral:ID").
+public final class BlueZPeripheral: ExternalPeripheral {
+    public let spec: PeripheralSpec
+    public let adapterPath: DBusObjectPath
+    public let connection: DBusConnection
+    public let client: BlueZClient
+    public var onActivity: ((PeripheralActivity) -> Void)?
+    public var onWrite: ((ExternalReceivedWrite) -> Void)?
+    /// The adapter's address (Adapter1.Address/AddressType), once started. With Privacy on,
+    /// bluetoothd advertises from resolvable private addresses instead.
+    public private(set) var address: LEAddress?
+    /// What it did and saw, in order.
+    public private(set) var activity: [PeripheralActivity] = []
+    /// The application's root (the ObjectManager given to RegisterApplication).
+    public let applicationPath: DBusObjectPath
+    public let advertisementPath: DBusObjectPath
+    /// Whether MinInterval/MaxInterval are offered (false after bluetoothd refused them once).
+    public private(set) var advertisesIntervals = true
+
+    let loop: SystemEventLoop
+    let busDescription: String
+    var characteristics: [ExportedCharacteristic] = []
+    var descriptors: [ExportedDescriptor] = []
+    private var exportedPaths: [DBusObjectPath] = []
+    private var random: SeededRandom
+    private var generatorState: [String: Int] = [:]
+    private var repeating: [CharacteristicRef: LoopTimer] = [:]
+    /// Connected centrals: Device1 path → address.
+    private(set) var connectedDevices: [DBusObjectPath: LEAddress] = [:]
+    /// Every device that connected (removed with RemoveDevice at the end).
+    private(set) var seenDevices: Set<DBusObjectPath> = []
+    private var deviceAddresses: [DBusObjectPath: LEAddress] = [:]
+    /// Devices this side asked to disconnect.
+    private var disconnecting: Set<DBusObjectPath> = []
+    private var subscriptions: [DBusSubscription] = []
+    private(set) var applicationRegistered = false
+    private(set) var advertisementRegistered = false
+    private var advertisementExported = false
+    private var stopped = false
+    private var originalAlias: String?
+
+    final class ExportedCharacteristic {
+        let ref: CharacteristicRef
+        let spec: CharacteristicSpec
+        let path: DBusObjectPath
+        var value: [UInt8]
+        var notifying = false
+
+        init(ref: CharacteristicRef, spec: CharacteristicSpec, path: DBusObjectPath) {
+            self.ref = ref
+            self.spec = spec
+            self.path = path
+            value = spec.value
+        }
+    }
+
+    final class ExportedDescriptor {
+        let spec: GATTDescriptor
+        let path: DBusObjectPath
+        var value: [UInt8]
+
+        init(spec: GATTDescriptor, path: DBusObjectPath) {
+            self.spec = spec
+            self.path = path
+            value = spec.value
+        }
+    }
+
+    /// A peripheral on an open connection. `seed` is the lab's: values drawn match the
+    /// simulated peripheral's.
+    public init(spec: PeripheralSpec, connection: DBusConnection, seed: UInt64, adapter: DBusObjectPath = "/org/bluez/hci0",
+                busDescription: String = "system bus") {
+        self.spec = spec
+        self.connection = connection
+        loop = connection.loop
+        adapterPath = adapter
+        self.busDescription = busDescription
+        client = BlueZClient(connection: connection, timeout: .seconds(10))
+        random = SeededRandom(seed: seed, stream: "peripheral:\(spec.id)")
+        let root: DBusObjectPath = (try? DBusObjectPath("/org/blelab/peripheral").appending(BlueZGattLayout.pathElement(spec.id)))
+            ?? "/org/blelab/peripheral/p"
+        applicationPath = (try? root.appending("app")) ?? root
+        advertisementPath = (try? root.appending("advertisement0")) ?? root
+    }
+
+    // MARK: Start
+
+    public func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [
+            checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias, exportApplication, registerApplication,
+        ]
+        if spec.advertising != nil { steps.append { self.registerAdvertisement(completion: $0) } }
+        steps.append(readAddress)
+        run(steps[...]) { error in completion(error.map { .failure($0) } ?? .success(())) }
+    }
+
+    private func run(_ steps: ArraySlice<(@escaping (ExternalRoleError?) -> Void) -> Void>, completion: @escaping (ExternalRoleError?) -> Void) {
+        guard let first = steps.first else { return completion(nil) }
+        first { [weak self] error in
+            guard self != nil else { return completion(.failed("the BlueZ peripheral was released while starting")) }
+            if let error { return completion(error) }
+            self?.run(steps.dropFirst(), completion: completion)
+        }
+    }
+
+    private func failure(_ what: String, _ error: DBusError) -> ExternalRoleError {
+        if case .timeout = error { return .timeout("\(what): \(error)") }
+        return .failed("\(what): \(error)")
+    }
+
+    private func checkBluetoothd(_ done: @escaping (ExternalRoleError?) -> Void) {
+        client.serviceIsRunning { result in
+            switch result {
+            case .success(true): done(nil)
+            case .success(false): done(.failed("bluetoothd is not running (\(BlueZName.service) has no owner on the \(self.busDescription))"))
+            case .failure(let error): done(self.failure("cannot ask the \(self.busDescription) whether bluetoothd runs", error))
+            }
+        }
+    }
+
+    private func checkAdapter(_ done: @escaping (ExternalRoleError?) -> Void) {
+        client.managedObjects { result in
+            switch result {
+            case .failure(let error): done(self.failure("bluetoothd's GetManagedObjects", error))
+            case .success(let objects):
+                guard objects.objects[self.adapterPath]?[BlueZName.adapter] != nil else {
+                    let names = objects.adapters.map(\.rawValue)
+                    return done(.failed("no adapter \(self.adapterPath); bluetoothd has: \(names.isEmpty ? "none" : names.joined(separator: ", "))"))
+                }
+                for path in objects.devices(on: self.adapterPath) {
+                    guard let properties = objects.objects[path]?[BlueZName.device] else { continue }
+                    self.learn(path, properties)
+                    // Already connected before the scenario: known, but not a connection of this run.
+                    if (try? properties["Connected"]?.asBool()) == true, let address = self.deviceAddresses[path] {
+                        self.connectedDevices[path] = address
+                    }
+                }
+                done(nil)
+            }
+        }
+    }
+
+    /// Device1 objects under the adapter: Connected turning true or false is a connection.
+    private func watchDevices(_ done: @escaping (ExternalRoleError?) -> Void) {
+        var waiting = 2
+        var failed: DBusError?
+        let ready: (DBusError?) -> Void = { error in
+            if let error, failed == nil { failed = error }
+            waiting -= 1
+            guard waiting == 0 else { return }
+            done(failed.map { self.failure("watching \(self.adapterPath)'s devices (AddMatch)", $0) })
+        }
+        subscriptions.append(connection.onPropertiesChanged(sender: BlueZName.service, namespace: adapterPath, interface: BlueZName.device,
+                                                           ready: ready) { [weak self] result in
+            guard let self, case .success(let change) = result else { return }
+            if let connected = try? change.changed["Connected"]?.asBool() {
+                self.deviceConnection(change.path, connected: connected)
+            }
+        })
+        subscriptions.append(connection.onInterfacesAdded(sender: BlueZName.service, namespace: adapterPath, ready: ready) { [weak self] result in
+            guard let self, case .success(let added) = result, let properties = added.interfaces[BlueZName.device] else { return }
+            self.learn(added.path, properties)
+            if (try? properties["Connected"]?.asBool()) == true { self.deviceConnection(added.path, connected: true) }
+        })
+    }
+
+    private func learn(_ path: DBusObjectPath, _ properties: [String: DBusValue]) {
+        guard let text = try? properties["Address"]?.asString() else { return }
+        let type = try? properties["AddressType"]?.asString()
+        if let address = BlueZMapping.address(text, type: type) { deviceAddresses[path] = address }
+    }
+
+    /// The address of a device object: what bluetoothd said, else the one in its path
+    /// (dev_AA_BB_CC_DD_EE_FF, type unknown: public).
+    private func address(of path: DBusObjectPath) -> LEAddress? {
+        if let known = deviceAddresses[path] { return known }
+        guard let last = path.rawValue.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
+        return BlueZMapping.address(last.dropFirst(4).replacingUnderscores(), type: nil)
+    }
+
+    private func powerOn(_ done: @escaping (ExternalRoleError?) -> Void) {
+        // bluetoothd in the lab runs with AutoEnable=false: the adapter starts powered off.
+        client.adapter(adapterPath).setPowered(true) { result in
+            done(result.failureValue.map { self.failure("powering \(self.adapterPath) on (Adapter1.Powered)", $0) })
+        }
+    }
+
+    /// The GAP Device Name bluetoothd serves is the adapter's alias.
+    private func setAlias(_ done: @escaping (ExternalRoleError?) -> Void) {
+        let name = spec.deviceName ?? spec.advertising?.name ?? spec.id
+        client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
+            let current = (try? result.get()["Alias"]?.asString()) ?? nil
+            guard current != name else { return done(nil) }
+            self.client.setProperty("Alias", of: BlueZName.adapter, at: self.adapterPath, .string(name)) { result in
+                if case .failure(let error) = result {
+                    self.record(.note("the adapter's Alias (GAP Device Name) stays \(current ?? "unset"): \(error)"))
+                } else {
+                    self.originalAlias = current
+                }
+                done(nil)
+            }
+        }
+    }
+
+    private func readAddress(_ done: @escaping (ExternalRoleError?) -> Void) {
+        client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
+            switch result {
+            case .failure(let error): done(self.failure("reading \(self.adapterPath)'s Address", error))
+            case .success(let properties):
+                guard let text = try? properties["Address"]?.asString(),
+                      let address = BlueZMapping.address(text, type: try? properties["AddressType"]?.asString()) else {
+                    return done(.failed("\(self.adapterPath) has no valid Address property"))
+                }
+                self.address = address
+                done(nil)
+            }
+        }
+    }
+
+    // MARK: The GATT application
+
+    private func exportApplication(_ done: @escaping (ExternalRoleError?) -> Void) {
+        do {
+            try buildApplication()
+            done(nil)
+        } catch {
+            done(.failed("exporting the GATT application at \(applicationPath): \(error)"))
+        }
+    }
+
+    func buildApplication() throws {
+        connection.exportObjectManager(at: applicationPath)
+        for (s, service) in spec.services.enumerated() {
+            let servicePath = try applicationPath.appending("service\(s)")
+            try export(DBusExportedObject(path: servicePath, interfaces: [
+                DBusInterface(BlueZName.gattService, properties: [
+                    DBusProperty("UUID", .string, get: { .string(BlueZMapping.uuidString(service.uuid)) }),
+                    DBusProperty("Primary", .boolean, get: { .boolean(service.isPrimary) }),
+                ]),
+            ]))
+            for (c, characteristic) in service.characteristics.enumerated() {
+                let path = try servicePath.appending("char\(c)")
+                let exported = ExportedCharacteristic(ref: CharacteristicRef(characteristic.uuid, in: service.uuid), spec: characteristic, path: path)
+                characteristics.append(exported)
+                try export(DBusExportedObject(path: path, interfaces: [characteristicInterface(exported, service: servicePath)]))
+                for (d, descriptor) in characteristic.descriptors.enumerated() where BlueZGattLayout.exportsDescriptor(descriptor) {
+                    let exportedDescriptor = ExportedDescriptor(spec: descriptor, path: try path.appending("desc\(d)"))
+                    descriptors.append(exportedDescriptor)
+                    try export(DBusExportedObject(path: exportedDescriptor.path, interfaces: [descriptorInterface(exportedDescriptor, characteristic: path)]))
+                }
+            }
+        }
+    }
+
+    private func export(_ object: DBusExportedObject) throws {
+        try connection.export(object)
+        exportedPaths.append(object.path)
+    }
+
+    private func characteristicInterface(_ c: ExportedCharacteristic, service: DBusObjectPath) -> DBusInterface {
+        DBusInterface(BlueZName.gattCharacteristic, methods: [
+            DBusMethod("ReadValue", inputs: [DBusArgument("options", .propertyMap)], outputs: [DBusArgument("value", .bytes)]) { [weak self] call in
+                self?.readValue(c, call)
+            },
+            DBusMethod("WriteValue", inputs: [DBusArgument("value", .bytes), DBusArgument("options", .propertyMap)]) { [weak self] call in
+                self?.writeValue(c, call)
+            },
+            DBusMethod("StartNotify") { [weak self] call in self?.setNotifying(c, true, call) },
+            DBusMethod("StopNotify") { [weak self] call in self?.setNotifying(c, false, call) },
+            // bluetoothd calls Confirm when a central confirms an indication (Part F 3.4.7.3).
+            DBusMethod("Confirm") { [weak self] call in
+                call.reply()
+                self?.record(.indicationConfirmed(c.ref, true))
+            },
+        ], properties: [
+            DBusProperty("UUID", .string, get: { .string(BlueZMapping.uuidString(c.spec.uuid)) }),
+            DBusProperty("Service", .objectPath, get: { .objectPath(service) }),
+            DBusProperty("Flags", .array(.string), get: { .strings(BlueZMapping.flags(c.spec.properties)) }),
+            DBusProperty("Value", .bytes, get: { .bytes(c.value) }),
+            DBusProperty("Notifying", .boolean, get: { .boolean(c.notifying) }),
+        ])
+    }
+
+    private func descriptorInterface(_ d: ExportedDescriptor, characteristic: DBusObjectPath) -> DBusInterface {
+        DBusInterface(BlueZName.gattDescriptor, methods: [
+            DBusMethod("ReadValue", inputs: [DBusArgument("options", .propertyMap)], outputs: [DBusArgument("value", .bytes)]) { call in
+                let offset = Self.offset(call.arguments.last)
+                guard offset <= d.value.count else { call.fail(.invalidOffset, "Invalid offset"); return }
+                call.reply([.bytes(Array(d.value[offset...]))])
+            },
+            DBusMethod("WriteValue", inputs: [DBusArgument("value", .bytes), DBusArgument("options", .propertyMap)]) { call in
+                guard d.spec.isWritable else { call.fail(.notPermitted, "Write not permitted"); return }
+                let offset = Self.offset(call.arguments.last)
+                guard offset <= d.value.count, let value = try? call.arguments[0].asBytes() else {
+                    call.fail(.invalidOffset, "Invalid offset")
+                    return
+                }
+                d.value = Array(d.value.prefix(offset)) + value
+                call.reply()
+            },
+        ], properties: [
+            DBusProperty("UUID", .string, get: { .string(BlueZMapping.uuidString(d.spec.uuid)) }),
+            DBusProperty("Characteristic", .objectPath, get: { .objectPath(characteristic) }),
+            DBusProperty("Flags", .array(.string), get: { .strings(BlueZGattLayout.descriptorFlags(d.spec)) }),
+            DBusProperty("Value", .bytes, get: { .bytes(d.value) }),
+        ])
+    }
+
+    /// The "offset" option of ReadValue/WriteValue (0 when absent).
+    static func offset(_ options: DBusValue?) -> Int {
+        guard let map = try? options?.asPropertyMap(), let offset = try? map["offset"]?.asUInt16() else { return 0 }
+        return Int(offset)
+    }
+
+    private func registerApplication(_ done: @escaping (ExternalRoleError?) -> Void) {
+        client.gattManager(adapterPath).registerApplication(applicationPath) { result in
+            switch result {
+            case .success:
+                self.applicationRegistered = true
+                done(nil)
+            case .failure(let error):
+                done(self.failure("GattManager1.RegisterApplication(\(self.applicationPath)) on \(self.adapterPath)", error))
+            }
+        }
+    }
+
+    // MARK: Advertising
+
+    private func registerAdvertisement(completion: @escaping (ExternalRoleError?) -> Void) {
+        guard let advertising = spec.advertising else { return completion(nil) }
+        if !advertisementExported {
+            let content = BlueZAdvertisementContent(advertising)
+            let object = DBusExportedObject(path: advertisementPath, interfaces: [
+                content.interface(intervals: { [weak self] in self?.advertisesIntervals ?? false }, release: { [weak self] in
+                    self?.advertisementRegistered = false
+                    self?.record(.note("bluetoothd released the advertisement"))
+                }),
+            ])
+            do { try export(object) } catch {
+                return completion(.failed("exporting the advertisement at \(advertisementPath): \(error)"))
+            }
+            advertisementExported = true
+        }
+        client.advertisingManager(adapterPath).registerAdvertisement(advertisementPath) { result in
+            switch result {
+            case .success:
+                self.advertisementRegistered = true
+                completion(nil)
+            case .failure(let error):
+                if self.advertisesIntervals, case .remote = error {
+                    // Older bluetoothd, or a kernel without advertising parameters (MGMT Add
+                    // Extended Advertising Parameters), refuses MinInterval/MaxInterval.
+                    self.advertisesIntervals = false
+                    self.record(.note("bluetoothd refused MinInterval/MaxInterval (\(error)); advertising at its default interval"))
+                    return self.registerAdvertisement(completion: completion)
+                }
+                completion(self.failure("LEAdvertisingManager1.RegisterAdvertisement(\(self.advertisementPath)) on \(self.adapterPath)", error))
+            }
+        }
+    }
+
+    private func unregisterAdvertisement(completion: @escaping (DBusError?) -> Void) {
+        guard advertisementRegistered else { return completion(nil) }
+        advertisementRegistered = false
+        client.advertisingManager(adapterPath).unregisterAdvertisement(advertisementPath) { completion($0.failureValue) }
+    }
+
+    // MARK: Requests from bluetoothd
+
+    private func readValue(_ c: ExportedCharacteristic, _ call: DBusMethodInvocation) {
+        let offset = Self.offset(call.arguments.last)
+        let answer: (ATTErrorCode?) -> Void = { [weak self] error in
+            if let error {
+                call.fail(self?.errorReply(error, .read) ?? DBusErrorReply(.failed, message: "0x80"))
+                return
+            }
+            guard offset <= c.value.count else { call.fail(.invalidOffset, "Invalid offset"); return }
+            call.reply([.bytes(Array(c.value[offset...]))])
+        }
+        guard !c.spec.onRead.isEmpty else { return answer(nil) }
+        run(c.spec.onRead[...], context: ActionContext(site: "\(c.ref).on-read", written: nil, answer: answer), index: 0)
+    }
+
+    private func writeValue(_ c: ExportedCharacteristic, _ call: DBusMethodInvocation) {
+        guard let value = try? call.arguments[0].asBytes() else { call.fail(.invalidArguments, "Invalid arguments"); return }
+        let options = (try? call.arguments[1].asPropertyMap()) ?? [:]
+        let method: WriteMethod?
+        switch try? options["type"]?.asString() {
+        case "request", "reliable": method = .request
+        case "command": method = .command
+        default: method = nil // bluetoothd 5.66 does not say (bluez/bluez#308)
+        }
+        let offset = Self.offset(call.arguments.last)
+        onWrite?(ExternalReceivedWrite(characteristic: c.ref, value: value, method: method))
+        let answer: (ATTErrorCode?) -> Void = { [weak self] error in
+            if let error {
+                call.fail(self?.errorReply(error, .write) ?? DBusErrorReply(.failed, message: "0x80"))
+                return
+            }
+            guard offset <= c.value.count else { call.fail(.invalidOffset, "Invalid offset"); return }
+            c.value = Array(c.value.prefix(offset)) + value
+            call.reply()
+        }
+        guard !c.spec.onWrite.isEmpty else { return answer(nil) }
+        run(c.spec.onWrite[...], context: ActionContext(site: "\(c.ref).on-write", written: value, answer: answer), index: 0)
+    }
+
+    private func errorReply(_ code: ATTErrorCode, _ operation: BlueZServerErrors.Operation) -> DBusErrorReply {
+        if let reply = BlueZServerErrors.reply(for: code, in: operation) { return reply }
+        record(.note(BlueZServerErrors.unsendable(code, in: operation) ?? "respond-error \(code.name) cannot be sent"))
+        return DBusErrorReply(.failed, message: "0x80")
+    }
+
+    private func setNotifying(_ c: ExportedCharacteristic, _ on: Bool, _ call: DBusMethodInvocation) {
+        call.reply()
+        guard c.notifying != on else { return }
+        c.notifying = on
+        try? connection.propertiesChanged(path: c.path, interface: BlueZName.gattCharacteristic, ["Notifying"])
+        if on {
+            // StartNotify does not say which the central enabled: indications only when the
+            // characteristic offers nothing else.
+            let indications = c.spec.properties.contains(.indicate) && !c.spec.properties.contains(.notify)
+            record(.subscribed(c.ref, indications: indications))
+            perform(c.spec.onSubscribe, site: "\(c.ref).on-subscribe")
+        } else {
+            record(.unsubscribed(c.ref))
+            perform(c.spec.onUnsubscribe, site: "\(c.ref).on-unsubscribe")
+        }
+    }
+
+    private func deviceConnection(_ path: DBusObjectPath, connected: Bool) {
+        guard !stopped else { return }
+        if connected {
+            guard connectedDevices[path] == nil, let address = address(of: path) else { return }
+            connectedDevices[path] = address
+            seenDevices.insert(path)
+            record(.connected(address))
+            perform(spec.onConnect, site: "on-connect")
+        } else {
+            guard let address = connectedDevices.removeValue(forKey: path) else { return }
+            // Device1 does not carry the reason in 5.66: this side's own disconnect is "local
+            // host", anything else is taken as the central's.
+            let reason: HCIStatus = disconnecting.remove(path) != nil ? .connectionTerminatedByLocalHost : .remoteUserTerminatedConnection
+            record(.disconnected(address, reason))
+            perform(spec.onDisconnect, site: "on-disconnect")
+        }
+    }
+
+    // MARK: Actions
+
+    public func perform(_ actions: [PeripheralAction], site: String) {
+        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
+    }
+
+    struct ActionContext {
+        var site: String
+        var written: [UInt8]?
+        var answer: ((ATTErrorCode?) -> Void)?
+    }
+
+    /// As `SimulatedPeripheral.run`: leading delays postpone the answer; the request is answered
+    /// just before the first other action, with its error if that is `respond-error`.
+    private func run(_ actions: ArraySlice<PeripheralAction>, context: ActionContext, index: Int) {
+        var context = context
+        var index = index
+        for (offset, action) in zip(actions.indices, actions) {
+            if case let .delay(span) = action {
+                let rest = actions[(offset + 1)...]
+                let next = index + 1
+                let carried = context
+                loop.schedule(after: span) { [weak self] in self?.run(rest, context: carried, index: next) }
+                return
+            }
+            if let answer = context.answer {
+                context.answer = nil
+                if case let .respondError(code) = action {
+                    record(.answered(code))
+                    answer(code)
+                    index += 1
+                    continue
+                }
+                answer(nil)
+            }
+            execute(action, context: context, site: "\(context.site)#\(index)")
+            index += 1
+        }
+        if let answer = context.answer { answer(nil) }
+    }
+
+    private func execute(_ action: PeripheralAction, context: ActionContext, site: String) {
+        guard !stopped else { return }
+        switch action {
+        case let .notify(ref, source):
+            send(ref, source, indication: false, context: context, site: site)
+        case let .indicate(ref, source):
+            send(ref, source, indication: true, context: context, site: site)
+        case let .notifyEvery(ref, interval, source, count):
+            repeating[ref]?.cancel()
+            tick(ref, interval: interval, source: source, remaining: count, site: site)
+        case let .stopNotifying(ref):
+            repeating.removeValue(forKey: ref)?.cancel()
+        case let .setValue(ref, source):
+            guard let c = characteristic(ref), let value = resolve(source, for: c, context: context, site: site) else {
+                return record(.note("set-value \(ref): no such characteristic"))
+            }
+            c.value = value // no PropertiesChanged: bluetoothd would send it
+            record(.valueSet(ref, value))
+        case let .respondError(code):
+            record(.note("respond-error \(code.name) with no request to answer"))
+        case .delay:
+            break
+        case let .burst(ref, source, count):
+            // Every PropertiesChanged at once: bluetoothd queues the notifications on the bearer.
+            for _ in 0..<count { send(ref, source, indication: false, context: context, site: site) }
+        case let .disconnect(reason):
+            if let reason, reason != .remoteUserTerminatedConnection {
+                record(.note("disconnect: Device1.Disconnect always sends Remote User Terminated Connection, not \(reason.name)"))
+            }
+            for (path, _) in connectedDevices.sorted(by: { $0.key < $1.key }) {
+                disconnecting.insert(path)
+                client.device(path).disconnect { [weak self] result in
+                    if case .failure(let error) = result { self?.record(.note("disconnect \(path): \(error)")) }
+                }
+            }
+            record(.action(action))
+        case .stopAdvertising:
+            unregisterAdvertisement { [weak self] error in
+                if let error { self?.record(.note("stop-advertising: \(error)")) }
+            }
+            record(.action(action))
+        case .startAdvertising:
+            guard spec.advertising != nil else { return record(.note("start-advertising: nothing to advertise")) }
+            // Registering again restarts advertising (the kernel may have stopped it on connecting).
+            unregisterAdvertisement { [weak self] _ in
+                self?.registerAdvertisement { error in
+                    if let error { self?.record(.note("start-advertising: \(error)")) }
+                }
+            }
+            record(.action(action))
+        case .powerOff, .requestConnectionUpdate, .notifyHandle, .indicateHandle, .sendPDU, .addService, .removeService, .serviceChanged:
+            record(.note("\(action): \(BlueZPeripheralSupport.reason(for: action) ?? "not possible through bluetoothd's D-Bus API")"))
+        }
+    }
+
+    /// Value changes and PropertiesChanged of Value: bluetoothd notifies or indicates each
+    /// central by its CCCD.
+    private func send(_ ref: CharacteristicRef, _ source: ValueSource?, indication: Bool, context: ActionContext, site: String) {
+        guard let c = characteristic(ref), let value = resolve(source, for: c, context: context, site: site) else {
+            return record(.note("\(indication ? "indicate" : "notify") \(ref): no such characteristic"))
+        }
+        c.value = value
+        do {
+            try connection.propertiesChanged(path: c.path, interface: BlueZName.gattCharacteristic, ["Value"])
+        } catch {
+            return record(.note("\(indication ? "indicate" : "notify") \(ref): PropertiesChanged not sent: \(error)"))
+        }
+        // As far as the application knows: bluetoothd calls StartNotify once, for the first central.
+        let centrals = c.notifying ? max(connectedDevices.count, 1) : 0
+        record(indication ? .indicated(ref, value, centrals: centrals) : .notified(ref, value, centrals: centrals))
+    }
+
+    private func tick(_ ref: CharacteristicRef, interval: TimeSpan, source: ValueSource?, remaining: Int?, site: String) {
+        if let remaining, remaining <= 0 {
+            repeating[ref] = nil
+            return
+        }
+        repeating[ref] = loop.schedule(after: interval) { [weak self] in
+            guard let self, !self.stopped else { return }
+            self.send(ref, source, indication: false, context: ActionContext(site: site, written: nil, answer: nil), site: site)
+            self.tick(ref, interval: interval, source: source, remaining: remaining.map { $0 - 1 }, site: site)
+        }
+    }
+
+    /// The characteristic `ref` names: the first with its UUID (in its service, when given).
+    func characteristic(_ ref: CharacteristicRef) -> ExportedCharacteristic? {
+        characteristics.first { $0.spec.uuid == ref.characteristic && (ref.service == nil || $0.ref.service == ref.service) }
+    }
+
+    /// The stored value of `ref`.
+    public func value(of ref: CharacteristicRef) -> [UInt8]? { characteristic(ref)?.value }
+
+    /// `SimulatedPeripheral.resolve`, the same sites and the same seeded stream.
+    private func resolve(_ source: ValueSource?, for c: ExportedCharacteristic, context: ActionContext, site: String) -> [UInt8]? {
+        guard let source else { return c.value }
+        var part = 0
+        return resolve(source, context: context, site: site, part: &part)
+    }
+
+    private func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
+        let key = "\(site).\(part)"
+        part += 1
+        switch source {
+        case let .bytes(b): return b
+        case .written: return context.written ?? []
+        case let .randomU8(range):
+            return [UInt8(random.int(in: Int64(range.lowerBound)...Int64(range.upperBound)))]
+        case let .counterU8(start):
+            let n = generatorState[key, default: 0]
+            generatorState[key] = n + 1
+            return [UInt8(truncatingIfNeeded: Int(start) + n)]
+        case let .sequence(list):
+            guard !list.isEmpty else { return [] }
+            let n = generatorState[key, default: 0]
+            generatorState[key] = n + 1
+            return list[n % list.count]
+        case let .concatenation(parts):
+            return parts.flatMap { resolve($0, context: context, site: site, part: &part) }
+        }
+    }
+
+    func record(_ kind: PeripheralActivity.Kind) {
+        let entry = PeripheralActivity(time: loop.now, kind: kind)
+        activity.append(entry)
+        onActivity?(entry)
+    }
+
+    // MARK: Stop
+
+    /// Unregisters the advertisement and the application, disconnects and forgets the centrals
+    /// it saw, restores the alias and powers the adapter off — each call bounded, the whole at
+    /// most `limit` — then removes its objects and closes the connection.
+    public func stop(completion: @escaping () -> Void) {
+        stop(limit: .seconds(5), completion: completion)
+    }
+
+    public func stop(limit: TimeSpan, completion: @escaping () -> Void) {
+        guard !stopped else { return loop.execute(completion) }
+        stopped = true
+        for timer in repeating.values { timer.cancel() }
+        repeating.removeAll()
+        for subscription in subscriptions { subscription.cancel() }
+        subscriptions.removeAll()
+
+        var finished = false
+        var deadline: LoopTimer?
+        let finish = { [self] in
+            guard !finished else { return }
+            finished = true
+            deadline?.cancel()
+            for path in exportedPaths.reversed() { connection.unexport(path) }
+            exportedPaths.removeAll()
+            connection.removeObjectManager(at: applicationPath)
+            connection.close()
+            completion()
+        }
+        deadline = loop.schedule(after: limit) { [weak self] in
+            self?.record(.note("stopping took longer than \(limit); bluetoothd did not answer"))
+            finish()
+        }
+        guard connection.isConnected else { return loop.execute(finish) }
+
+        let quick = BlueZClient(connection: connection, timeout: .seconds(2))
+        let note: (String, Result<Void, DBusError>) -> Void = { [weak self] what, result in
+            if case .failure(let error) = result { self?.record(.note("\(what): \(error)")) }
+        }
+        var steps: [(@escaping () -> Void) -> Void] = []
+        if advertisementRegistered {
+            steps.append { [self] next in
+                advertisementRegistered = false
+                quick.advertisingManager(adapterPath).unregisterAdvertisement(advertisementPath) { note("UnregisterAdvertisement", $0); next() }
+            }
+        }
+        if applicationRegistered {
+            steps.append { [self] next in
+                applicationRegistered = false
+                quick.gattManager(adapterPath).unregisterApplication(applicationPath) { note("UnregisterApplication", $0); next() }
+            }
+        }
+        for path in connectedDevices.keys.sorted() {
+            steps.append { next in quick.device(path).disconnect { note("Device1.Disconnect \(path)", $0); next() } }
+        }
+        for path in seenDevices.sorted() {
+            steps.append { [self] next in quick.adapter(adapterPath).removeDevice(path) { note("Adapter1.RemoveDevice \(path)", $0); next() } }
+        }
+        if let alias = originalAlias {
+            steps.append { [self] next in
+                quick.setProperty("Alias", of: BlueZName.adapter, at: adapterPath, .string(alias)) { note("restoring Alias", $0); next() }
+            }
+        }
+        steps.append { [self] next in quick.adapter(adapterPath).setPowered(false) { note("powering \(self.adapterPath) off", $0); next() } }
+        connectedDevices.removeAll()
+        func go(_ rest: ArraySlice<(@escaping () -> Void) -> Void>) {
+            guard let first = rest.first else { return finish() }
+            first { go(rest.dropFirst()) }
+        }
+        go(steps[...])
+    }
+}
+
+extension Result {
+    var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+extension Substring {
+    /// "AA_BB_CC_DD_EE_FF" → "AA:BB:CC:DD:EE:FF".
+    func replacingUnderscores() -> String { String(map { $0 == "_" ? ":" : $0 }) }
+}
