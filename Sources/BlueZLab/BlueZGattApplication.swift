@@ -79,7 +79,10 @@ struct BlueZAdvertisementContent: Equatable {
     }
 
     /// org.bluez.LEAdvertisement1's properties. `intervals`: whether MinInterval/MaxInterval are
-    /// offered (bluetoothd ≥ 5.6x with a kernel that takes advertising parameters).
+    /// offered. bluetoothd 5.66 (src/advertising.c, parse_min_interval) reads them only when it
+    /// runs with --experimental (-E, or Experimental=true in main.conf) and ignores them
+    /// otherwise: the kernel's default interval (1.28 s) is then used. Later releases made them
+    /// stable.
     func interface(intervals: @escaping () -> Bool, release: @escaping () -> Void) -> DBusInterface {
         var properties: [DBusProperty] = [
             DBusProperty("Type", .string, get: { [type] in .string(type) }),
