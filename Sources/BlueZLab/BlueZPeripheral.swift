@@ -170,7 +170,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     /// Device1 objects under the adapter: Connected turning true or false is a connection.
     private func watchDevices(_ done: @escaping (ExternalRoleError?) -> Void) {
-        var waiting = 2
+        var waiting = 4
         var failed: DBusError?
         let ready: (DBusError?) -> Void = { error in
             if let error, failed == nil { failed = error }
@@ -190,6 +190,23 @@ public final class BlueZPeripheral: ExternalPeripheral {
             self.learn(added.path, properties)
             if (try? properties["Connected"]?.asBool()) == true { self.deviceConnection(added.path, connected: true) }
         })
+        // What ends a run from outside: the adapter powered off, bluetoothd gone, the bus gone.
+        subscriptions.append(connection.onPropertiesChanged(sender: BlueZName.service, namespace: adapterPath, interface: BlueZName.adapter,
+                                                           ready: ready) { [weak self] result in
+            guard let self, !self.stopped, case .success(let change) = result, change.path == self.adapterPath,
+                  (try? change.changed["Powered"]?.asBool()) == false else { return }
+            self.record(.note("\(self.adapterPath) was powered off: bluetoothd ends every connection and advertisement"))
+        })
+        let ownerChanged = DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                         arg0: BlueZName.service)
+        subscriptions.append(connection.subscribe(ownerChanged, ready: ready) { [weak self] message in
+            guard let self, !self.stopped, let arguments = try? message.arguments(expecting: "sss"),
+                  (try? arguments[2].asString()) == "" else { return }
+            self.applicationRegistered = false
+            self.advertisementRegistered = false
+            self.record(.note("bluetoothd left the bus (\(BlueZName.service) has no owner): the GATT application and advertisement are gone"))
+        })
+        connection.onDisconnect = { [weak self] error in self?.record(.note("the D-Bus connection closed: \(error)")) }
     }
 
     private func learn(_ path: DBusObjectPath, _ properties: [String: DBusValue]) {
