@@ -93,6 +93,9 @@ public enum BlueZPeripheralSupport {
             if let reason = checkDelays(actions, trigger: trigger) { return "\(trigger.name): \(reason)" }
         }
         for step in scenario.steps {
+            if case let .write(write) = step.action, write.peripheral == spec.id, let reason = check(write, spec: spec) {
+                return "\(step.location.fileAndLine): '\(step.text)': \(reason)"
+            }
             if case let .fault(fault) = step.action, fault.peripheral == spec.id, fault.needsSimulator {
                 return "\(step.location.fileAndLine): '\(step.text)' needs the embedded simulator's air, and bluetoothd's "
                     + "controller is a kernel one"
@@ -198,6 +201,28 @@ public enum BlueZPeripheralSupport {
         }
     }
 
+    /// A write the simulated server refuses for its opcode but bluetoothd takes: its GATT server
+    /// checks only the write permission (src/shared/gatt-server.c, write_cb), which both `write`
+    /// and `write-without-response` give (src/gatt-database.c, parse_chrc_flags), and it does
+    /// not tell the application which opcode came (no "type" option, bluez/bluez#308), so the
+    /// application cannot refuse it either.
+    static func check(_ write: WriteStep, spec: PeripheralSpec) -> String? {
+        guard let c = characteristic(write.characteristic, in: spec) else { return nil }
+        let p = c.properties
+        switch write.type.method(for: p) {
+        case .command where p.contains(.write) && !p.contains(.writeWithoutResponse):
+            return "a Write Command to \(write.characteristic), which has write but not write-without-response: bluetoothd "
+                + "hands it to the application like a Write Request (its server checks the write permission, not the opcode, "
+                + "and WriteValue does not say which came), where the simulator drops it"
+        case .request where p.contains(.writeWithoutResponse) && !p.contains(.write):
+            return "a Write Request to \(write.characteristic), which has write-without-response but not write: bluetoothd "
+                + "answers it with a Write Response (its server checks the write permission, not the opcode), where the "
+                + "simulator answers Write Not Permitted"
+        default:
+            return nil
+        }
+    }
+
     /// Leading delays that keep a read or write unanswered for longer than bluetoothd waits.
     static func checkDelays(_ actions: [PeripheralAction], trigger: Trigger) -> String? {
         switch trigger {
@@ -208,6 +233,10 @@ public enum BlueZPeripheralSupport {
         for action in actions {
             guard case let .delay(span) = action else { break }
             total = total + span
+        }
+        if case let .onWrite(c, _) = trigger, total > .zero, c.properties.contains(.write), c.properties.contains(.writeWithoutResponse) {
+            return "the answer waits \(total), but bluetoothd answers a write to a characteristic with write-without-response "
+                + "itself, at once (chrc_write_cb sends WriteValue without awaiting the reply)"
         }
         guard total >= replyTimeout else { return nil }
         return "the answer waits \(total), and bluetoothd waits \(replyTimeout) for the application's reply before answering "

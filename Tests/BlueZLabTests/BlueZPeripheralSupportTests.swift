@@ -57,8 +57,8 @@ final class BlueZPeripheralSupportTests: XCTestCase {
             "regressions/peripheral-disconnects-mid-flow.yaml": nil,
             "regressions/scan-filter-excludes-others.yaml": nil,
             "regressions/unsubscribe-stops-notifications.yaml": nil,
-            "regressions/write-command-silently-lost.yaml": nil,
-            "regressions/write-request-not-permitted.yaml": nil,
+            "regressions/write-command-silently-lost.yaml": "a Write Command to FFE1, which has write but not write-without-response",
+            "regressions/write-request-not-permitted.yaml": "a Write Request to FFE1, which has write-without-response but not write",
         ]
         for (file, fragment) in expected.sorted(by: { $0.key < $1.key }) {
             let got = try reason("scenarios/\(file)")
@@ -122,6 +122,14 @@ final class BlueZPeripheralSupportTests: XCTestCase {
         var fine = slow
         fine.onRead = [.delay(.seconds(24)), .respondError(.unlikelyError)]
         XCTAssertNil(reason(spec([fine])))
+        // bluetoothd does not wait for the application's answer to a write when the
+        // characteristic has write-without-response.
+        let both = CharacteristicSpec(uuid: Self.uuid("FFF1"), properties: [.write, .writeWithoutResponse],
+                                      onWrite: [.delay(.milliseconds(10)), .notify(CharacteristicRef(Self.uuid("FFF1")), nil)])
+        XCTAssertTrue(reason(spec([both]))?.contains("itself, at once") == true)
+        var commandOnly = both
+        commandOnly.properties = [.writeWithoutResponse]
+        XCTAssertNil(reason(spec([commandOnly])))
         // A delay in a step or on-connect keeps no request waiting.
         XCTAssertNil(reason(PeripheralSpec(id: "p", onConnect: [.delay(.seconds(60)), .disconnect(nil)])))
         XCTAssertNil(reason(PeripheralSpec(id: "p", onConnect: [.disconnect(.remoteUserTerminatedConnection)])))
