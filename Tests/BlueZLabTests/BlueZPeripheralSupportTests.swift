@@ -34,6 +34,14 @@ final class BlueZPeripheralSupportTests: XCTestCase {
         }
     }
 
+    func testServesTheSelectedPeripheralOrTheFirst() throws {
+        let scenario = try load("scenarios/seeds/hm10-serial.yaml")
+        XCTAssertEqual(BlueZPeripheralProvider().served(in: scenario)?.id, "hm10")
+        XCTAssertEqual(BlueZPeripheralProvider(select: "curtain").served(in: scenario)?.id, "curtain")
+        XCTAssertNil(BlueZPeripheralProvider(select: "nope").served(in: scenario))
+        XCTAssertEqual(BlueZPeripheralProvider(adapter: "/org/bluez/hci1").description, "BlueZ (bluetoothd) on hci1")
+    }
+
     /// Each field and regression scenario: served, or skipped with the reason that applies.
     func testFieldAndRegressionScenarios() throws {
         let expected: [String: String?] = [

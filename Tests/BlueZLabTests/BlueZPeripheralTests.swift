@@ -5,6 +5,7 @@ import BLEWire
 import DBus
 import GATT
 import Scenario
+import Transport
 import XCTest
 @testable import BlueZLab
 
@@ -204,6 +205,32 @@ final class BlueZPeripheralTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("--transport hci-user"), "\(error)")
         }
         XCTAssertEqual(provider.description, "BlueZ (bluetoothd) on hci0")
+    }
+
+    /// A lab on real controllers; none is opened here.
+    final class NoControllers: ControllerConnector {
+        var description: String { "no controllers" }
+        func openController(for name: String, index: Int, on loop: DrivableEventLoop) throws -> HCITransport {
+            throw ExternalRoleError.failed("no controller for \(name)")
+        }
+        func closeAll() {}
+    }
+
+    func testProviderConnectsOnTheLabsLoopOrSaysWhyNot() throws {
+        let fake = try startFake()
+        let lab = Lab(seed: 3, loop: loop, connector: NoControllers())
+        let provider = BlueZPeripheralProvider(bus: .address(bus.address), select: "hm10")
+        let p = try XCTUnwrap(try provider.makePeripheral(Self.hm10, lab: lab) as? BlueZPeripheral)
+        peripherals.append(p)
+        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertTrue(fake.powered)
+
+        let nowhere = BlueZPeripheralProvider(bus: .address("unix:path=\(bus.folder.path)/no-such-socket"))
+        XCTAssertThrowsError(try nowhere.makePeripheral(Self.hm10, lab: lab)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.hasPrefix("cannot reach bluetoothd: no D-Bus bus at unix:path="), text)
+            XCTAssertTrue(text.contains("dbus-daemon must run there"), text)
+        }
     }
 
     // MARK: A central through bluetoothd
