@@ -732,14 +732,14 @@ public final class BlueZPeripheral: ExternalPeripheral {
     }
 }
 
-extension Result {
+private extension Result {
     var failureValue: Failure? {
         if case .failure(let error) = self { return error }
         return nil
     }
 }
 
-extension Substring {
+private extension Substring {
     /// "AA_BB_CC_DD_EE_FF" → "AA:BB:CC:DD:EE:FF".
     func replacingUnderscores() -> String { String(map { $0 == "_" ? ":" : $0 }) }
 }

@@ -107,7 +107,7 @@ final class BlueZPeripheralTests: XCTestCase {
     func testStartPowersOnAndRegistersTheTreeAndTheAdvertisement() throws {
         let fake = try startFake()
         let p = try makePeripheral(Self.heartRate)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         XCTAssertTrue(fake.powered)
         XCTAssertEqual(fake.alias, "HRM", "the GAP Device Name is the advertised name")
         XCTAssertEqual(fake.calls.prefix(3), ["Powered true", "RegisterApplication", "RegisterAdvertisement"])
@@ -159,7 +159,7 @@ final class BlueZPeripheralTests: XCTestCase {
         var spec = Self.hm10
         spec.advertising = nil
         let p = try makePeripheral(spec)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         XCTAssertEqual(fake.calls, ["Powered true", "RegisterApplication"])
         XCTAssertNil(fake.advertisement)
     }
@@ -168,7 +168,7 @@ final class BlueZPeripheralTests: XCTestCase {
         let fake = try startFake()
         fake.refusesIntervals = true
         let p = try makePeripheral(Self.hm10)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         XCTAssertEqual(fake.advertisementRegistrations, 1)
         XCTAssertNil(fake.advertisement?["MinInterval"])
         XCTAssertEqual(try fake.advertisement?["LocalName"]?.asString(), "HMSoft")
@@ -181,20 +181,20 @@ final class BlueZPeripheralTests: XCTestCase {
     func testNoBluetoothdIsAClearError() throws {
         let p = try makePeripheral(Self.hm10)
         let result = start(p)
-        XCTAssertEqual(result?.failureValue, .failed("bluetoothd is not running (org.bluez has no owner on the private bus)"))
+        XCTAssertEqual(result?.peripheralFailure, .failed("bluetoothd is not running (org.bluez has no owner on the private bus)"))
     }
 
     func testMissingAdapterNamesTheOnesThereAre() throws {
         _ = try startFake(adapter: "/org/bluez/hci1")
         let p = try makePeripheral(Self.hm10)
-        XCTAssertEqual(start(p)?.failureValue, .failed("no adapter /org/bluez/hci0; bluetoothd has: /org/bluez/hci1"))
+        XCTAssertEqual(start(p)?.peripheralFailure, .failed("no adapter /org/bluez/hci0; bluetoothd has: /org/bluez/hci1"))
     }
 
     func testRefusedApplicationCarriesBluetoothdsErrorNameAndText() throws {
         let fake = try startFake()
         fake.refuseApplication = DBusErrorReply(.alreadyExists, message: "Already Exists")
         let p = try makePeripheral(Self.hm10)
-        guard case .failed(let text)? = start(p)?.failureValue else { return XCTFail("no failure") }
+        guard case .failed(let text)? = start(p)?.peripheralFailure else { return XCTFail("no failure") }
         XCTAssertTrue(text.contains("GattManager1.RegisterApplication"), text)
         XCTAssertTrue(text.hasSuffix("org.bluez.Error.AlreadyExists: Already Exists"), text)
     }
@@ -222,7 +222,7 @@ final class BlueZPeripheralTests: XCTestCase {
         let provider = BlueZPeripheralProvider(bus: .address(bus.address), select: "hm10")
         let p = try XCTUnwrap(try provider.makePeripheral(Self.hm10, lab: lab) as? BlueZPeripheral)
         peripherals.append(p)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         XCTAssertTrue(fake.powered)
 
         let nowhere = BlueZPeripheralProvider(bus: .address("unix:path=\(bus.folder.path)/no-such-socket"))
@@ -240,36 +240,36 @@ final class BlueZPeripheralTests: XCTestCase {
         let p = try makePeripheral(Self.hm10)
         var writes: [ExternalReceivedWrite] = []
         p.onWrite = { writes.append($0) }
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         let ffe1 = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("FFE1")))
 
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
         XCTAssertEqual(p.activity.first.map { "\($0.kind)" }, "\(PeripheralActivity.Kind.connected(LEAddress(string: "C0:FF:EE:00:00:01/random")!))")
 
-        XCTAssertNil(wait { done in fake.call(ffe1, "StartNotify", reply: "", completion: done) }?.failureValue)
+        XCTAssertNil(wait { done in fake.call(ffe1, "StartNotify", reply: "", completion: done) }?.peripheralFailure)
         runUntil { fake.changes.contains { $0.changed["Notifying"] != nil } }
         XCTAssertEqual(try fake.changes.last?.changed["Notifying"]?.asBool(), true)
 
-        XCTAssertNil(wait { done in fake.writeValue(ffe1, Array("hello".utf8), type: "command", completion: done) }?.failureValue)
+        XCTAssertNil(wait { done in fake.writeValue(ffe1, Array("hello".utf8), type: "command", completion: done) }?.peripheralFailure)
         runUntil { !fake.notifiedValues(ffe1).isEmpty }
         XCTAssertEqual(fake.notifiedValues(ffe1), [Array("hello".utf8)])
         XCTAssertEqual(writes.map(\.value), [Array("hello".utf8)])
         XCTAssertEqual(writes.map(\.method), [.command])
         XCTAssertEqual(writes.map(\.characteristic), [CharacteristicRef(Self.uuid("FFE1"), in: Self.uuid("FFE0"))])
 
-        XCTAssertNil(wait { done in fake.writeValue(ffe1, [0x41], type: "request", completion: done) }?.failureValue)
-        XCTAssertNil(wait { done in fake.writeValue(ffe1, [0x42], type: nil, completion: done) }?.failureValue)
+        XCTAssertNil(wait { done in fake.writeValue(ffe1, [0x41], type: "request", completion: done) }?.peripheralFailure)
+        XCTAssertNil(wait { done in fake.writeValue(ffe1, [0x42], type: nil, completion: done) }?.peripheralFailure)
         XCTAssertEqual(writes.map(\.method), [.command, .request, nil])
         runUntil { fake.notifiedValues(ffe1).count == 3 }
         XCTAssertEqual(fake.notifiedValues(ffe1), [Array("hello".utf8), [0x41], [0x42]])
 
         // The stored value is the last write; offsets are honoured.
         XCTAssertEqual(try wait { done in fake.readValue(ffe1, completion: done) }?.get(), [0x42])
-        XCTAssertNil(wait { done in fake.writeValue(ffe1, Array("abcdef".utf8), type: "command", completion: done) }?.failureValue)
+        XCTAssertNil(wait { done in fake.writeValue(ffe1, Array("abcdef".utf8), type: "command", completion: done) }?.peripheralFailure)
         XCTAssertEqual(try wait { done in fake.readValue(ffe1, offset: 2, completion: done) }?.get(), Array("cdef".utf8))
         XCTAssertEqual(try wait { done in fake.readValue(ffe1, offset: 6, completion: done) }?.get(), [])
-        XCTAssertEqual(wait { done in fake.readValue(ffe1, offset: 7, completion: done) }?.failureValue?.bluez, .invalidOffset)
+        XCTAssertEqual(wait { done in fake.readValue(ffe1, offset: 7, completion: done) }?.peripheralFailure?.bluez, .invalidOffset)
 
         let notified = p.activity.compactMap { entry -> [UInt8]? in
             if case let .notified(_, value, centrals) = entry.kind, centrals == 1 { return value }
@@ -288,26 +288,26 @@ final class BlueZPeripheralTests: XCTestCase {
             CharacteristicSpec(uuid: Self.uuid("FFF2"), properties: [.read], onRead: [.respondError(.insufficientEncryption)]),
         ])])
         let p = try makePeripheral(spec)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         let fff1 = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("FFF1")))
         let fff2 = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("FFF2")))
 
         let before = loop.now
         let read = wait { done in fake.readValue(fff1, completion: done) }
         XCTAssertGreaterThanOrEqual(loop.now - before, .milliseconds(150), "the leading delay postpones the answer")
-        guard case .remote(let readError)? = read?.failureValue else { return XCTFail("read answered \(String(describing: read))") }
+        guard case .remote(let readError)? = read?.peripheralFailure else { return XCTFail("read answered \(String(describing: read))") }
         XCTAssertEqual(readError.name, "org.bluez.Error.NotAuthorized")
         XCTAssertEqual(BlueZServerErrors.attCode(for: readError, in: .read), .insufficientAuthorization)
 
         let write = wait { done in fake.writeValue(fff1, [1, 2], type: "request", completion: done) }
-        guard case .remote(let writeError)? = write?.failureValue else { return XCTFail("write answered \(String(describing: write))") }
+        guard case .remote(let writeError)? = write?.peripheralFailure else { return XCTFail("write answered \(String(describing: write))") }
         XCTAssertEqual(writeError, DBusErrorReply(.failed, message: "0x85"))
         XCTAssertEqual(BlueZServerErrors.attCode(for: writeError, in: .write), ATTErrorCode(0x85))
         // Refused: not stored; the action after respond-error still ran.
         XCTAssertEqual(p.value(of: ref), [9])
 
         // A code bluetoothd cannot send: the nearest it can (0x80), and a note saying so.
-        guard case .remote(let unsendable)? = wait(start: { done in fake.readValue(fff2, completion: done) })?.failureValue else {
+        guard case .remote(let unsendable)? = wait(start: { done in fake.readValue(fff2, completion: done) })?.peripheralFailure else {
             return XCTFail("no error")
         }
         XCTAssertEqual(unsendable.name, "org.bluez.Error.Failed")
@@ -330,11 +330,11 @@ final class BlueZPeripheralTests: XCTestCase {
             ]),
         ])
         let p = try makePeripheral(spec)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         let path = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("2A37")))
         try fake.centralConnects()
         let subscribed = loop.now
-        XCTAssertNil(wait { done in fake.call(path, "StartNotify", reply: "", completion: done) }?.failureValue)
+        XCTAssertNil(wait { done in fake.call(path, "StartNotify", reply: "", completion: done) }?.peripheralFailure)
         runUntil { fake.notifiedValues(path).count == 5 }
         XCTAssertEqual(fake.notifiedValues(path), [[0, 60], [0, 61], [0, 62], [0, 63], [0, 64]])
         // Sent on the loop's timers, each `interval` after the one before (when the peripheral
@@ -367,7 +367,7 @@ final class BlueZPeripheralTests: XCTestCase {
             .notify(ref, .counterU8(start: 254)),
         ]
         let p = try makePeripheral(spec, seed: 7)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         let path = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("2A37")))
         for _ in 0..<3 { p.perform(actions, site: "step") }
         runUntil { fake.notifiedValues(path).count == 9 }
@@ -389,7 +389,7 @@ final class BlueZPeripheralTests: XCTestCase {
         var spec = Self.hm10
         spec.onDisconnect = [.setValue(CharacteristicRef(Self.uuid("FFE1")), .bytes([0xDD]))]
         let p = try makePeripheral(spec)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
         p.perform([.disconnect(nil)], site: "step")
@@ -416,7 +416,7 @@ final class BlueZPeripheralTests: XCTestCase {
     func testAdapterPoweredOffAndBluetoothdLeavingAreReported() throws {
         let fake = try startFake()
         let p = try makePeripheral(Self.hm10)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         fake.powered = false
         try fake.connection.propertiesChanged(path: fake.adapterPath, interface: BlueZName.adapter, ["Powered"])
         runUntil { p.activity.contains { $0.description.contains("was powered off") } }
@@ -433,7 +433,7 @@ final class BlueZPeripheralTests: XCTestCase {
     func testStopUnregistersForgetsThePeerAndPowersOff() throws {
         let fake = try startFake()
         let p = try makePeripheral(Self.hm10)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
         XCTAssertNotNil(wait { done in p.stop { done(()) } })
@@ -448,12 +448,20 @@ final class BlueZPeripheralTests: XCTestCase {
     func testStopIsBoundedWhenBluetoothdDoesNotAnswer() throws {
         let fake = try startFake()
         let p = try makePeripheral(Self.hm10)
-        XCTAssertNil(start(p)?.failureValue)
+        XCTAssertNil(start(p)?.peripheralFailure)
         fake.hangs = true
         let before = loop.now
         XCTAssertNotNil(wait(limit: .seconds(5)) { done in p.stop(limit: .seconds(1)) { done(()) } })
         XCTAssertLessThan(loop.now - before, .seconds(2))
         XCTAssertTrue(p.activity.contains { $0.description.contains("longer than 1s") }, "\(p.activity)")
         XCTAssertFalse(p.connection.isConnected)
+    }
+}
+
+extension Result {
+    /// The error, or nil on success.
+    var peripheralFailure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }
