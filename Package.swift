@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "CaptureImportTests", dependencies: ["CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
         // Each test starts its own private dbus-daemon (package dbus-daemon).
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
-        .testTarget(name: "BlueZLabTests", dependencies: ["BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime"]),
+        .testTarget(name: "BlueZLabTests", dependencies: ["BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

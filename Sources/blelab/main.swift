@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import BLERuntime
+import BlueZLab
 import LabTiers
 import Scenario
 
@@ -37,6 +38,6 @@ let cli = BLELabCLI(console: console, wallClock: {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
     return Instant(nanoseconds: Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec))
-}, backend: backend)
+}, backend: backend, roles: { try BlueZRoles.make(central: $0, peripheral: $1) })
 
 exit(cli.main(Array(CommandLine.arguments.dropFirst())).rawValue)

@@ -23,11 +23,16 @@ public struct BLELabCLI {
     /// The backend for a `--transport` value; nil: no such transport. Throws when the transport
     /// exists but cannot be used here (the message says why and what to do).
     public var backend: (String) throws -> ScenarioBackend?
+    /// The seats another stack plays for `--central`/`--peripheral` values (nil: neither
+    /// given). Throws when a value is not offered, saying what is.
+    public var roles: (_ central: String?, _ peripheral: String?) throws -> ScenarioRoles
 
     public init(console: Console, wallClock: @escaping () -> Instant = { .zero },
                 writeFile: @escaping ([UInt8], String) throws -> Void = { try FileText.write($0, to: $1) },
                 makeDirectory: @escaping (String) throws -> Void = { try FileText.makeDirectories($0) },
-                backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend) {
+                backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend,
+                roles: @escaping (String?, String?) throws -> ScenarioRoles = BLELabCLI.noRoles) {
+        self.roles = roles
         self.console = console
         self.wallClock = wallClock
         self.writeFile = writeFile
@@ -38,6 +43,14 @@ public struct BLELabCLI {
     /// The tiers built so far: only the sim.
     public static func availableBackend(_ name: String) -> ScenarioBackend? {
         name == TransportTier.sim.rawValue ? SimBackend() : nil
+    }
+
+    /// Without an external stack in this build: only the default (BLELab's own central and
+    /// peripherals).
+    public static func noRoles(_ central: String?, _ peripheral: String?) throws -> ScenarioRoles {
+        if let central { throw UsageError("--central \(central): this build offers no other central (blelab offers bluez)") }
+        if let peripheral { throw UsageError("--peripheral \(peripheral): this build offers no other peripheral (blelab offers bluez)") }
+        return ScenarioRoles()
     }
 
     /// The `--transport` values, for messages (the executable may offer more than the default).
@@ -108,6 +121,16 @@ public struct BLELabCLI {
             console.err("blelab: transport \(arguments.transport) is not available (\(Self.transportHelp))\nblelab: nothing was run\n")
             return .badInput
         }
+        let roles: ScenarioRoles
+        do { roles = try self.roles(arguments.central, arguments.peripheral) } catch {
+            console.err("blelab: \(error)\nblelab: nothing was run\n")
+            return .badInput
+        }
+        if !roles.isEmpty, backend.tier == .sim {
+            console.err("blelab: \(roles.description) runs in real time on real controllers; give --transport too "
+                + "(hci-user:1,2,… in the micro-VM, see docs/bluez.md)\nblelab: nothing was run\n")
+            return .badInput
+        }
         guard let scenarios = load(arguments.paths) else {
             console.err("blelab: nothing was run\n")
             return .badInput
@@ -125,14 +148,15 @@ public struct BLELabCLI {
         }
         let runnable = selected.filter { $0.runs(on: backend.tier) }
         if !runnable.isEmpty {
-            do { try backend.prepare(deviceCount: runnable.map { $0.peripherals.count + 1 }.max() ?? 1) } catch {
+            do { try backend.prepare(deviceCount: runnable.map { roles.deviceCount(for: $0) }.max() ?? 1) } catch {
                 console.err("blelab: \(backend.description) could not start: \(error)\nblelab: nothing was run\n")
                 backend.shutDown()
                 return .badInput
             }
         }
         defer { backend.shutDown() }
-        let runner = ScenarioRunner(backend: backend)
+        let runner = ScenarioRunner(backend: backend, roles: roles)
+        if !roles.isEmpty { console.err("blelab: \(roles.description); BLELab's devices on \(backend.description)\n") }
         let repeats = max(1, arguments.repeatCount)
         let total = selected.count * repeats
         let start = wallClock()

@@ -48,6 +48,10 @@ public struct RunArguments: Equatable {
     public var capture: String?
     public var json: String?
     public var transport = "sim"
+    /// `--central bluez[:hciN]`: another stack in the central's seat.
+    public var central: String?
+    /// `--peripheral bluez[:hciN[:ID]]`: another stack serving one of the peripherals.
+    public var peripheral: String?
     public var quiet = false
     public var verbose = false
 
@@ -132,7 +136,7 @@ public enum CLIArguments {
     }
 
     static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--json", "--transport",
-                             "--quiet", "--verbose", "--help"]
+                             "--central", "--peripheral", "--quiet", "--verbose", "--help"]
 
     private static func parseRun(_ arguments: [String]) throws -> CLICommand {
         var run = RunArguments()
@@ -172,6 +176,8 @@ public enum CLIArguments {
             case "--capture": run.capture = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--json": run.json = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--transport": run.transport = try cursor.value(for: name, inline: inline)
+            case "--central": run.central = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--peripheral": run.peripheral = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "-q", "--quiet", "-v", "--verbose":
                 if inline != nil { throw UsageError("option \(name) takes no value") }
                 if name.hasPrefix("-q") || name == "--quiet" { run.quiet = true } else { run.verbose = true }
@@ -252,6 +258,11 @@ public enum Help {
       --capture DIR    write one btsnoop capture per device per scenario run
       --transport T    where the controllers are (default sim); T is one of:
     \(transportValues.split(separator: "\n").map { "                     " + $0 }.joined(separator: "\n"))
+      --central S      put another stack in the central's seat: bluez[:hciN] is bluetoothd over
+                       D-Bus on adapter hciN (default hci0); --transport then holds only the
+                       peripherals' controllers (docs/bluez.md)
+      --peripheral S   serve one peripheral with another stack: bluez[:hciN[:ID]] is bluetoothd
+                       on hciN serving peripheral ID (default: the first declared)
       -q, --quiet      print only failures and the summary
       -v, --verbose    also print every step with its virtual time
       -h, --help       this text

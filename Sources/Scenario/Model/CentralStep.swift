@@ -13,12 +13,16 @@ public struct CentralStep {
     /// The step as written in the file (compacted to one line), for reports.
     public var text: String
     public var action: CentralAction
+    /// `acquire: true` on a subscribe or write step: through BlueZ's AcquireNotify/AcquireWrite
+    /// socket when BlueZ is the central (BLELab's own central ignores it: the same PDUs cross).
+    public var acquire: Bool
 
-    public init(index: Int, location: SourceLocation, text: String, action: CentralAction) {
+    public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false) {
         self.index = index
         self.location = location
         self.text = text
         self.action = action
+        self.acquire = acquire
     }
 
     public var isExpectation: Bool {
@@ -97,13 +101,17 @@ public enum WriteType: String, Hashable, CaseIterable {
     case preferRequest = "prefer-request"
     /// Command when the characteristic has `write-without-response`, else request.
     case preferCommand = "prefer-command"
+    /// Whatever the central's stack does when not told: BlueZ's WriteValue without a "type"
+    /// (`--central bluez`); BLELab's own central does what BlueZ 5.66 does, a request when the
+    /// characteristic has `write`, else a command.
+    case `default`
 
     /// The ATT method for a characteristic with `properties`.
     public func method(for properties: CharacteristicProperties) -> WriteMethod {
         switch self {
         case .request: return .request
         case .command: return .command
-        case .preferRequest: return properties.contains(.write) ? .request : .command
+        case .preferRequest, .default: return properties.contains(.write) ? .request : .command
         case .preferCommand: return properties.contains(.writeWithoutResponse) ? .command : .request
         }
     }

@@ -148,6 +148,10 @@ public protocol ExternalCentral: AnyObject {
     func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
                           completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
 
+    /// Set once the role cannot go on (the daemon left the bus, its adapter was powered off):
+    /// the step running fails with this text.
+    var failure: String? { get }
+
     /// Each value the stack delivered to the application (a notification or indication), in order.
     var onValue: ((_ address: LEAddress, _ ref: CharacteristicRef, _ value: [UInt8]) -> Void)? { get set }
     /// The stack says the connection ended (not asked for by a `disconnect` step).

@@ -17,7 +17,8 @@ final class LinkObservations {
     struct ReceivedWrite {
         var time: Instant
         var value: [UInt8]
-        var method: WriteMethod
+        /// Nil when an external peripheral's stack did not say which PDU it was.
+        var method: WriteMethod?
         /// The PDU(s) in spec terms, for reports.
         var description: String
     }
@@ -85,6 +86,16 @@ final class LinkObservations {
                 break
             }
         }
+    }
+
+    /// A value an external central's stack delivered to its application.
+    func delivered(_ peripheral: String, handle: UInt16, time: Instant, value: [UInt8]) {
+        arrivals[Key(peripheral: peripheral, handle: handle), default: []].append(Arrival(time: time, value: value, isIndication: false))
+    }
+
+    /// A write an external peripheral's application was handed.
+    func received(_ peripheral: String, handle: UInt16, time: Instant, value: [UInt8], method: WriteMethod?, description: String) {
+        add(ReceivedWrite(time: time, value: value, method: method, description: description), peripheral, handle)
     }
 
     private func add(_ write: ReceivedWrite, _ peripheral: String, _ handle: UInt16) {

@@ -63,8 +63,13 @@ public struct RunOptions {
 /// scenario is a `ScenarioResult`, never a thrown error or a crash.
 public struct ScenarioRunner {
     public var backend: ScenarioBackend
+    /// Seats another stack plays (`--central bluez`, `--peripheral bluez`).
+    public var roles: ScenarioRoles
 
-    public init(backend: ScenarioBackend = SimBackend()) { self.backend = backend }
+    public init(backend: ScenarioBackend = SimBackend(), roles: ScenarioRoles = ScenarioRoles()) {
+        self.backend = backend
+        self.roles = roles
+    }
 
     public func run(_ scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult {
         let seed = options.seed ?? scenario.seed ?? Scenario.defaultSeed
@@ -74,6 +79,10 @@ public struct ScenarioRunner {
                                   outcome: .skipped(reason: "requires \(tiers), not \(backend.tier)"), virtualTime: .zero,
                                   steps: [], timeline: [], captures: [])
         }
-        return ScenarioSession(scenario: scenario, backend: backend, seed: seed, options: options).run()
+        if let reason = roles.unsupported(scenario) {
+            return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
+                                  outcome: .skipped(reason: reason), virtualTime: .zero, steps: [], timeline: [], captures: [])
+        }
+        return ScenarioSession(scenario: scenario, backend: backend, seed: seed, options: options, roles: roles).run()
     }
 }

@@ -10,6 +10,7 @@ import Host
 /// The scripted central's steps (SCENARIO-FORMAT.md "Central steps").
 extension ScenarioSession {
     func execute(_ step: CentralStep, position: Int) throws {
+        if try executeExternal(step, position: position) { return }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
         case let .connect(id, within): try connect(id, within: within)
@@ -23,6 +24,10 @@ extension ScenarioSession {
         case let .disconnect(id): try disconnect(id)
         case let .peripheralActions(list):
             for entry in list {
+                if let external = externalPeripherals[entry.peripheral] {
+                    external.perform(entry.actions, site: "step\(step.index)")
+                    continue
+                }
                 guard let peripheral = peripherals[entry.peripheral] else { continue }
                 peripheral.perform(entry.actions, site: "step\(step.index)")
             }
@@ -75,6 +80,7 @@ extension ScenarioSession {
 
     func peripheralID(at address: LEAddress) -> String? {
         scenario.peripherals.first { peripherals[$0.id]?.device.address == address }?.id
+            ?? scenario.peripherals.first { externalPeripherals[$0.id]?.address == address }?.id
     }
 
     private func connect(_ id: String, within: TimeSpan) throws {
@@ -253,6 +259,12 @@ extension ScenarioSession {
 
     /// The value handle of `ref` in `id`'s own database: the handle on the link.
     func valueHandle(_ ref: CharacteristicRef, on id: String) -> UInt16? {
-        peripherals[id]?.handles(for: ref)?.valueHandle
+        if let handles = peripherals[id]?.handles(for: ref) { return handles.valueHandle }
+        // Served by another stack: the handle the central discovered on the link.
+        guard externalPeripherals[id] != nil, let connection = connections[id] else { return nil }
+        for service in connection.client.services where ref.service == nil || service.uuid == ref.service {
+            if let c = service.characteristic(ref.characteristic) { return c.valueHandle }
+        }
+        return nil
     }
 }

@@ -10,6 +10,7 @@ import HCI
 extension ScenarioSession {
     func check(_ expectation: Expectation, step: CentralStep) throws {
         func fail(_ seen: String) -> StepFailure { StepFailure(kind: .expectation, expected: expectation.summary, seen: seen) }
+        if try checkExternal(expectation, fail: fail) { return }
         switch expectation {
         case let .discovered(id), let .notDiscovered(id):
             guard let scan = lastScan else { throw fail("no scan has run") }

@@ -22,6 +22,20 @@ final class ScenarioSession {
     let backend: ScenarioBackend
     let seed: UInt64
     let options: RunOptions
+    /// Seats played by another stack (ExternalRoles.swift).
+    let roles: ScenarioRoles
+    /// The central's seat when another stack plays it (then `central` is nil).
+    var externalCentral: ExternalCentral? { roles.central }
+    /// Peripherals another stack serves, by id.
+    var externalPeripherals: [String: ExternalPeripheral] = [:]
+    /// What the external central found: services per peripheral, and the connections it made.
+    var externalServices: [String: [ExternalService]] = [:]
+    var externalConnections: Set<String> = []
+    var externalScan: ExternalScan?
+    /// Peripherals any scan of the external central found.
+    var everFound: Set<String> = []
+    var lastExternalOperation: (step: CentralStep, error: ExternalRoleError?)?
+    var externalWriteMark: ExternalWriteMark?
 
     var lab: Lab!
     var central: LabDevice!
@@ -56,9 +70,10 @@ final class ScenarioSession {
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
     static let operationLimit = TimeSpan.seconds(35)
 
-    init(scenario: Scenario, backend: ScenarioBackend, seed: UInt64, options: RunOptions) {
+    init(scenario: Scenario, backend: ScenarioBackend, seed: UInt64, options: RunOptions, roles: ScenarioRoles = ScenarioRoles()) {
         self.scenario = scenario
         self.backend = backend
+        self.roles = roles
         self.seed = seed
         self.options = options
     }
@@ -109,6 +124,7 @@ final class ScenarioSession {
             captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        endExternalRoles()
         lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                               outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
@@ -118,7 +134,12 @@ final class ScenarioSession {
         let lab = try backend.makeLab(seed: seed)
         self.lab = lab
         if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
+        let servedElsewhere = roles.peripheral?.served(in: scenario)?.id
         for spec in scenario.peripherals {
+            if spec.id == servedElsewhere, let provider = roles.peripheral {
+                try addExternalPeripheral(spec, provider: provider)
+                continue
+            }
             let peripheral: SimulatedPeripheral
             do { peripheral = try lab.addPeripheral(spec) } catch {
                 throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
@@ -134,17 +155,27 @@ final class ScenarioSession {
             }
         }
         try applyDeclaredFaults()
-        let central: LabDevice
-        do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
-            throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
+        if externalCentral == nil {
+            let central: LabDevice
+            do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
+                throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
+            }
+            self.central = central
+            observations.watchCentral(central.traffic)
+            if options.recordsTimeline { watchTimeline(central) }
         }
-        self.central = central
-        observations.watchCentral(central.traffic)
-        if options.recordsTimeline { watchTimeline(central) }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
         }
+        try beginExternalCentral()
         for spec in scenario.peripherals {
+            if let external = externalPeripherals[spec.id] {
+                let result = try operate("\(spec.id) to start on \(roles.peripheral?.description ?? "?")") { done in external.start(completion: done) }
+                if case let .failure(error) = result {
+                    throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(roles.peripheral?.description ?? "?")", seen: "\(error)")
+                }
+                continue
+            }
             guard let peripheral = peripherals[spec.id] else { continue }
             let result = try operate("advertising of \(spec.id) to start") { done in peripheral.start(completion: done) }
             if case let .failure(error) = result {
@@ -183,6 +214,9 @@ final class ScenarioSession {
     /// or failed, as a failure naming the device, the backend and the transport's own account
     /// (endpoint, and the bytes when they were not HCI). Nil while every transport is up.
     func controllerLost() -> StepFailure? {
+        if let failure = externalCentral?.failure {
+            return StepFailure(kind: .transport, expected: "the central (\(externalCentral!.description)) to stay usable", seen: failure)
+        }
         guard let lab else { return nil }
         for device in lab.devices {
             guard let error = device.host.driver.closed else { continue }
@@ -194,7 +228,8 @@ final class ScenarioSession {
 
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
-        lab?.devices.contains { $0.host.driver.closed != nil } ?? false
+        if externalCentral?.failure != nil { return true }
+        return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
     }
 
     // MARK: Waiting on virtual time

@@ -24,6 +24,9 @@ struct CentralSchema {
     /// Steps that may be written without a value.
     static let bare = ["scan", "discover", "disconnect"] + bareFaultKeywords
 
+    /// The step being read said `acquire: true`.
+    private var acquire = false
+
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
         self.catalog = catalog
@@ -35,8 +38,10 @@ struct CentralSchema {
         var steps: [CentralStep] = []
         for item in items {
             let location = SourceLocation(file: r.file, line: item.mark.line, column: item.mark.column)
+            acquire = false
             guard let action = step(item) else { continue }
-            steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action))
+            steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
+                                     acquire: acquire))
         }
         return steps
     }
@@ -141,7 +146,8 @@ struct CentralSchema {
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
             return .exchangeMTU(peripheral: id, mtu: Int(size))
         case "read", "subscribe", "unsubscribe":
-            let f = fields("characteristic", ["characteristic", "peripheral"])
+            let f = fields("characteristic", keyword.text == "read" ? ["characteristic", "peripheral"] : ["characteristic", "peripheral", "acquire"])
+            if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             guard let c = f.required("characteristic", r, example: example),
                   let (id, ref) = characteristic(c, peripheral: f["peripheral"], at: keyword) else { return nil }
             switch keyword.text {
@@ -150,7 +156,8 @@ struct CentralSchema {
             default: return .unsubscribe(peripheral: id, characteristic: ref)
             }
         case "write":
-            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral"])
+            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral", "acquire"])
+            if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             let resolved = f.required("characteristic", r, example: example).flatMap { characteristic($0, peripheral: f["peripheral"], at: keyword) }
             let bytes = f.required("value", r, example: example).flatMap { r.bytes($0) }
             var type = WriteType.preferRequest
@@ -163,6 +170,11 @@ struct CentralSchema {
                     return nil
                 }
                 type = parsed
+            }
+            if acquire, let t = f["type"], type != .command {
+                r.error(t, expected: "type: command (or no type) with acquire: true",
+                        hint: "AcquireWrite's socket only sends Write Commands (BlueZ doc/org.bluez.GattCharacteristic.rst)")
+                return nil
             }
             guard let (id, ref) = resolved, let bytes else { return nil }
             return .write(WriteStep(peripheral: id, characteristic: ref, value: bytes, type: type))
