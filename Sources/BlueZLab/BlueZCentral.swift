@@ -1,0 +1,643 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import DBus
+import GATT
+import Scenario
+
+/// bluetoothd in the scenario central's seat (`blelab run --central bluez[:hciN]`): each step
+/// becomes the org.bluez call a Linux application would make, on the adapter given.
+///
+/// - scan: Adapter1.SetDiscoveryFilter (UUIDs, Transport "le", DuplicateData) + StartDiscovery;
+///   a device counts as discovered when bluetoothd announces it during the scan
+///   (ObjectManager.InterfacesAdded of a Device1, or a PropertiesChanged of its advertisement
+///   properties). Devices not connected are removed before each scan so that every scan starts
+///   from what the air says, not from bluetoothd's memory.
+/// - connect: Device1.Connect, bounded by the step's `within` (then Disconnect cancels it).
+/// - discover: waits for Device1.ServicesResolved and reads the GATT objects bluetoothd made.
+/// - read/write: GattCharacteristic1.ReadValue/WriteValue ("type" from the step, none for
+///   `type: default`: bluetoothd's own choice), or AcquireWrite's socket.
+/// - subscribe: StartNotify, values from PropertiesChanged(Value); or AcquireNotify's socket.
+///
+/// Everything runs on the lab's `SystemEventLoop`; a bluetoothd that leaves the bus, an adapter
+/// powered off or removed, or a lost bus connection ends the role (`failure`).
+public final class BlueZCentral: ExternalCentral {
+    public let adapterPath: DBusObjectPath
+    public let bus: DBusConnection.Bus
+    public let service: String
+    public var callTimeout: TimeSpan = .seconds(10)
+
+    public var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
+    public var onDisconnected: ((LEAddress) -> Void)?
+    public private(set) var failure: String?
+
+    private var loop: SystemEventLoop?
+    private var connection: DBusConnection?
+    private var client: BlueZClient?
+    private var subscriptions: [DBusSubscription] = []
+    /// bluetoothd's objects as signals have told them (paths → interfaces → properties).
+    private var tree: [DBusObjectPath: [String: [String: DBusValue]]] = [:]
+    private var waiters: [Waiter] = []
+    private var scanning: [DBusObjectPath: Int]?
+    private var scanOrder = 0
+    private var discoveryStarted = false
+    /// Characteristics with a ReadValue in flight: bluetoothd emits PropertiesChanged(Value) for
+    /// the value read (src/gatt-client.c stores it and flushes the change), which is not a
+    /// notification.
+    private var readsInFlight: Set<DBusObjectPath> = []
+    private var acquired: [DBusObjectPath: (fd: Int32, watch: FDWatch)] = [:]
+    /// Connections a `disconnect` step asked for (their end is not news).
+    private var disconnecting: Set<DBusObjectPath> = []
+    private var version: String?
+
+    /// `adapter`: the controller's name, "hci0".
+    public init(adapter: String = "hci0", bus: DBusConnection.Bus = .system, service: String = BlueZName.service) throws {
+        guard !adapter.isEmpty, adapter.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw ExternalRoleError.failed("'\(adapter)' is not an adapter name (hci0, hci1, …)")
+        }
+        adapterPath = try DBusObjectPath("/org/bluez/\(adapter)")
+        self.bus = bus
+        self.service = service
+    }
+
+    public var description: String { "BlueZ (bluetoothd over D-Bus) on \(adapterPath.rawValue.split(separator: "/").last.map(String.init) ?? "?")" }
+
+    // MARK: What it cannot do
+
+    public func unsupported(_ scenario: Scenario) -> String? {
+        for step in scenario.steps {
+            switch step.action {
+            case .fault:
+                return "step \(step.index) (\(step.text)) changes the air, which only the sim can do; bluetoothd runs on a real controller"
+            case let .expect(e):
+                if case .flaw = e {
+                    return "step \(step.index) (\(step.text)) checks how BLELab's own central handled a flawed peer; bluetoothd's handling is not observable that way"
+                }
+                if case .fault = e {
+                    return "step \(step.index) (\(step.text)) checks link parameters that BLELab's own central negotiated"
+                }
+            default:
+                continue
+            }
+        }
+        return nil
+    }
+
+    // MARK: Begin and end
+
+    public func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let loop = lab.loop as? SystemEventLoop else {
+            return completion(.failure(.failed("--central bluez needs a real-time transport (hci-user, h4, rootcanal, bumble), not the sim: bluetoothd runs in real time")))
+        }
+        self.loop = loop
+        failure = nil
+        tree = [:]
+        scanning = nil
+        discoveryStarted = false
+        readsInFlight = []
+        disconnecting = []
+        DBusConnection.connect(bus: bus, loop: loop, timeout: .seconds(5)) { [self] result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(.failed("cannot reach the D-Bus system bus, where bluetoothd lives: \(error)")))
+            case let .success(connection):
+                self.connection = connection
+                self.client = BlueZClient(connection: connection, service: service, timeout: callTimeout)
+                connection.onDisconnect = { [weak self] error in self?.fail("the D-Bus connection to bluetoothd closed: \(error)") }
+                subscribe { [self] error in
+                    if let error { return completion(.failure(.failed("cannot watch bluetoothd's signals: \(error)"))) }
+                    loadTree(completion)
+                }
+            }
+        }
+    }
+
+    private func subscribe(ready: @escaping (DBusError?) -> Void) {
+        guard let connection, let client else { return }
+        var pending = 4
+        var firstError: DBusError?
+        let one: (DBusError?) -> Void = { error in
+            if firstError == nil { firstError = error }
+            pending -= 1
+            if pending == 0 { ready(firstError) }
+        }
+        subscriptions.append(client.onInterfacesAdded(under: "/org/bluez", ready: one) { [weak self] result in
+            guard let self, case let .success(added) = result else { return }
+            self.tree[added.path, default: [:]].merge(added.interfaces) { $1 }
+            if added.interfaces[BlueZName.device] != nil { self.sawAdvertisement(added.path) }
+            self.signalled()
+        })
+        subscriptions.append(client.onInterfacesRemoved(under: "/org/bluez", ready: one) { [weak self] result in
+            guard let self, case let .success(removed) = result else { return }
+            for name in removed.interfaces { self.tree[removed.path]?[name] = nil }
+            if self.tree[removed.path]?.isEmpty == true { self.tree[removed.path] = nil }
+            if removed.path == self.adapterPath, removed.interfaces.contains(BlueZName.adapter) {
+                self.fail("bluetoothd removed the adapter \(self.adapterPath) (the controller went away)")
+            }
+            self.signalled()
+        })
+        subscriptions.append(connection.onPropertiesChanged(sender: service, namespace: "/org/bluez", ready: one) { [weak self] result in
+            guard let self, case let .success(change) = result else { return }
+            self.changed(change)
+            self.signalled()
+        })
+        let owner = DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                  arg0: service)
+        subscriptions.append(connection.subscribe(owner, ready: one) { [weak self] message in
+            guard let self, let args = try? message.arguments(), args.count == 3, case .string("")? = args.last else { return }
+            self.fail("bluetoothd left the system bus (it stopped or crashed)")
+        })
+    }
+
+    private func loadTree(_ completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        refreshTree { [self] result in
+            if case let .failure(error) = result { return completion(.failure(error)) }
+            guard let adapter = tree[adapterPath]?[BlueZName.adapter] else {
+                let have = tree.filter { $0.value[BlueZName.adapter] != nil }.keys.map(\.rawValue).sorted()
+                return completion(.failure(.failed("bluetoothd has no adapter \(adapterPath); it has \(have.isEmpty ? "none" : have.joined(separator: ", "))")))
+            }
+            let forget = { [self] in
+                // Start from nothing bluetoothd remembers: every device of this adapter goes.
+                forgetDevices(connectedToo: true) { completion(.success(())) }
+            }
+            if (try? adapter["Powered"]?.asBool()) == true { return forget() }
+            client!.adapter(adapterPath).setPowered(true) { result in
+                if case let .failure(error) = result {
+                    return completion(.failure(.failed("cannot power on \(self.adapterPath): \(error)")))
+                }
+                self.until("\(self.adapterPath) to be powered", within: self.callTimeout, { self.adapterPowered }) { ok in
+                    ok ? forget() : completion(.failure(.failed("\(self.adapterPath) did not power on within \(self.callTimeout)")))
+                }
+            }
+        }
+    }
+
+    private func refreshTree(_ completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        client!.managedObjects { [self] result in
+            switch result {
+            case let .success(objects):
+                tree = objects.objects
+                completion(.success(()))
+            case let .failure(error):
+                completion(.failure(Self.describe(error, doing: "GetManagedObjects")))
+            }
+        }
+    }
+
+    private var adapterPowered: Bool { (try? tree[adapterPath]?[BlueZName.adapter]?["Powered"]?.asBool()) == true }
+
+    public func end(completion: @escaping () -> Void) {
+        guard let client, connection?.isConnected == true, failure == nil || adapterStillThere else {
+            close()
+            return completion()
+        }
+        let finish = { [self] in
+            forgetDevices(connectedToo: true) { [self] in
+                close()
+                completion()
+            }
+        }
+        if discoveryStarted {
+            discoveryStarted = false
+            client.adapter(adapterPath).stopDiscovery { _ in finish() }
+        } else {
+            finish()
+        }
+    }
+
+    private var adapterStillThere: Bool { tree[adapterPath]?[BlueZName.adapter] != nil }
+
+    private func close() {
+        for s in subscriptions { s.cancel() }
+        subscriptions = []
+        for (_, a) in acquired { a.watch.cancel(); _ = Glibc.close(a.fd) }
+        acquired = [:]
+        for w in waiters { w.timer?.cancel() }
+        waiters = []
+        connection?.close()
+        connection = nil
+    }
+
+    /// Disconnects (when asked) and removes every device of the adapter; completes when done or
+    /// after `callTimeout`.
+    private func forgetDevices(connectedToo: Bool, completion: @escaping () -> Void) {
+        guard let client else { return completion() }
+        let devices = devicePaths.filter { connectedToo || !isConnected(path: $0) }
+        guard !devices.isEmpty else { return completion() }
+        var pending = devices.count
+        var finished = false
+        let one = {
+            pending -= 1
+            if pending == 0, !finished { finished = true; completion() }
+        }
+        for path in devices {
+            if isConnected(path: path) { disconnecting.insert(path) }
+            client.adapter(adapterPath).removeDevice(path) { _ in one() }
+        }
+    }
+
+    // MARK: Signals
+
+    private func changed(_ change: DBusPropertiesChanged) {
+        guard tree[change.path] != nil || change.interface == BlueZName.adapter else { return }
+        var props = tree[change.path]?[change.interface] ?? [:]
+        let wasConnected = change.interface == BlueZName.device && isConnected(path: change.path)
+        props.merge(change.changed) { $1 }
+        for name in change.invalidated { props[name] = nil }
+        tree[change.path, default: [:]][change.interface] = props
+        switch change.interface {
+        case BlueZName.adapter where change.path == adapterPath:
+            if case .boolean(false)? = change.changed["Powered"] {
+                fail("BlueZ's adapter \(adapterPath) was powered off")
+            }
+        case BlueZName.device:
+            let advertised = ["RSSI", "ManufacturerData", "ServiceData", "UUIDs", "TxPower", "Name", "AdvertisingFlags", "AdvertisingData"]
+            if advertised.contains(where: { change.changed[$0] != nil }) { sawAdvertisement(change.path) }
+            if wasConnected, case .boolean(false)? = change.changed["Connected"] {
+                if disconnecting.remove(change.path) == nil, let address = address(ofDevice: change.path) {
+                    onDisconnected?(address)
+                }
+            }
+        case BlueZName.gattCharacteristic:
+            guard let value = change.changed["Value"], let bytes = try? value.asBytes() else { return }
+            if readsInFlight.remove(change.path) != nil { return }
+            guard acquired[change.path] == nil, let (address, ref) = locate(change.path) else { return }
+            onValue?(address, ref, bytes)
+        default:
+            break
+        }
+    }
+
+    private func sawAdvertisement(_ path: DBusObjectPath) {
+        guard scanning != nil, path.isDescendant(of: adapterPath, strictly: true), scanning?[path] == nil else { return }
+        scanOrder += 1
+        scanning?[path] = scanOrder
+    }
+
+    private func fail(_ why: String) {
+        guard failure == nil else { return }
+        failure = why
+        signalled()
+    }
+
+    /// Re-checks every pending condition after a signal.
+    private func signalled() {
+        for waiter in waiters where waiter.check() || failure != nil {
+            finish(waiter, failure == nil)
+        }
+    }
+
+    private func finish(_ waiter: Waiter, _ ok: Bool) {
+        guard let i = waiters.firstIndex(where: { $0 === waiter }) else { return }
+        waiters.remove(at: i)
+        waiter.timer?.cancel()
+        waiter.done(ok)
+    }
+
+    /// Calls `done(true)` once `check` holds (tested now and after each signal), `done(false)`
+    /// after `within` or when the role fails.
+    private func until(_ what: String, within: TimeSpan, _ check: @escaping () -> Bool, done: @escaping (Bool) -> Void) {
+        if check() { return done(true) }
+        guard failure == nil, let loop else { return done(false) }
+        let waiter = Waiter(check: check, done: done)
+        waiters.append(waiter)
+        waiter.timer = loop.schedule(after: within) { [weak self, weak waiter] in
+            guard let self, let waiter else { return }
+            self.finish(waiter, false)
+        }
+    }
+
+    private final class Waiter {
+        let check: () -> Bool
+        let done: (Bool) -> Void
+        var timer: LoopTimer?
+        init(check: @escaping () -> Bool, done: @escaping (Bool) -> Void) {
+            self.check = check
+            self.done = done
+        }
+    }
+
+    // MARK: Objects
+
+    private var devicePaths: [DBusObjectPath] {
+        tree.filter { $0.value[BlueZName.device] != nil && $0.key.isDescendant(of: adapterPath, strictly: true) }.keys.sorted()
+    }
+
+    private func isConnected(path: DBusObjectPath) -> Bool {
+        (try? tree[path]?[BlueZName.device]?["Connected"]?.asBool()) == true
+    }
+
+    private func address(ofDevice path: DBusObjectPath) -> LEAddress? {
+        guard let d = tree[path]?[BlueZName.device], let a = try? d["Address"]?.asString() else { return nil }
+        return BlueZMapping.address(a, type: try? d["AddressType"]?.asString())
+    }
+
+    private func devicePath(_ address: LEAddress) -> DBusObjectPath? {
+        devicePaths.first { self.address(ofDevice: $0) == address }
+    }
+
+    /// The device and characteristic reference of a characteristic object.
+    private func locate(_ path: DBusObjectPath) -> (LEAddress, CharacteristicRef)? {
+        guard let c = tree[path]?[BlueZName.gattCharacteristic], let uuid = (try? c["UUID"]?.asString()).flatMap(BlueZMapping.uuid),
+              let servicePath = try? c["Service"]?.asObjectPath(), let s = tree[servicePath]?[BlueZName.gattService],
+              let serviceUUID = (try? s["UUID"]?.asString()).flatMap(BlueZMapping.uuid),
+              let device = try? s["Device"]?.asObjectPath(), let address = address(ofDevice: device) else { return nil }
+        return (address, CharacteristicRef(uuid, in: serviceUUID))
+    }
+
+    private func services(of device: DBusObjectPath) -> [(path: DBusObjectPath, uuid: BluetoothUUID)] {
+        tree.compactMap { path, interfaces -> (DBusObjectPath, BluetoothUUID)? in
+            guard let s = interfaces[BlueZName.gattService], (try? s["Device"]?.asObjectPath()) == device,
+                  let uuid = (try? s["UUID"]?.asString()).flatMap(BlueZMapping.uuid) else { return nil }
+            return (path, uuid)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    private func characteristics(of service: DBusObjectPath) -> [(path: DBusObjectPath, properties: [String: DBusValue])] {
+        tree.compactMap { path, interfaces -> (DBusObjectPath, [String: DBusValue])? in
+            guard let c = interfaces[BlueZName.gattCharacteristic], (try? c["Service"]?.asObjectPath()) == service else { return nil }
+            return (path, c)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    /// The characteristic object for `ref` on the device at `address`.
+    private func characteristicPath(_ ref: CharacteristicRef, on address: LEAddress) throws -> DBusObjectPath {
+        guard let device = devicePath(address) else {
+            throw ExternalRoleError.failed("bluetoothd has no device \(address) (it was removed, or no scan found it)")
+        }
+        for service in services(of: device) where ref.service == nil || ref.service == service.uuid {
+            for c in characteristics(of: service.path) where (try? c.properties["UUID"]?.asString()).flatMap(BlueZMapping.uuid) == ref.characteristic {
+                return c.path
+            }
+        }
+        let resolved = (try? tree[device]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true
+        throw ExternalRoleError.failed(resolved || !services(of: device).isEmpty
+            ? "bluetoothd has no GATT object for \(ref) under \(device) (the objects are gone: after a disconnection bluetoothd removes them)"
+            : "bluetoothd has not resolved \(address)'s services (add a discover step)")
+    }
+
+    /// "char000b" → 0x000b + 1: bluetoothd names a characteristic object after its declaration's
+    /// handle, and the value follows it (Core 5.4 Vol 3 Part G 3.3).
+    static func valueHandle(ofCharacteristic path: DBusObjectPath) -> UInt16? {
+        guard let last = path.rawValue.split(separator: "/").last, last.hasPrefix("char"),
+              let declaration = UInt16(last.dropFirst(4), radix: 16), declaration < 0xFFFF else { return nil }
+        return declaration + 1
+    }
+
+    // MARK: Scanning
+
+    public func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let adapter = client.adapter(adapterPath)
+        let filter = BlueZDiscoveryFilter(uuids: scan.services.map(BlueZMapping.uuidString), transport: .le, duplicateData: scan.duplicates)
+        forgetDevices(connectedToo: false) { [self] in
+            adapter.setDiscoveryFilter(filter) { [self] result in
+                if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "SetDiscoveryFilter"))) }
+                scanning = [:]
+                adapter.startDiscovery { [self] result in
+                    if case let .failure(error) = result {
+                        scanning = nil
+                        return completion(.failure(Self.describe(error, doing: "StartDiscovery")))
+                    }
+                    discoveryStarted = true
+                    // Discovering turns true once the kernel reports what it finds (mgmt
+                    // Discovering event); advertising reports before that are dropped.
+                    until("Discovering on \(adapterPath)", within: callTimeout, {
+                        (try? self.tree[self.adapterPath]?[BlueZName.adapter]?["Discovering"]?.asBool()) == true
+                    }) { ok in
+                        completion(ok ? .success(()) : .failure(.failed(self.failure ?? "\(self.adapterPath) did not start discovering within \(self.callTimeout)")))
+                    }
+                }
+            }
+        }
+    }
+
+    public func stopScan(completion: @escaping (Result<[ExternalScanReport], ExternalRoleError>) -> Void) {
+        guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let seen = (scanning ?? [:]).sorted { $0.value < $1.value }.map(\.key)
+        scanning = nil
+        let reports: [ExternalScanReport] = seen.compactMap { path in
+            guard let d = tree[path]?[BlueZName.device], let address = address(ofDevice: path) else { return nil }
+            let rssi = (try? d["RSSI"]?.asInt16()).flatMap { Int8(exactly: $0) }
+            let names = [try? d["Name"]?.asString()].compactMap { $0 }
+            let uuids = ((try? d["UUIDs"]?.asStrings()) ?? []).compactMap(BlueZMapping.uuid)
+            return ExternalScanReport(address: address, rssi: rssi, names: names, serviceUUIDs: uuids)
+        }
+        guard discoveryStarted else { return completion(.success(reports)) }
+        discoveryStarted = false
+        client.adapter(adapterPath).stopDiscovery { result in
+            if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "StopDiscovery"))) }
+            completion(.success(reports))
+        }
+    }
+
+    // MARK: Connecting
+
+    public func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        guard let path = devicePath(address) else {
+            return completion(.failure(.failed("bluetoothd has no device \(address) to connect to (no scan found it)")))
+        }
+        let device = client.device(path)
+        device.connect(timeout: within) { [self] result in
+            switch result {
+            case .success:
+                until("\(path) Connected", within: callTimeout, { self.isConnected(path: path) }) { ok in
+                    completion(ok ? .success(()) : .failure(.failed(self.failure ?? "Connect returned, but Connected stayed false")))
+                }
+            case .failure(.timeout):
+                // Disconnect cancels a pending LE connection in bluetoothd.
+                disconnecting.insert(path)
+                device.disconnect { _ in }
+                completion(.failure(.timeout("no connection within \(within) (Device1.Connect had not returned; cancelled with Disconnect)")))
+            case let .failure(error):
+                completion(.failure(Self.describe(error, doing: "Device1.Connect")))
+            }
+        }
+    }
+
+    public func disconnect(from address: LEAddress, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client, let path = devicePath(address) else {
+            return completion(.failure(.failed(failure ?? "bluetoothd has no device \(address)")))
+        }
+        disconnecting.insert(path)
+        client.device(path).disconnect { [self] result in
+            if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "Device1.Disconnect"))) }
+            until("\(path) disconnected", within: callTimeout, { !self.isConnected(path: path) }) { ok in
+                completion(ok ? .success(()) : .failure(.failed(self.failure ?? "still connected \(self.callTimeout) after Disconnect returned")))
+            }
+        }
+    }
+
+    public func isConnected(_ address: LEAddress) -> Bool {
+        devicePath(address).map { isConnected(path: $0) } ?? false
+    }
+
+    // MARK: GATT
+
+    public func discover(on address: LEAddress, services wanted: [BluetoothUUID]?,
+                         completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void) {
+        guard let path = devicePath(address) else {
+            return completion(.failure(.failed(failure ?? "bluetoothd has no device \(address)")))
+        }
+        // bluetoothd discovers every service itself once connected (the filter only selects).
+        until("ServicesResolved of \(path)", within: .seconds(30), {
+            (try? self.tree[path]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true
+        }) { [self] ok in
+            guard ok else {
+                return completion(.failure(.failed(failure ?? "bluetoothd did not resolve \(address)'s services within 30 s (ServicesResolved stayed false)")))
+            }
+            refreshTree { [self] result in
+                if case let .failure(error) = result { return completion(.failure(error)) }
+                let found: [ExternalService] = services(of: path).compactMap { service in
+                    guard wanted == nil || wanted!.contains(service.uuid) else { return nil }
+                    let chars = characteristics(of: service.path).compactMap { c -> ExternalCharacteristic? in
+                        guard let uuid = (try? c.properties["UUID"]?.asString()).flatMap(BlueZMapping.uuid) else { return nil }
+                        let flags = (try? c.properties["Flags"]?.asStrings()) ?? []
+                        return ExternalCharacteristic(uuid: uuid, properties: BlueZMapping.properties(flags),
+                                                      valueHandle: Self.valueHandle(ofCharacteristic: c.path))
+                    }
+                    return ExternalService(uuid: service.uuid, characteristics: chars)
+                }
+                completion(.success(found))
+            }
+        }
+    }
+
+    public func mtu(on address: LEAddress) -> Int? {
+        guard let device = devicePath(address) else { return nil }
+        for service in services(of: device) {
+            for c in characteristics(of: service.path) {
+                if let mtu = try? c.properties["MTU"]?.asUInt16() { return Int(mtu) }
+            }
+        }
+        return nil
+    }
+
+    public func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void) {
+        guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let path: DBusObjectPath
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        readsInFlight.insert(path)
+        client.characteristic(path).readValue { [self] result in
+            readsInFlight.remove(path)
+            completion(result.mapError { Self.describe($0, doing: "ReadValue of \(ref)") })
+        }
+    }
+
+    public func write(_ write: ExternalWrite, to ref: CharacteristicRef, on address: LEAddress,
+                      completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let path: DBusObjectPath
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        if write.acquire { return acquireWrite(write.value, path: path, ref: ref, completion: completion) }
+        let flags = (try? tree[path]?[BlueZName.gattCharacteristic]?["Flags"]?.asStrings()) ?? []
+        let type: BlueZGattCharacteristic.WriteType?
+        switch write.type {
+        case .request: type = .request
+        case .command: type = .command
+        case .preferRequest, .preferCommand: type = write.type.method(for: BlueZMapping.properties(flags)) == .request ? .request : .command
+        case .default: type = nil
+        }
+        client.characteristic(path).writeValue(write.value, type: type) { result in
+            completion(result.mapError { Self.describe($0, doing: "WriteValue of \(ref)") })
+        }
+    }
+
+    /// AcquireWrite: a SOCK_SEQPACKET whose every datagram bluetoothd sends as a Write Command.
+    private func acquireWrite(_ value: [UInt8], path: DBusObjectPath, ref: CharacteristicRef,
+                              completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        client!.connection.call(destination: service, path: path, interface: BlueZName.gattCharacteristic, member: "AcquireWrite",
+                                arguments: [.propertyMap([:])], replySignature: "hq", timeout: callTimeout) { result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(Self.describe(error, doing: "AcquireWrite of \(ref)")))
+            case let .success(values):
+                guard let fd = try? values[0].asUnixFD(), let mtu = try? values[1].asUInt16() else {
+                    return completion(.failure(.failed("AcquireWrite of \(ref) answered without a descriptor")))
+                }
+                defer { _ = Glibc.close(fd) }
+                guard value.count <= Int(mtu) else {
+                    return completion(.failure(.failed("\(value.count) octets do not fit AcquireWrite's MTU of \(mtu)")))
+                }
+                let sent = value.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                completion(sent == value.count ? .success(()) : .failure(.failed("writing to AcquireWrite's socket failed (errno \(errno))")))
+            }
+        }
+    }
+
+    public func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
+                                 completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let path: DBusObjectPath
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        if let held = acquired[path], !enable {
+            // Closing AcquireNotify's socket is how an application stops (bluetoothd then clears the CCCD).
+            held.watch.cancel()
+            _ = Glibc.close(held.fd)
+            acquired[path] = nil
+            return completion(.success(()))
+        }
+        let characteristic = client.characteristic(path)
+        if enable && acquire {
+            characteristic.acquireNotify { [self] result in
+                switch result {
+                case let .failure(error):
+                    completion(.failure(Self.describe(error, doing: "AcquireNotify of \(ref)")))
+                case let .success((fd, _)):
+                    watchAcquired(fd: fd, path: path, address: address, ref: ref)
+                    completion(.success(()))
+                }
+            }
+            return
+        }
+        let call = enable ? characteristic.startNotify : characteristic.stopNotify
+        call { result in
+            completion(result.mapError { Self.describe($0, doing: "\(enable ? "StartNotify" : "StopNotify") of \(ref)") })
+        }
+    }
+
+    /// Each datagram on AcquireNotify's socket is one value.
+    private func watchAcquired(fd: Int32, path: DBusObjectPath, address: LEAddress, ref: CharacteristicRef) {
+        guard let loop else { return }
+        let watch = loop.watchReadable(fd: fd) { [weak self] in
+            guard let self else { return }
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                self.onValue?(address, ref, Array(buffer[..<n]))
+            } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                // bluetoothd closed it: the link or the subscription ended.
+                if let held = self.acquired.removeValue(forKey: path) {
+                    held.watch.cancel()
+                    _ = Glibc.close(held.fd)
+                }
+            }
+        }
+        acquired[path] = (fd, watch)
+    }
+
+    // MARK: Errors
+
+    static func describe(_ error: DBusError, doing what: String) -> ExternalRoleError {
+        switch error {
+        case let .remote(reply):
+            if reply.name == DBusErrorReply.serviceUnknown || reply.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+                return .failed("bluetoothd is not running: nothing owns org.bluez on the system bus (\(what): \(reply.name))")
+            }
+            if reply.name == "org.freedesktop.DBus.Error.UnknownObject" || reply.name == "org.freedesktop.DBus.Error.UnknownMethod" {
+                return .failed("\(what): the object is gone from bluetoothd (\(reply.name): \(reply.message))")
+            }
+            if let code = BlueZMapping.attError(reply) { return .att(code, "\(what): \(reply.name): \(reply.message)") }
+            return .failed("\(what): \(reply.name): \(reply.message)")
+        case .timeout:
+            return .timeout("\(what): bluetoothd did not answer: \(error)")
+        default:
+            return .failed("\(what): \(error)")
+        }
+    }
+}
