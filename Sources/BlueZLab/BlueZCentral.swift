@@ -52,7 +52,8 @@ public final class BlueZCentral: ExternalCentral {
     private var acquired: [DBusObjectPath: (fd: Int32, watch: FDWatch)] = [:]
     /// Connections a `disconnect` step asked for (their end is not news).
     private var disconnecting: Set<DBusObjectPath> = []
-    private var version: String?
+    /// Devices whose services were resolved by a discover step.
+    private var resolvedOnce: Set<DBusObjectPath> = []
 
     /// `adapter`: the controller's name, "hci0".
     public init(adapter: String = "hci0", bus: DBusConnection.Bus = .system, service: String = BlueZName.service) throws {
@@ -100,6 +101,7 @@ public final class BlueZCentral: ExternalCentral {
         discoveryStarted = false
         readsInFlight = []
         disconnecting = []
+        resolvedOnce = []
         DBusConnection.connect(bus: bus, loop: loop, timeout: .seconds(5)) { [self] result in
             switch result {
             case let .failure(error):
@@ -374,10 +376,13 @@ public final class BlueZCentral: ExternalCentral {
                 return c.path
             }
         }
-        let resolved = (try? tree[device]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true
-        throw ExternalRoleError.failed(resolved || !services(of: device).isEmpty
-            ? "bluetoothd has no GATT object for \(ref) under \(device) (the objects are gone: after a disconnection bluetoothd removes them)"
-            : "bluetoothd has not resolved \(address)'s services (add a discover step)")
+        if resolvedOnce.contains(device), services(of: device).isEmpty {
+            throw ExternalRoleError.failed("bluetoothd has no GATT object for \(ref) under \(device) any more: the objects it made at "
+                + "discovery vanished\(isConnected(path: device) ? "" : " when the link ended (Device1.Connected is false)")")
+        }
+        throw ExternalRoleError.failed(services(of: device).isEmpty
+            ? "bluetoothd has not resolved \(address)'s services (add a discover step)"
+            : "bluetoothd has no GATT object for \(ref) under \(device)")
     }
 
     /// "char000b" → 0x000b + 1: bluetoothd names a characteristic object after its declaration's
@@ -493,6 +498,7 @@ public final class BlueZCentral: ExternalCentral {
             }
             refreshTree { [self] result in
                 if case let .failure(error) = result { return completion(.failure(error)) }
+                resolvedOnce.insert(path)
                 let found: [ExternalService] = services(of: path).compactMap { service in
                     guard wanted == nil || wanted!.contains(service.uuid) else { return nil }
                     let chars = characteristics(of: service.path).compactMap { c -> ExternalCharacteristic? in

@@ -120,6 +120,7 @@ extension ScenarioSession {
                 throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "\(error)")
             }
             externalConnections.insert(id)
+            everConnected.insert(id)
             note = "connected to \(id) at \(address)"
         case let .disconnect(id):
             let address = try externalLive(id)
@@ -130,7 +131,7 @@ extension ScenarioSession {
             externalConnections.remove(id)
             note = "disconnected from \(id)"
         case let .discover(id, services):
-            let address = try externalLive(id)
+            let address = try externalTarget(id)
             let result = try operate("discovery on \(id)") { done in external.discover(on: address, services: services, completion: done) }
             if let found = try settleExternal(result, "discovery on \(id)", step: step, position: position) {
                 externalServices[id] = found
@@ -142,7 +143,7 @@ extension ScenarioSession {
             lastExternalOperation = (step, nil)
             note = "\(external.description) negotiates ATT_MTU itself (asked for \(mtu)); ATT_MTU is \(external.mtu(on: address).map(String.init) ?? "not reported")"
         case let .read(id, ref):
-            let address = try externalLive(id)
+            let address = try externalTarget(id)
             try externalCharacteristic(ref, on: id)
             let result = try operate("the read of \(ref)") { done in external.read(ref, on: address, completion: done) }
             if let value = try settleExternal(result, "the read of \(ref)", step: step, position: position) {
@@ -150,7 +151,7 @@ extension ScenarioSession {
                 note = "read \(ValueText.describe(value))"
             }
         case let .write(w):
-            let address = try externalLive(w.peripheral)
+            let address = try externalTarget(w.peripheral)
             try externalCharacteristic(w.characteristic, on: w.peripheral)
             let handle = valueHandle(w.characteristic, on: w.peripheral)
             externalWriteMark = ExternalWriteMark(step: step, peripheral: w.peripheral,
@@ -165,7 +166,7 @@ extension ScenarioSession {
         case let .subscribe(id, ref), let .unsubscribe(id, ref):
             let enable: Bool
             if case .subscribe = step.action { enable = true } else { enable = false }
-            let address = try externalLive(id)
+            let address = try externalTarget(id)
             try externalCharacteristic(ref, on: id)
             let handle = valueHandle(ref, on: id)
             let before = handle.map { observations.arrivals(id, $0).count }
@@ -210,6 +211,18 @@ extension ScenarioSession {
     /// The address `id` is at: BLELab's device, or what the external peripheral reports.
     func address(of id: String) -> LEAddress? {
         peripherals[id]?.device.address ?? externalPeripherals[id]?.address
+    }
+
+    /// The address of a peripheral the central connected to at some point: GATT steps go to the
+    /// central's stack even after the link ended, so that what it says then is what is reported.
+    private func externalTarget(_ id: String) throws -> LEAddress {
+        guard let address = address(of: id) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "\(id) has no address")
+        }
+        guard everConnected.contains(id) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")
+        }
+        return address
     }
 
     private func externalLive(_ id: String) throws -> LEAddress {

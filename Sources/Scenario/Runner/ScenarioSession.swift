@@ -31,6 +31,7 @@ final class ScenarioSession {
     /// What the external central found: services per peripheral, and the connections it made.
     var externalServices: [String: [ExternalService]] = [:]
     var externalConnections: Set<String> = []
+    var everConnected: Set<String> = []
     var externalScan: ExternalScan?
     /// Peripherals any scan of the external central found.
     var everFound: Set<String> = []
