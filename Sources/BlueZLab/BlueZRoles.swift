@@ -25,7 +25,7 @@ public enum BlueZRoles {
     private static func split(_ value: String, option: String, maxParts: Int) throws -> [String] {
         let parts = value.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts[0] == "bluez", parts.count <= maxParts, !parts.contains(where: \.isEmpty) else {
-            let form = maxParts == 2 ? "bluez or bluez:hciN" : "bluez, bluez:hciN or bluez:hciN:PERIPHERAL"
+            let form = maxParts == 2 ? "bluez, bluez:hciN or none" : "bluez, bluez:hciN or bluez:hciN:PERIPHERAL"
             throw ExternalRoleError.failed("\(option) \(value): this build offers \(form)")
         }
         if parts.count > 1, !(parts[1].hasPrefix("hci") && parts[1].dropFirst(3).allSatisfy(\.isNumber) && parts[1].count > 3) {

@@ -122,13 +122,20 @@ public struct BLELabCLI {
             return .badInput
         }
         let roles: ScenarioRoles
-        do { roles = try self.roles(arguments.central, arguments.peripheral) } catch {
+        do {
+            if arguments.central == "none" {
+                roles = ScenarioRoles(central: UnoccupiedCentral(), peripheral: try self.roles(nil, arguments.peripheral).peripheral)
+            } else {
+                roles = try self.roles(arguments.central, arguments.peripheral)
+            }
+        } catch {
             console.err("blelab: \(error)\nblelab: nothing was run\n")
             return .badInput
         }
         if !roles.isEmpty, backend.tier == .sim {
-            console.err("blelab: \(roles.description) runs in real time on real controllers; give --transport too "
-                + "(hci-user:1,2,… in the micro-VM, see docs/bluez.md)\nblelab: nothing was run\n")
+            console.err("blelab: --central/--peripheral put a stack or program outside the lab in a seat, which meets the lab's "
+                + "devices only on real controllers in real time, not on the sim: give --transport too (hci-user:1,2,… in the "
+                + "micro-VM, see docs/bluez.md)\nblelab: nothing was run\n")
             return .badInput
         }
         guard let scenarios = load(arguments.paths) else {

@@ -260,7 +260,8 @@ public enum Help {
     \(transportValues.split(separator: "\n").map { "                     " + $0 }.joined(separator: "\n"))
       --central S      put another stack in the central's seat: bluez[:hciN] is bluetoothd over
                        D-Bus on adapter hciN (default hci0); --transport then holds only the
-                       peripherals' controllers (docs/bluez.md)
+                       peripherals' controllers (docs/bluez.md); none leaves the seat to a
+                       program outside the lab (wait, peripheral and peripheral-received only)
       --peripheral S   serve one peripheral with another stack: bluez[:hciN[:ID]] is bluetoothd
                        on hciN serving peripheral ID (default: the first declared)
       -q, --quiet      print only failures and the summary

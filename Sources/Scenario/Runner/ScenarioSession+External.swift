@@ -62,6 +62,7 @@ extension ScenarioSession {
             self.externalConnections.remove(id)
             self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral, text: "\(external.description): \(id) disconnected"))
         }
+        if external is UnoccupiedCentral { keepAnnouncing() }
         let result = try operate("\(external.description) to start", limit: .seconds(20)) { done in external.begin(lab: lab, completion: done) }
         if case let .failure(error) = result {
             throw StepFailure(kind: .setup, expected: "the central played by \(external.description)", seen: "\(error)")
@@ -199,6 +200,17 @@ extension ScenarioSession {
         for spec in scenario.peripherals {
             guard let host = peripherals[spec.id]?.host, host.isAdvertising, let configuration = host.advertisingConfiguration else { continue }
             host.startAdvertising(configuration)
+        }
+    }
+
+    /// With the central's seat left to a program outside the lab, nobody says when it scans:
+    /// re-announce every second (see `reannounceAdvertising`), as a real advertiser's events keep
+    /// coming.
+    private func keepAnnouncing() {
+        lab.loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self, self.lab != nil, self.current != nil || self.stepRecords.isEmpty else { return }
+            self.reannounceAdvertising()
+            self.keepAnnouncing()
         }
     }
 
