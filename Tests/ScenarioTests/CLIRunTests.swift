@@ -66,6 +66,20 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.err, "blelab: --shard takes I/N with 1 <= I <= N, such as 2/4, not '3/2'\n")
     }
 
+    func testAnotherStackInASeatNeedsAnOfferAndRealControllers() {
+        // The default build offers no other stack (the executable adds BlueZ).
+        XCTAssertEqual(cli.run(["run", "--central", "bluez", f + "/passing"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: --central bluez: this build offers no other central (blelab offers bluez)\nblelab: nothing was run\n")
+        XCTAssertEqual(cli.run(["run", "--peripheral=bluez:hci1", f + "/passing"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: --peripheral bluez:hci1: this build offers no other peripheral (blelab offers bluez)\nblelab: nothing was run\n")
+        // `none` is always there, but a program outside the lab cannot meet the sim's devices.
+        XCTAssertEqual(cli.run(["run", "--central", "none", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: --central/--peripheral put a stack or program outside the lab in a seat"), cli.err)
+        XCTAssertTrue(cli.err.hasSuffix("not on the sim: give --transport too (hci-user:1,2,… in the micro-VM, see docs/bluez.md)\nblelab: nothing was run\n"), cli.err)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertEqual(cli.run(["run", "--central", f + "/passing"]), .badInput)
+    }
+
     func testAFolderWithoutScenariosIsBadInput() throws {
         let empty = try temporaryDirectory()
         defer { removeTree(empty) }

@@ -53,6 +53,28 @@ final class SchemaErrorTests: XCTestCase {
                        "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu); did you mean 'discovered'?")
     }
 
+    /// `acquire` (BlueZ's AcquireNotify/AcquireWrite) on subscribe and write only; AcquireWrite
+    /// sends only Write Commands, so a request type with it is an error.
+    func testAcquireAndTheDefaultWriteType() throws {
+        let file = withStep("""
+        - connect: hm10
+          - subscribe: { characteristic: FFE1, acquire: true }
+          - write: { characteristic: FFE1, value: text:a, acquire: true }
+          - write: { characteristic: FFE1, value: text:b, type: default }
+        """)
+        XCTAssertEqual(errors(file), [])
+        let scenario = try ScenarioText.load(file)
+        XCTAssertEqual(scenario.steps.map(\.acquire), [false, true, true, false])
+        guard case let .write(w) = scenario.steps[3].action else { return XCTFail("not a write") }
+        XCTAssertEqual(w.type, .default)
+        XCTAssertEqual(errors(withStep("- write: { characteristic: FFE1, value: text:a, type: request, acquire: true }")), [
+            "test.yaml:10:57: error: found 'request', expected type: command (or no type) with acquire: true; AcquireWrite's socket only sends Write Commands (BlueZ doc/org.bluez.GattCharacteristic.rst)",
+        ])
+        XCTAssertEqual(errors(withStep("- read: { characteristic: FFE1, acquire: true }")).first,
+                       "test.yaml:10:35: error: found unknown key 'acquire', expected a 'read' key (characteristic, peripheral)")
+        XCTAssertEqual(errors(withStep("- subscribe: { characteristic: FFE1, acquire: yes }")).count, 1)
+    }
+
     func testUnknownPeripheral() {
         XCTAssertEqual(errors(withStep("- connect: hm11")), [
             "test.yaml:10:14: error: found peripheral 'hm11', expected a peripheral declared under peripherals: (hm10); did you mean 'hm10'?",
