@@ -55,6 +55,15 @@ final class PeripheralTestBus {
         address = printed
     }
 
+    /// Kills the daemon at once (SIGKILL): every connection just closes, with no NameOwnerChanged
+    /// sent on the way out. `stop()` still removes the folder.
+    func kill() {
+        if process.isRunning {
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
     func stop() {
         if process.isRunning {
             process.terminate()
