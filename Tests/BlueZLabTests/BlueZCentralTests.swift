@@ -300,6 +300,15 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(text, "StartDiscovery: org.bluez.Error.NotReady: Resource Not Ready")
     }
 
+    func testStopDiscoveryRefusedIsAnError() throws {
+        let (fake, central) = try begun()
+        let started: Result<Void, ExternalRoleError>? = wait { done in central.startScan(ScanStep(), completion: done) }
+        XCTAssertNotNil(try started?.get())
+        fake.stopDiscoveryAnswer = .fail(DBusErrorReply(.failed, message: "No discovery started"))
+        let stopped: Result<[ExternalScanReport], ExternalRoleError>? = wait { done in central.stopScan(completion: done) }
+        XCTAssertEqual(failureText(stopped), "StopDiscovery: org.bluez.Error.Failed: No discovery started")
+    }
+
     func testScanReportsOnlyDevicesAnnouncedDuringIt() throws {
         let (fake, central) = try begun()
         let sensor = addSensor(fake)
@@ -365,6 +374,19 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertTrue(fake.calls.contains("Connect \(sensor.path)"))
         XCTAssertTrue(central.isConnected(address))
         XCTAssertFalse(central.isConnected(Self.address(Self.otherAddress)))
+    }
+
+    func testConnectReturningBeforeConnectedWaitsForIt() throws {
+        let (fake, central) = try begun()
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.connectedAfterReply = true
+        let address = Self.address(Self.hrmAddress)
+        let connectedThen: Bool? = wait { done in
+            central.connect(to: address, within: .seconds(5)) { result in done((try? result.get()) != nil && central.isConnected(address)) }
+        }
+        XCTAssertEqual(connectedThen, true, "Connect completed only once Connected was true")
     }
 
     func testConnectThatNeverAnswersTimesOutAndIsCancelled() throws {

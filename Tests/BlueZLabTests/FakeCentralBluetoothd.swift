@@ -89,6 +89,8 @@ final class FakeCentralBluetoothd {
     var powerAnswer: Answer = .reply
     var removeAnswer: Answer = .reply
     var stopDiscoveryAnswer: Answer = .reply
+    /// Whether Connect returns before Connected turns true (else after).
+    var connectedAfterReply = false
     /// Whether services resolve right after a connection (else: `resolveServices`).
     var resolvesOnConnect = true
     /// Whether Discovering turns true as StartDiscovery returns (else: `reportDiscovering`),
@@ -264,6 +266,11 @@ final class FakeCentralBluetoothd {
             DBusMethod("Connect") { [unowned self, unowned d] call in
                 note(call, "Connect \(d.path)")
                 switch connectAnswer {
+                case .reply where connectedAfterReply:
+                    call.reply()
+                    d.connected = true
+                    changed(d.path, BlueZName.device, ["Connected"])
+                    if resolvesOnConnect { try? resolveServices(d) }
                 case .reply:
                     d.connected = true
                     changed(d.path, BlueZName.device, ["Connected"])
