@@ -6,6 +6,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import DBus
+import Foundation
 import GATT
 import Scenario
 import XCTest
@@ -254,6 +255,26 @@ final class BlueZCentralTests: XCTestCase {
         }
         XCTAssertThrowsError(try BlueZCentral(adapter: ""))
         XCTAssertEqual(try BlueZCentral(adapter: "hci3").adapterPath, "/org/bluez/hci3")
+    }
+
+    // MARK: What it cannot play
+
+    func testSeedAndRegressionScenariosArePlayableAirFaultsAreNot() throws {
+        let repository = BlueZPeripheralSupportTests.repository
+        let central = try BlueZCentral()
+        for folder in ["scenarios/seeds", "scenarios/regressions"] {
+            let files = try FileManager.default.contentsOfDirectory(atPath: repository.appendingPathComponent(folder).path)
+                .filter { $0.hasSuffix(".yaml") }.sorted()
+            XCTAssertFalse(files.isEmpty, folder)
+            for file in files {
+                let scenario = try Scenario.load(path: repository.appendingPathComponent("\(folder)/\(file)").path)
+                XCTAssertNil(central.unsupported(scenario), "\(folder)/\(file)")
+            }
+        }
+        let powerOff = try Scenario.load(path: repository.appendingPathComponent("scenarios/field/air-power-off.yaml").path)
+        let reason = try XCTUnwrap(central.unsupported(powerOff))
+        XCTAssertTrue(reason.hasPrefix("step 8 "), reason)
+        XCTAssertTrue(reason.contains("(power-on: curtain) changes the air, which only the sim can do; bluetoothd runs on a real controller"), reason)
     }
 
     // MARK: Scanning
