@@ -86,6 +86,7 @@ final class FakeCentralBluetoothd {
     var lastCaller: String?
 
     var connectAnswer: Answer = .reply
+    /// How Set(Powered) is answered (`.hang` answers NoReply: a property Set cannot be kept).
     var powerAnswer: Answer = .reply
     var removeAnswer: Answer = .reply
     var stopDiscoveryAnswer: Answer = .reply
