@@ -52,6 +52,8 @@ public final class BlueZCentral: ExternalCentral {
     private var acquired: [DBusObjectPath: (fd: Int32, watch: FDWatch)] = [:]
     /// Connections a `disconnect` step asked for (their end is not news).
     private var disconnecting: Set<DBusObjectPath> = []
+    /// Characteristics with StartNotify in force.
+    private var subscribed: Set<DBusObjectPath> = []
     /// Devices whose services were resolved by a discover step.
     private var resolvedOnce: Set<DBusObjectPath> = []
 
@@ -102,6 +104,7 @@ public final class BlueZCentral: ExternalCentral {
         readsInFlight = []
         disconnecting = []
         resolvedOnce = []
+        subscribed = []
         DBusConnection.connect(bus: bus, loop: loop, timeout: .seconds(5)) { [self] result in
             switch result {
             case let .failure(error):
@@ -185,7 +188,7 @@ public final class BlueZCentral: ExternalCentral {
                 tree = objects.objects
                 completion(.success(()))
             case let .failure(error):
-                completion(.failure(Self.describe(error, doing: "GetManagedObjects")))
+                completion(.failure(self.describe(error, doing: "GetManagedObjects")))
             }
         }
     }
@@ -193,6 +196,8 @@ public final class BlueZCentral: ExternalCentral {
     private var adapterPowered: Bool { (try? tree[adapterPath]?[BlueZName.adapter]?["Powered"]?.asBool()) == true }
 
     public func end(completion: @escaping () -> Void) {
+        // Each clean-up call gets a few seconds: the session waits 10 s for the whole.
+        client?.timeout = .seconds(3)
         guard let client, connection?.isConnected == true, failure == nil || adapterStillThere else {
             close()
             return completion()
@@ -267,7 +272,8 @@ public final class BlueZCentral: ExternalCentral {
         case BlueZName.gattCharacteristic:
             guard let value = change.changed["Value"], let bytes = try? value.asBytes() else { return }
             if readsInFlight.remove(change.path) != nil { return }
-            guard acquired[change.path] == nil, let (address, ref) = locate(change.path) else { return }
+            // Only what this central subscribed to: another client's read changes Value too.
+            guard subscribed.contains(change.path), acquired[change.path] == nil, let (address, ref) = locate(change.path) else { return }
             onValue?(address, ref, bytes)
         default:
             break
@@ -401,12 +407,12 @@ public final class BlueZCentral: ExternalCentral {
         let filter = BlueZDiscoveryFilter(uuids: scan.services.map(BlueZMapping.uuidString), transport: .le, duplicateData: scan.duplicates)
         forgetDevices(connectedToo: false) { [self] in
             adapter.setDiscoveryFilter(filter) { [self] result in
-                if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "SetDiscoveryFilter"))) }
+                if case let .failure(error) = result { return completion(.failure(self.describe(error, doing: "SetDiscoveryFilter"))) }
                 scanning = [:]
                 adapter.startDiscovery { [self] result in
                     if case let .failure(error) = result {
                         scanning = nil
-                        return completion(.failure(Self.describe(error, doing: "StartDiscovery")))
+                        return completion(.failure(self.describe(error, doing: "StartDiscovery")))
                     }
                     discoveryStarted = true
                     // Discovering turns true once the kernel reports what it finds (mgmt
@@ -435,7 +441,7 @@ public final class BlueZCentral: ExternalCentral {
         guard discoveryStarted else { return completion(.success(reports)) }
         discoveryStarted = false
         client.adapter(adapterPath).stopDiscovery { result in
-            if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "StopDiscovery"))) }
+            if case let .failure(error) = result { return completion(.failure(self.describe(error, doing: "StopDiscovery"))) }
             completion(.success(reports))
         }
     }
@@ -451,6 +457,7 @@ public final class BlueZCentral: ExternalCentral {
         device.connect(timeout: within) { [self] result in
             switch result {
             case .success:
+                disconnecting.remove(path)
                 until("\(path) Connected", within: callTimeout, { self.isConnected(path: path) }) { ok in
                     completion(ok ? .success(()) : .failure(.failed(self.failure ?? "Connect returned, but Connected stayed false")))
                 }
@@ -460,7 +467,7 @@ public final class BlueZCentral: ExternalCentral {
                 device.disconnect { _ in }
                 completion(.failure(.timeout("no connection within \(within) (Device1.Connect had not returned; cancelled with Disconnect)")))
             case let .failure(error):
-                completion(.failure(Self.describe(error, doing: "Device1.Connect")))
+                completion(.failure(self.describe(error, doing: "Device1.Connect")))
             }
         }
     }
@@ -471,7 +478,7 @@ public final class BlueZCentral: ExternalCentral {
         }
         disconnecting.insert(path)
         client.device(path).disconnect { [self] result in
-            if case let .failure(error) = result { return completion(.failure(Self.describe(error, doing: "Device1.Disconnect"))) }
+            if case let .failure(error) = result { return completion(.failure(self.describe(error, doing: "Device1.Disconnect"))) }
             until("\(path) disconnected", within: callTimeout, { !self.isConnected(path: path) }) { ok in
                 completion(ok ? .success(()) : .failure(.failed(self.failure ?? "still connected \(self.callTimeout) after Disconnect returned")))
             }
@@ -491,8 +498,11 @@ public final class BlueZCentral: ExternalCentral {
         }
         // bluetoothd discovers every service itself once connected (the filter only selects).
         until("ServicesResolved of \(path)", within: .seconds(30), {
-            (try? self.tree[path]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true
+            (try? self.tree[path]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true || !self.isConnected(path: path)
         }) { [self] ok in
+            if ok, !isConnected(path: path) {
+                return completion(.failure(.failed("the connection to \(address) ended before bluetoothd resolved its services")))
+            }
             guard ok else {
                 return completion(.failure(.failed(failure ?? "bluetoothd did not resolve \(address)'s services within 30 s (ServicesResolved stayed false)")))
             }
@@ -531,7 +541,7 @@ public final class BlueZCentral: ExternalCentral {
         readsInFlight.insert(path)
         client.characteristic(path).readValue { [self] result in
             readsInFlight.remove(path)
-            completion(result.mapError { Self.describe($0, doing: "ReadValue of \(ref)") })
+            completion(result.mapError { self.describe($0, doing: "ReadValue of \(ref)") })
         }
     }
 
@@ -550,7 +560,7 @@ public final class BlueZCentral: ExternalCentral {
         case .default: type = nil
         }
         client.characteristic(path).writeValue(write.value, type: type) { result in
-            completion(result.mapError { Self.describe($0, doing: "WriteValue of \(ref)") })
+            completion(result.mapError { self.describe($0, doing: "WriteValue of \(ref)") })
         }
     }
 
@@ -561,14 +571,16 @@ public final class BlueZCentral: ExternalCentral {
                                 arguments: [.propertyMap([:])], replySignature: "hq", timeout: callTimeout) { result in
             switch result {
             case let .failure(error):
-                completion(.failure(Self.describe(error, doing: "AcquireWrite of \(ref)")))
+                completion(.failure(self.describe(error, doing: "AcquireWrite of \(ref)")))
             case let .success(values):
                 guard let fd = try? values[0].asUnixFD(), let mtu = try? values[1].asUInt16() else {
                     return completion(.failure(.failed("AcquireWrite of \(ref) answered without a descriptor")))
                 }
                 defer { _ = Glibc.close(fd) }
-                guard value.count <= Int(mtu) else {
-                    return completion(.failure(.failed("\(value.count) octets do not fit AcquireWrite's MTU of \(mtu)")))
+                guard value.count <= Int(mtu) - 3 else {
+                    // The MTU AcquireWrite gives is ATT_MTU; a Write Command carries ATT_MTU - 3
+                    // (Core 5.4 Vol 3 Part F 3.4.5.3), and bluetoothd drops a longer datagram silently.
+                    return completion(.failure(.failed("\(value.count) octets do not fit a Write Command through AcquireWrite (ATT_MTU \(mtu): at most \(Int(mtu) - 3))")))
                 }
                 let sent = value.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 completion(sent == value.count ? .success(()) : .failure(.failed("writing to AcquireWrite's socket failed (errno \(errno))")))
@@ -593,7 +605,7 @@ public final class BlueZCentral: ExternalCentral {
             characteristic.acquireNotify { [self] result in
                 switch result {
                 case let .failure(error):
-                    completion(.failure(Self.describe(error, doing: "AcquireNotify of \(ref)")))
+                    completion(.failure(self.describe(error, doing: "AcquireNotify of \(ref)")))
                 case let .success((fd, _)):
                     watchAcquired(fd: fd, path: path, address: address, ref: ref)
                     completion(.success(()))
@@ -601,9 +613,12 @@ public final class BlueZCentral: ExternalCentral {
             }
             return
         }
+        // Values count from the call on; after StopNotify, none.
+        if enable { subscribed.insert(path) } else { subscribed.remove(path) }
         let call = enable ? characteristic.startNotify : characteristic.stopNotify
-        call { result in
-            completion(result.mapError { Self.describe($0, doing: "\(enable ? "StartNotify" : "StopNotify") of \(ref)") })
+        call { [self] result in
+            if case .failure = result, enable { subscribed.remove(path) }
+            completion(result.mapError { self.describe($0, doing: "\(enable ? "StartNotify" : "StopNotify") of \(ref)") })
         }
     }
 
@@ -629,16 +644,20 @@ public final class BlueZCentral: ExternalCentral {
 
     // MARK: Errors
 
-    static func describe(_ error: DBusError, doing what: String) -> ExternalRoleError {
+    /// `what` names the call; only ReadValue and WriteValue answers carry an ATT error from the
+    /// peer (a refused StartNotify or Acquire* is bluetoothd's own answer, no PDU exchanged).
+    func describe(_ error: DBusError, doing what: String) -> ExternalRoleError {
+        let fromThePeer = what.hasPrefix("ReadValue") || what.hasPrefix("WriteValue")
         switch error {
         case let .remote(reply):
             if reply.name == DBusErrorReply.serviceUnknown || reply.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-                return .failed("bluetoothd is not running: nothing owns org.bluez on the system bus (\(what): \(reply.name))")
+                let owner = service == BlueZName.service ? "org.bluez on the system bus" : "\(service) on the bus"
+                return .failed("bluetoothd is not running: nothing owns \(owner) (\(what): \(reply.name))")
             }
             if reply.name == "org.freedesktop.DBus.Error.UnknownObject" || reply.name == "org.freedesktop.DBus.Error.UnknownMethod" {
                 return .failed("\(what): the object is gone from bluetoothd (\(reply.name): \(reply.message))")
             }
-            if let code = BlueZMapping.attError(reply) { return .att(code, "\(what): \(reply.name): \(reply.message)") }
+            if fromThePeer, let code = BlueZMapping.attError(reply) { return .att(code, "\(what): \(reply.name): \(reply.message)") }
             return .failed("\(what): \(reply.name): \(reply.message)")
         case .timeout:
             return .timeout("\(what): bluetoothd did not answer: \(error)")
