@@ -5,13 +5,16 @@
 # not running" case), e.g.
 #     "$BLELAB_BLUETOOTHD_CTL" stop && … && "$BLELAB_BLUETOOTHD_CTL" start
 #
-# Usage: bluetoothd-ctl.sh start [ADAPTERS] | stop | restart [ADAPTERS] | status | wait [ADAPTERS]
+# Usage: bluetoothd-ctl.sh start [--fresh] [ADAPTERS] | stop | restart [--fresh] [ADAPTERS] |
+#                          status | wait [ADAPTERS]
 #   start     start bluetoothd (`bluetoothd -n -d -f vm/bluez/main.conf`, detached into its own
 #             session, its output appended to the log) unless it runs, then wait until it owns
 #             org.bluez on the system bus and shows an org.bluez.Adapter1 for each of ADAPTERS
 #   stop      SIGTERM, wait until the process is gone and org.bluez has no owner (SIGKILL after
 #             10 s); nothing to do when it is not running
 #   restart   stop, then start
+#   --fresh   empty /var/lib/bluetooth before starting (adapter settings, devices seen, bonds): a
+#             bluetoothd that remembers nothing of the runs before
 #   status    exit 0 and print the pid when running, exit 3 when not
 #   wait      only the waiting part of start
 #   ADAPTERS  comma-separated controller indexes ("0,1,2") or "none" (only org.bluez's name);
@@ -123,8 +126,10 @@ do_wait() {
 }
 
 do_start() {
-  local pid bin
+  local pid bin fresh=0
+  [ "${1:-}" = --fresh ] && { fresh=1; shift; }
   if pid="$(running_pid)"; then
+    [ "$fresh" = 0 ] || die "start --fresh: bluetoothd is running (pid $pid); stop it first, or use restart --fresh"
     say "bluetoothd already running, pid $pid"
   else
     local owned
@@ -137,6 +142,12 @@ do_start() {
     # bluetoothd keeps its state (adapter settings, bonds, the GATT cache) in /var/lib/bluetooth.
     [ -d /var/lib/bluetooth ] && [ -w /var/lib/bluetooth ] \
       || die "/var/lib/bluetooth is missing or read-only (vm/guest-run.sh --bluez mounts a tmpfs there)"
+    if [ "$fresh" = 1 ]; then
+      # only a lab's own state: the VM's tmpfs, or a container's
+      [ "$(stat -f -c %T /var/lib/bluetooth 2>/dev/null)" = tmpfs ] || [ -e /.dockerenv ] \
+        || die "start --fresh: /var/lib/bluetooth is neither a tmpfs nor in a container: not emptying this machine's Bluetooth state"
+      find /var/lib/bluetooth -mindepth 1 -delete || die "start --fresh: cannot empty /var/lib/bluetooth"
+    fi
     local args
     if [ -n "${BLELAB_BLUETOOTHD_ARGS:-}" ]; then read -r -a args <<<"$BLELAB_BLUETOOTHD_ARGS"
     else args=(-n -d -f "$HERE/main.conf"); fi
@@ -168,11 +179,11 @@ do_stop() {
 }
 
 case "${1:-}" in
-  start) do_start "${2:-}" ;;
+  start) shift; do_start "$@" ;;
   stop) do_stop ;;
-  restart) do_stop && do_start "${2:-}" ;;
+  restart) shift; do_stop && do_start "$@" ;;
   status) if pid="$(running_pid)"; then echo "$pid"; exit 0; else say "bluetoothd is not running"; exit 3; fi ;;
   wait) do_wait "${2:-}" ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) die "usage: bluetoothd-ctl.sh start [ADAPTERS] | stop | restart [ADAPTERS] | status | wait [ADAPTERS]" 64 ;;
+  *) die "usage: bluetoothd-ctl.sh start [--fresh] [ADAPTERS] | stop | restart [--fresh] [ADAPTERS] | status | wait [ADAPTERS]" 64 ;;
 esac
