@@ -5,7 +5,7 @@ SWIFT_FLAGS ?=
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-docker e2e-all
+	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all
 
 all: build
 
@@ -130,12 +130,18 @@ bench-vhci:
 	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
 		--tier hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
 
-# Every tier: the sim, RootCanal and Bumble over sockets, btvirt in the micro-VM. Each runs to
-# the end even when another failed; fails when any did.
+# BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
+# scenarios/bluez, plus vm/bluez/failures, in the micro-VM: build/e2e-bluez/ (docs/vhci.md).
+e2e-bluez:
+	SWIFT=$(SWIFT) vm/e2e-bluez.sh
+
+# Every tier: the sim, RootCanal and Bumble over sockets, btvirt in the micro-VM, BlueZ there.
+# Each runs to the end even when another failed; fails when any did.
 e2e-all:
 	@status=0; $(MAKE) --no-print-directory e2e || status=1; \
 	$(MAKE) --no-print-directory e2e-socket || status=1; \
-	$(MAKE) --no-print-directory e2e-vhci || status=1; exit $$status
+	$(MAKE) --no-print-directory e2e-vhci || status=1; \
+	$(MAKE) --no-print-directory e2e-bluez || status=1; exit $$status
 
 # The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
 e2e-docker:

@@ -40,10 +40,14 @@ inside() {
   local overall=0 summary=() ctl="$BLELAB_BLUETOOTHD_CTL"
   [ -n "${BLELAB_BLUEZ:-}" ] && [ -x "$ctl" ] || { say "error: no bluetoothd here (run through vm/guest-run.sh --bluez)"; return 70; }
 
-  # bluetoothd afresh (no devices or settings from the part before), and its log from here on.
+  # bluetoothd afresh (no devices or settings from the part before; the first part gets the one
+  # guest-run.sh has just started), and its log from its start on.
+  local ran=0 LOG_FROM=1
   fresh() {
-    "$ctl" stop >/dev/null && "$ctl" start --fresh || { say "error: bluetoothd did not start again"; return 70; }
+    [ "$ran" = 1 ] || { ran=1; return 0; }
+    "$ctl" stop || return 70
     LOG_FROM=$(( $(wc -l < "$BLELAB_BLUEZ_LOG") + 1 ))
+    "$ctl" start --fresh || { say "error: bluetoothd did not start again"; return 70; }
   }
   keep_log() { tail -n +"$LOG_FROM" "$BLELAB_BLUEZ_LOG" > "$1/bluetoothd.log"; }
   note() { [ "$overall" != 0 ] || overall="$1"; }

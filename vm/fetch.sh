@@ -12,7 +12,9 @@
 # On the host (apt-get install -y --no-install-recommends, sudo only when not root), when missing:
 #   qemu-system-x86        qemu-system-x86_64, which boots the VM
 #   bluez-test-tools       btvirt, which the guest runs from the host's root (shared over 9p)
-#   bluez                  btmgmt/hciconfig/btmon, handy inside the guest
+#   bluez                  btmgmt/hciconfig/btmon, handy inside the guest; bluetoothd and
+#                          bluetoothctl for the BlueZ tier (vm/guest-run.sh --bluez, make e2e-bluez)
+#   dbus-daemon, dbus-bin  the guest's system bus for bluetoothd, and dbus-send (--bluez)
 # A second run finds all of it in place and does nothing (no network).
 set -euo pipefail
 
@@ -44,14 +46,17 @@ apt_update_once() {
 need_pkgs=()
 command -v qemu-system-x86_64 >/dev/null || need_pkgs+=(qemu-system-x86)
 [ -x /usr/bin/btvirt ] || need_pkgs+=(bluez-test-tools)
-command -v btmgmt >/dev/null || need_pkgs+=(bluez)
+{ command -v btmgmt && command -v bluetoothctl && { command -v bluetoothd || [ -x /usr/libexec/bluetooth/bluetoothd ]; }; } >/dev/null \
+  || need_pkgs+=(bluez)
+command -v dbus-daemon >/dev/null || need_pkgs+=(dbus-daemon)
+command -v dbus-send >/dev/null || need_pkgs+=(dbus-bin)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   say "installing host packages: ${need_pkgs[*]} (apt-get install -y --no-install-recommends)"
   apt_update_once
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null \
     || die "apt-get install ${need_pkgs[*]} failed"
 else
-  say "host tools present: $(command -v qemu-system-x86_64), /usr/bin/btvirt, $(command -v btmgmt)"
+  say "host tools present: $(command -v qemu-system-x86_64), /usr/bin/btvirt, $(command -v btmgmt), bluetoothd, dbus-daemon"
 fi
 
 # --- guest packages (downloaded into the build folder, never installed on the host) -------------
