@@ -31,11 +31,15 @@ cd "$ROOT"
 
 say() { printf 'e2e-bluez: %s\n' "$*" >&2; }
 
-# --- inside the VM: `vm/e2e-bluez.sh --inside BLELAB OUT HCI PATH…` (vm/guest-run.sh --bluez has
-# started dbus-daemon and bluetoothd, and exported BLELAB_BLUETOOTHD_CTL and BLELAB_BLUEZ_LOG) ----
+# --- inside the VM (or the Docker image): `vm/e2e-bluez.sh --inside BLELAB OUT PATH…`, run by
+# vm/guest-run.sh --bluez, which has started dbus-daemon and bluetoothd and exported BLELAB_HCI
+# (the controllers: the first is BlueZ's adapter, the others BLELab's), BLELAB_BLUETOOTHD_CTL and
+# BLELAB_BLUEZ_LOG -----------------------------------------------------------------------------
 inside() {
   set +e
-  local blelab="$1" out="$2" hci="$3"; shift 3
+  local blelab="$1" out="$2"; shift 2
+  case "${BLELAB_HCI:-}" in *,*) ;; *) say "error: BLELAB_HCI='${BLELAB_HCI:-}': need BlueZ's controller and at least one more"; return 70 ;; esac
+  local adapter="bluez:hci${BLELAB_HCI%%,*}" hci="${BLELAB_HCI#*,}"
   local parts="${E2E_BLUEZ_PARTS:-central,peripheral,failures}"
   local overall=0 summary=() ctl="$BLELAB_BLUETOOTHD_CTL"
   [ -n "${BLELAB_BLUEZ:-}" ] && [ -x "$ctl" ] || { say "error: no bluetoothd here (run through vm/guest-run.sh --bluez)"; return 70; }
@@ -57,8 +61,8 @@ inside() {
     case ",$parts," in *",$role,"*) ;; *) continue ;; esac
     mkdir -p "$out/$role"
     fresh || return 70
-    say "[$role] blelab run --$role bluez:hci0 --transport hci-user:$hci $*"
-    "$blelab" run --"$role" bluez:hci0 --transport "hci-user:$hci" "$@" \
+    say "[$role] blelab run --$role $adapter --transport hci-user:$hci $*"
+    "$blelab" run --"$role" "$adapter" --transport "hci-user:$hci" "$@" \
       --junit "$out/$role/junit.xml" --capture "$out/$role/captures" 2>&1 | tee "$out/$role/output.log"
     local rc=${PIPESTATUS[0]}
     keep_log "$out/$role"
@@ -89,9 +93,9 @@ inside() {
     expect="$(sed -n 's/^# expect-failure: //p' "$f" | head -1)"
     if [ -z "$expect" ]; then record "$name" 0 "$f has no '# expect-failure: TEXT' line"; continue; fi
     log="$fdir/$name.log"
-    say "[failures] $name: blelab run $flag bluez:hci0 (must fail with: $expect)"
+    say "[failures] $name: blelab run $flag $adapter (must fail with: $expect)"
     t0=$EPOCHSECONDS
-    timeout 300 "$blelab" run "$flag" bluez:hci0 --transport "hci-user:$hci" "$f" \
+    timeout 300 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$f" \
       --capture "$fdir/captures" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
     sed 's/^/  | /' "$log" | tail -n 15 >&2
@@ -109,9 +113,9 @@ inside() {
   for flag in --central --peripheral; do
     name="bluetoothd-not-running${flag/--/-}"
     log="$fdir/$name.log"
-    say "[failures] $name: blelab run $flag bluez:hci0 $first, bluetoothd stopped (must fail within 60 s naming bluetoothd)"
+    say "[failures] $name: blelab run $flag $adapter $first, bluetoothd stopped (must fail within 60 s naming bluetoothd)"
     t0=$EPOCHSECONDS
-    timeout 60 "$blelab" run "$flag" bluez:hci0 --transport "hci-user:$hci" "$first" > "$log" 2>&1
+    timeout 60 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$first" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
     sed 's/^/  | /' "$log" | tail -n 15 >&2
     if [ "$rc" = 124 ]; then record "$name" "$secs" "hung: no result within 60 s"
@@ -135,7 +139,7 @@ inside() {
 }
 if [ "${1:-}" = --inside ]; then
   shift
-  [ $# -ge 4 ] || { say "usage: vm/e2e-bluez.sh --inside BLELAB OUT HCI PATH…"; exit 64; }
+  [ $# -ge 3 ] || { say "usage: vm/e2e-bluez.sh --inside BLELAB OUT PATH…"; exit 64; }
   inside "$@"
   exit $?
 fi
@@ -169,7 +173,7 @@ fi
 rm -rf "$OUT" && mkdir -p "$OUT"
 status=0
 vm/run.sh --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" "$N" -- \
-  "$ROOT/vm/e2e-bluez.sh" --inside "$BLELAB" "$OUT" "$HCI" "$@" || status=$?
+  "$ROOT/vm/e2e-bluez.sh" --inside "$BLELAB" "$OUT" "$@" || status=$?
 
 # The captures the VM brought back must open in tshark, with every L2CAP frame on the ATT
 # channel (CID 4) decoded as ATT.
