@@ -33,7 +33,8 @@
 # reason and the last lines of the log, exit 1. Exit 64 on bad usage.
 set -uo pipefail
 
-HERE="$(cd "$(dirname "$0")" && pwd)"
+case "$0" in */*) HERE="${0%/*}" ;; *) HERE=. ;; esac
+HERE="$(cd "$HERE" && pwd)"
 RUN="${BLELAB_BLUEZ_RUN:-/run/blelab-bluez}"
 PIDFILE="$RUN/bluetoothd.pid"
 LOG="${BLELAB_BLUEZ_LOG:-$RUN/bluetoothd.log}"
@@ -42,10 +43,11 @@ export DBUS_SYSTEM_BUS_ADDRESS="${DBUS_SYSTEM_BUS_ADDRESS:-unix:path=/run/dbus/s
 
 say() { printf 'bluetoothd-ctl: %s\n' "$*" >&2; }
 die() { printf 'bluetoothd-ctl: error: %s\n' "$1" >&2; exit "${2:-1}"; }
+# The end of the log of the latest start (each start appends a "==== time: command" line).
 log_tail() {
   [ -s "$LOG" ] || return 0
   say "last lines of $LOG:"
-  tail -n "${1:-25}" "$LOG" | sed 's/^/  | /' >&2
+  tac "$LOG" | sed '/^==== /q' | tac | tail -n "${1:-25}" | sed 's/^/  | /' >&2
 }
 
 bluetoothd_bin() {
@@ -59,15 +61,16 @@ bluetoothd_bin() {
 
 # The running bluetoothd's pid, or nothing. A process that has exited but not been reaped yet
 # (state Z: in the VM, /init reaps orphans only now and then) counts as gone.
+# (Shell builtins only: under the VM's emulation every process started costs tens of ms.)
 running_pid() {
-  local pid state
+  local pid="" stat state
   [ -f "$PIDFILE" ] || return 1
-  pid="$(cat "$PIDFILE" 2>/dev/null)"
+  { read -r pid < "$PIDFILE"; } 2>/dev/null
   case "$pid" in ''|*[!0-9]*) return 1 ;; esac
-  [ -r "/proc/$pid/stat" ] || return 1
-  state="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] || return 1
-  printf '%s\n' "$pid"
+  { read -r stat < "/proc/$pid/stat"; } 2>/dev/null || return 1
+  state="${stat##*) }"; state="${state%% *}"
+  case "$state" in ''|Z|X) return 1 ;; esac
+  RUNNING_PID="$pid"
 }
 
 # dbus-send with a bounded wait; only the exit status matters. Each one costs ~0.5 s of emulated
@@ -103,10 +106,10 @@ do_wait() {
   deadline=$(( EPOCHSECONDS + TIMEOUT ))
   while :; do
     missing=""
-    pid="$(running_pid)" || { log_tail; die "bluetoothd exited while starting (log: $LOG)"; }
-    if have="$(bluez_adapters)"; then
+    running_pid || { log_tail; die "bluetoothd exited while starting (log: $LOG)"; }; pid="$RUNNING_PID"
+    if have=" $(bluez_adapters | tr '\n' ' ')"; then
       for i in $adapters; do
-        printf '%s\n' "$have" | grep -qx "$i" || missing="$missing org.bluez.Adapter1 /org/bluez/hci$i"
+        case "$have" in *" $i "*) ;; *) missing="$missing org.bluez.Adapter1 /org/bluez/hci$i" ;; esac
       done
     elif bus_up; then missing="org.bluez on the system bus"
     else missing="the system bus ($DBUS_SYSTEM_BUS_ADDRESS)"
@@ -128,7 +131,9 @@ do_wait() {
 do_start() {
   local pid bin fresh=0
   [ "${1:-}" = --fresh ] && { fresh=1; shift; }
-  if pid="$(running_pid)"; then
+  adapters_arg "${1:-}" >/dev/null || exit $?
+  if running_pid; then
+    pid="$RUNNING_PID"
     [ "$fresh" = 0 ] || die "start --fresh: bluetoothd is running (pid $pid); stop it first, or use restart --fresh"
     say "bluetoothd already running, pid $pid"
   else
@@ -161,15 +166,16 @@ do_start() {
 
 do_stop() {
   local pid i
-  pid="$(running_pid)" || { rm -f "$PIDFILE"; say "bluetoothd is not running"; return 0; }
+  running_pid || { rm -f "$PIDFILE"; say "bluetoothd is not running"; return 0; }
+  pid="$RUNNING_PID"
   kill -TERM "$pid" 2>/dev/null
-  for i in $(seq 1 100); do running_pid >/dev/null || break; sleep 0.1; done
-  if running_pid >/dev/null; then
+  for i in $(seq 1 100); do running_pid || break; sleep 0.1; done
+  if running_pid; then
     say "bluetoothd (pid $pid) still running 10 s after SIGTERM: SIGKILL"
     kill -KILL "$pid" 2>/dev/null
-    for i in $(seq 1 50); do running_pid >/dev/null || break; sleep 0.1; done
+    for i in $(seq 1 50); do running_pid || break; sleep 0.1; done
   fi
-  running_pid >/dev/null && die "bluetoothd (pid $pid) would not stop"
+  running_pid && die "bluetoothd (pid $pid) would not stop"
   # The bus drops the name when the connection closes; wait for that, so that a caller's next
   # call to org.bluez already fails.
   for i in $(seq 1 50); do bluez_owned || break; sleep 0.1; done
@@ -182,7 +188,7 @@ case "${1:-}" in
   start) shift; do_start "$@" ;;
   stop) do_stop ;;
   restart) shift; do_stop && do_start "$@" ;;
-  status) if pid="$(running_pid)"; then echo "$pid"; exit 0; else say "bluetoothd is not running"; exit 3; fi ;;
+  status) if running_pid; then echo "$RUNNING_PID"; exit 0; else say "bluetoothd is not running"; exit 3; fi ;;
   wait) do_wait "${2:-}" ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) die "usage: bluetoothd-ctl.sh start [--fresh] [ADAPTERS] | stop | restart [--fresh] [ADAPTERS] | status | wait [ADAPTERS]" 64 ;;
