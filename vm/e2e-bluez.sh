@@ -18,7 +18,8 @@
 #               per role must exit non-zero within 60 s naming bluetoothd; bluetoothd is started
 #               again. Results in OUT/failures/ (junit.xml, one log per case)
 # bluetoothd starts afresh (empty /var/lib/bluetooth) before each part; its log for each part is
-# OUT/<part>/bluetoothd.log, the whole VM's in OUT/bluez/. Back on the host, every capture must
+# OUT/<part>/bluetoothd.log (the whole VM's in OUT/bluez/), and btmon's record of BlueZ's adapter
+# OUT/<part>/bluez-hci0.btsnoop. Back on the host, every capture must
 # open in tshark with every frame on the ATT channel (CID 4) decoded as ATT.
 # Exit status: 0 when every part passed; else the first failing part's blelab status (1 a
 # scenario failed, 2 bad input or usage), 1 for a failure case that did not fail as expected, or
@@ -54,6 +55,14 @@ inside() {
     "$ctl" start --fresh || { say "error: bluetoothd did not start again"; return 70; }
   }
   keep_log() { tail -n +"$LOG_FROM" "$BLELAB_BLUEZ_LOG" > "$1/bluetoothd.log"; }
+  # BlueZ's side of the air: btmon's record of its adapter (HCI and mgmt), next to blelab's captures.
+  local btmon_pid=""
+  btmon_start() {
+    command -v btmon >/dev/null || return 0
+    btmon -i "hci${BLELAB_HCI%%,*}" -w "$1/bluez-hci${BLELAB_HCI%%,*}.btsnoop" >/dev/null 2>&1 &
+    btmon_pid=$!
+  }
+  btmon_stop() { [ -z "$btmon_pid" ] || { kill -TERM "$btmon_pid" 2>/dev/null; wait "$btmon_pid" 2>/dev/null; btmon_pid=""; }; }
   note() { [ "$overall" != 0 ] || overall="$1"; }
 
   local role
@@ -61,10 +70,12 @@ inside() {
     case ",$parts," in *",$role,"*) ;; *) continue ;; esac
     mkdir -p "$out/$role"
     fresh || return 70
+    btmon_start "$out/$role"
     say "[$role] blelab run --$role $adapter --transport hci-user:$hci $*"
     "$blelab" run --"$role" "$adapter" --transport "hci-user:$hci" "$@" \
       --junit "$out/$role/junit.xml" --capture "$out/$role/captures" 2>&1 | tee "$out/$role/output.log"
     local rc=${PIPESTATUS[0]}
+    btmon_stop
     keep_log "$out/$role"
     summary+=("$role: exit $rc")
     note "$rc"
@@ -74,6 +85,7 @@ inside() {
   local fdir="$out/failures" cases=() f name flag expect rc t0 secs ok log
   mkdir -p "$fdir"
   fresh || return 70
+  btmon_start "$fdir"
   # one JUnit testcase per case: name, seconds, failure message (empty: passed)
   local junit_cases=()
   xml() { local s="$1"; s="${s//&/&amp;}"; s="${s//</&lt;}"; s="${s//>/&gt;}"; s="${s//\"/&quot;}"; printf '%s' "$s"; }
@@ -124,6 +136,7 @@ inside() {
     else record "$name" "$secs" ""; fi
   done
   "$ctl" start || { say "error: bluetoothd did not start again"; note 70; }
+  btmon_stop
   keep_log "$fdir"
 
   local failed=0 c
@@ -175,11 +188,11 @@ status=0
 vm/run.sh --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" "$N" -- \
   "$ROOT/vm/e2e-bluez.sh" --inside "$BLELAB" "$OUT" "$@" || status=$?
 
-# The captures the VM brought back must open in tshark, with every L2CAP frame on the ATT
-# channel (CID 4) decoded as ATT.
+# The captures the VM brought back (blelab's, and btmon's of BlueZ's adapter) must open in
+# tshark, with every L2CAP frame on the ATT channel (CID 4) decoded as ATT.
 if command -v tshark >/dev/null; then
   total=0; frames=0; bad=""
-  for f in "$OUT"/*/captures/*.btsnoop; do
+  for f in "$OUT"/*/captures/*.btsnoop "$OUT"/*/bluez-hci*.btsnoop; do
     [ -e "$f" ] || continue
     total=$((total + 1))
     if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \
