@@ -53,6 +53,20 @@ inside() {
     "$ctl" stop || return 70
     LOG_FROM=$(( $(wc -l < "$BLELAB_BLUEZ_LOG") + 1 ))
     "$ctl" start --fresh || { say "error: bluetoothd did not start again"; return 70; }
+    quiet_controllers
+  }
+  # A peripheral that was never connected keeps advertising after blelab lets go of its controller
+  # (closing the user channel does not reset it): the next part's scanners would find it. Powering
+  # a controller on resets it (HCI Reset first); BlueZ does that for us, then powers it off again.
+  quiet_controllers() {
+    local k on
+    for k in ${hci//,/ }; do
+      for on in true false; do
+        dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/hci$k" \
+          org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:$on \
+          >/dev/null || { say "warning: could not power hci$k $on through BlueZ (it may still advertise)"; break; }
+      done
+    done
   }
   keep_log() { tail -n +"$LOG_FROM" "$BLELAB_BLUEZ_LOG" > "$1/bluetoothd.log"; }
   # BlueZ's side of the air: btmon's record of its adapter (HCI and mgmt), next to blelab's captures.
