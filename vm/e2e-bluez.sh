@@ -17,7 +17,9 @@
 #               `# expect-failure: TEXT` line (fixed string); then, with bluetoothd stopped, a run
 #               per role must exit non-zero within 60 s naming bluetoothd; bluetoothd is started
 #               again. Results in OUT/failures/ (junit.xml, one log per case)
-# bluetoothd starts afresh (empty /var/lib/bluetooth) before each part; its log for each part is
+# Before each part after the first, bluetoothd starts afresh (empty /var/lib/bluetooth) and BLELab's
+# controllers are reset (powered on and off through BlueZ: a peripheral never connected keeps
+# advertising after blelab lets go of its controller). bluetoothd's log for each part is
 # OUT/<part>/bluetoothd.log (the whole VM's in OUT/bluez/), and btmon's record of BlueZ's adapter
 # OUT/<part>/bluez-hci0.btsnoop. Back on the host, every capture must
 # open in tshark with every frame on the ATT channel (CID 4) decoded as ATT.
