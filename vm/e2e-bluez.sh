@@ -201,7 +201,8 @@ fi
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 status=0
-vm/run.sh --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" "$N" -- \
+envs=(); [ -z "${E2E_BLUEZ_PARTS:-}" ] || envs=(--env "E2E_BLUEZ_PARTS=$E2E_BLUEZ_PARTS")
+vm/run.sh "${envs[@]}" --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" "$N" -- \
   "$ROOT/vm/e2e-bluez.sh" --inside "$BLELAB" "$OUT" "$@" || status=$?
 
 # The captures the VM brought back (blelab's, and btmon's of BlueZ's adapter) must open in
