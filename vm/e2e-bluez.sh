@@ -14,7 +14,8 @@
 #   peripheral  the same with --peripheral bluez:hci0, into OUT/peripheral/
 #   failures    each vm/bluez/failures/*.yaml, with --central bluez:hci0 (--peripheral when the file
 #               has a `# bluez-role: peripheral` line), must exit 1 and print the text of its
-#               `# expect-failure: TEXT` line (fixed string); then, with bluetoothd stopped, a run
+#               `# expect-failure: TEXT` line (fixed string); a `# bluez-during: SECONDS COMMAND`
+#               line runs COMMAND beside it SECONDS after it starts; then, with bluetoothd stopped, a run
 #               per role must exit non-zero within 60 s naming bluetoothd; bluetoothd is started
 #               again. Results in OUT/failures/ (junit.xml, one log per case)
 # Before each part after the first, bluetoothd starts afresh (empty /var/lib/bluetooth) and BLELab's
@@ -98,7 +99,7 @@ inside() {
   done
 
   case ",$parts," in *",failures,"*) ;; *) printf 'e2e-bluez: %s\n' "${summary[@]}" >&2; return "$overall" ;; esac
-  local fdir="$out/failures" cases=() f name flag expect rc t0 secs ok log
+  local fdir="$out/failures" cases=() f name flag expect rc t0 secs ok log during during_pid
   mkdir -p "$fdir"
   fresh || return 70
   btmon_start "$fdir"
@@ -121,11 +122,30 @@ inside() {
     expect="$(sed -n 's/^# expect-failure: //p' "$f" | head -1)"
     if [ -z "$expect" ]; then record "$name" 0 "$f has no '# expect-failure: TEXT' line"; continue; fi
     log="$fdir/$name.log"
-    say "[failures] $name: blelab run $flag $adapter (must fail with: $expect)"
+    # `# bluez-during: SECONDS COMMAND`: COMMAND (bash) runs SECONDS after blelab starts, beside
+    # it (e.g. powering BlueZ's adapter off mid-scenario); its output goes to NAME.during.log.
+    during="$(sed -n 's/^# bluez-during: //p' "$f" | head -1)"
+    during_pid=""
+    if [ -n "$during" ]; then
+      case "${during%% *}" in ''|*[!0-9]*) record "$name" 0 "$f: '# bluez-during: SECONDS COMMAND' wants whole seconds first"; continue ;; esac
+      [ "${during#* }" != "$during" ] || { record "$name" 0 "$f: '# bluez-during:' has no command"; continue; }
+      ( sleep "${during%% *}"; echo "+ ${during#* }"; bash -c "${during#* }" ) > "$fdir/$name.during.log" 2>&1 &
+      during_pid=$!
+    fi
+    say "[failures] $name: blelab run $flag $adapter (must fail with: $expect)${during:+; after ${during%% *} s: ${during#* }}"
     t0=$EPOCHSECONDS
     timeout 300 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$f" \
       --capture "$fdir/captures" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
+    if [ -n "$during_pid" ]; then
+      # blelab ended first: the command has not run (or runs on); don't let it touch the next case
+      kill -TERM "$during_pid" 2>/dev/null; wait "$during_pid" 2>/dev/null
+      sed 's/^/  during| /' "$fdir/$name.during.log" >&2
+    fi
+    # BlueZ's adapter as the next case expects it: unpowered (a case may have powered it, or off)
+    dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/hci${BLELAB_HCI%%,*}" \
+      org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:false \
+      >/dev/null 2>&1
     sed 's/^/  | /' "$log" | tail -n 15 >&2
     if [ "$rc" = 124 ]; then record "$name" "$secs" "hung: no result within 300 s"
     elif [ "$rc" != 1 ]; then record "$name" "$secs" "exit $rc, expected 1 (a failed scenario)"
