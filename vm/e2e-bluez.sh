@@ -8,10 +8,13 @@
 # Boots the VM with `vm/guest-run.sh --bluez` (a system bus and bluetoothd, which powers nothing by
 # itself) and 1 + K controllers: hci0 is BlueZ's adapter, hci1…hciK are BLELab's, K being what
 # the scenarios need (vm/count-controllers.sh: the central plus the most peripherals one scenario
-# declares, over the paths and vm/bluez/failures/). Inside, in this order, each to its end:
+# declares, over the paths, vm/bluez/failures/ and vm/bluez/own-central/). Inside, in this
+# order, each to its end:
 #   central     blelab run --central bluez:hci0 --transport hci-user:1,…,K PATHS
 #                 --junit OUT/central/junit.xml --capture OUT/central/captures
 #   peripheral  the same with --peripheral bluez:hci0, into OUT/peripheral/
+#   own-central vm/bluez/own-central/gateway.py (a program outside the lab, on hci0) beside
+#               `blelab run --central none … vm/bluez/own-central`; both must exit 0
 #   failures    each vm/bluez/failures/*.yaml, with --central bluez:hci0 (--peripheral when the file
 #               has a `# bluez-role: peripheral` line), must exit 1 and print the text of its
 #               `# expect-failure: TEXT` line (fixed string); a `# bluez-during: SECONDS COMMAND`
@@ -28,7 +31,7 @@
 # scenario failed, 2 bad input or usage), 1 for a failure case that did not fail as expected, or
 # vm/run.sh's (124 timeout, 125 VM failure).
 # Environment: SWIFT (swift), E2E_BLUEZ_DIR (build/e2e-bluez), VM_TIMEOUT (seconds, default 3600),
-# E2E_BLUEZ_PARTS (central,peripheral,failures: which parts to run).
+# E2E_BLUEZ_PARTS (central,peripheral,own-central,failures: which parts to run).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -44,7 +47,7 @@ inside() {
   local blelab="$1" out="$2"; shift 2
   case "${BLELAB_HCI:-}" in *,*) ;; *) say "error: BLELAB_HCI='${BLELAB_HCI:-}': need BlueZ's controller and at least one more"; return 70 ;; esac
   local adapter="bluez:hci${BLELAB_HCI%%,*}" hci="${BLELAB_HCI#*,}"
-  local parts="${E2E_BLUEZ_PARTS:-central,peripheral,failures}"
+  local parts="${E2E_BLUEZ_PARTS:-central,peripheral,own-central,failures}"
   local overall=0 summary=() ctl="$BLELAB_BLUETOOTHD_CTL"
   [ -n "${BLELAB_BLUEZ:-}" ] && [ -x "$ctl" ] || { say "error: no bluetoothd here (run through vm/guest-run.sh --bluez)"; return 70; }
 
@@ -97,6 +100,27 @@ inside() {
     summary+=("$role: exit $rc")
     note "$rc"
   done
+
+  # A program outside the lab in the central's seat (docs/bluez.md): vm/bluez/own-central/gateway.py
+  # on BlueZ's adapter, beside `blelab run --central none` serving its peripherals.
+  if [[ ",$parts," == *",own-central,"* ]] && [ -f vm/bluez/own-central/gateway.py ]; then
+    local od="$out/own-central" grc
+    mkdir -p "$od"
+    fresh || return 70
+    btmon_start "$od"
+    say "[own-central] vm/bluez/own-central/gateway.py hci${BLELAB_HCI%%,*} beside blelab run --central none --transport hci-user:$hci vm/bluez/own-central"
+    python3 vm/bluez/own-central/gateway.py "hci${BLELAB_HCI%%,*}" > "$od/gateway.log" 2>&1 &
+    local gw=$!
+    "$blelab" run --central none --transport "hci-user:$hci" vm/bluez/own-central \
+      --junit "$od/junit.xml" --capture "$od/captures" 2>&1 | tee "$od/output.log"
+    local rc=${PIPESTATUS[0]}
+    wait "$gw"; grc=$?
+    sed 's/^/  gateway| /' "$od/gateway.log" >&2
+    btmon_stop
+    keep_log "$od"
+    summary+=("own-central: blelab exit $rc, gateway.py exit $grc")
+    note "$rc"; note "$grc"
+  fi
 
   case ",$parts," in *",failures,"*) ;; *) printf 'e2e-bluez: %s\n' "${summary[@]}" >&2; return "$overall" ;; esac
   local fdir="$out/failures" cases=() f name flag expect rc t0 secs ok log during during_pid
@@ -207,6 +231,7 @@ case "$OUT" in /*) ;; *) OUT="$ROOT/$OUT" ;; esac
 
 count_paths=("$@")
 compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count_paths+=(vm/bluez/failures)
+compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count_paths+=(vm/bluez/own-central)
 K="$(vm/count-controllers.sh "${count_paths[@]}")"
 N=$((K + 1))
 HCI="$(seq -s, 1 "$K")"
@@ -249,5 +274,5 @@ if command -v tshark >/dev/null; then
 else
   say "tshark not installed: captures not checked"
 fi
-say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, failures/ (junit.xml, bluetoothd.log each), bluez/"
+say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, bluetoothd.log each), bluez/"
 exit "$status"
