@@ -150,6 +150,9 @@ public struct BLELabCLI {
         }
         let selected = ScenarioSelection(tags: arguments.tags, filter: arguments.filter, shard: arguments.shard).select(scenarios)
         let reporter = ConsoleReporter(console: console, verbosity: arguments.quiet ? .quiet : arguments.verbose ? .verbose : .normal)
+        if arguments.transport != TransportTier.sim.rawValue { reporter.rerunOptions += " --transport \(arguments.transport)" }
+        if let central = arguments.central { reporter.rerunOptions += " --central \(central)" }
+        if let peripheral = arguments.peripheral { reporter.rerunOptions += " --peripheral \(peripheral)" }
         if selected.isEmpty {
             console.out("no scenario selected (\(scenarios.count) loaded)\n")
         }

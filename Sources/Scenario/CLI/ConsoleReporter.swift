@@ -29,6 +29,9 @@ public final class ConsoleReporter {
 
     let console: Console
     let verbosity: Verbosity
+    /// What the reproduce line adds after the seed: the run's `--transport`, `--central` and
+    /// `--peripheral` when they are not the defaults.
+    var rerunOptions = ""
     private var progressShown = false
 
     /// Runs at least this long (wall) or this many get a progress line.
@@ -71,7 +74,7 @@ public final class ConsoleReporter {
         case let .failed(failure):
             console.out("\(paint("FAIL", "31;1")) \(run.displayName) (\(r.file)) \(times)\n")
             console.out(failure.report(indent: "  ") + "\n")
-            console.out("  reproduce: blelab run \(r.file) --seed \(r.seed)\n")
+            console.out("  reproduce: blelab run \(r.file) --seed \(r.seed)\(rerunOptions)\n")
         }
         if verbosity == .verbose {
             for s in r.steps {

@@ -114,7 +114,9 @@ extension ScenarioSession {
                 throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting",
                                   seen: externalScan == nil ? "no scan has run" : "no scan discovered \(id)")
             }
-            let result = try operate("the connection to \(id) (within: \(within))", limit: within + .seconds(2)) { done in
+            // The role bounds Connect by `within`; the rest covers its wait for Connected after
+            // the call returned (bluetoothd may send the reply before the property change).
+            let result = try operate("the connection to \(id) (within: \(within))", limit: within + .seconds(12)) { done in
                 external.connect(to: address, within: within, completion: done)
             }
             if case let .failure(error) = result {
