@@ -114,9 +114,17 @@ public final class BlueZPeripheral: ExternalPeripheral {
     // MARK: Start
 
     public func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
-        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [
-            checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias, exportApplication, registerApplication,
-        ]
+        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias]
+        if spec.services.isEmpty {
+            // bluetoothd refuses an application without a service ("No object received"); the
+            // adapter's own GAP/GATT services are served all the same.
+            steps.append { [self] done in
+                record(.note("no GATT services: no application registered (GattManager1.RegisterApplication refuses an empty one)"))
+                done(nil)
+            }
+        } else {
+            steps += [exportApplication, registerApplication]
+        }
         if spec.advertising != nil { steps.append { self.registerAdvertisement(completion: $0) } }
         steps.append(readAddress)
         run(steps[...]) { error in completion(error.map { .failure($0) } ?? .success(())) }

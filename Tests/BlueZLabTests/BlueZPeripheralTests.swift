@@ -164,6 +164,33 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertNil(fake.advertisement)
     }
 
+    /// bluetoothd refuses an application with no service ("No object received"); a peripheral
+    /// that only advertises registers none and still advertises.
+    func testAPeripheralWithoutServicesOnlyAdvertises() throws {
+        let fake = try startFake()
+        var spec = Self.hm10
+        spec.services = []
+        let p = try makePeripheral(spec)
+        XCTAssertNil(start(p)?.peripheralFailure)
+        XCTAssertEqual(fake.calls, ["Powered true", "RegisterAdvertisement"])
+        XCTAssertNil(fake.applicationPath)
+        XCTAssertEqual(try fake.advertisement?["LocalName"]?.asString(), "HMSoft")
+        XCTAssertTrue(p.activity.contains { $0.description.contains("no GATT services: no application registered") }, "\(p.activity)")
+
+        // What bluetoothd says to an empty application (as 5.66's client_ready_cb), had it been registered.
+        let empty: Result<Void, DBusError>? = wait { done in
+            p.connection.exportObjectManager(at: p.applicationPath)
+            p.client.gattManager(p.adapterPath).registerApplication(p.applicationPath, completion: done)
+        }
+        guard case .failure(let error)? = empty else { return XCTFail("the fake took an empty application") }
+        XCTAssertTrue("\(error)".contains("No object received"), "\(error)")
+
+        // Stopping does not unregister what was never registered.
+        XCTAssertNotNil(wait { done in p.stop { done(()) } })
+        XCTAssertFalse(fake.calls.contains("UnregisterApplication"))
+        XCTAssertEqual(fake.calls.last, "Powered false")
+    }
+
     func testIntervalsRefusedAreLeftOutOnASecondTry() throws {
         let fake = try startFake()
         fake.refusesIntervals = true
