@@ -24,6 +24,8 @@ import Scenario
 /// - StartNotify/StopNotify (bluetoothd calls them for the first CCCD enable and the last
 ///   disable) set Notifying and run `on-subscribe`/`on-unsubscribe`.
 /// - Connections are Device1 objects under the adapter whose Connected turns true or false.
+///   `disconnect` ends them at once through Device1.Blocked, lifted again when the link is down
+///   (`endLink`: Device1.Disconnect waits 2 s in bluetoothd 5.66).
 ///
 /// Everything runs on the lab's `SystemEventLoop`; values drawn from `random-u8` come from the
 /// same seeded stream as the simulated peripheral's ("peripheral:ID").
@@ -60,6 +62,8 @@ public final class BlueZPeripheral: ExternalPeripheral {
     private var deviceAddresses: [DBusObjectPath: LEAddress] = [:]
     /// Devices this side asked to disconnect.
     private var disconnecting: Set<DBusObjectPath> = []
+    /// Devices set Blocked to end their link (`endLink`), unblocked once Connected turns false.
+    private(set) var blocked: Set<DBusObjectPath> = []
     private var subscriptions: [DBusSubscription] = []
     private(set) var applicationRegistered = false
     private(set) var advertisementRegistered = false
@@ -114,9 +118,17 @@ public final class BlueZPeripheral: ExternalPeripheral {
     // MARK: Start
 
     public func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
-        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [
-            checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias, exportApplication, registerApplication,
-        ]
+        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias]
+        if spec.services.isEmpty {
+            // bluetoothd refuses an application without a service ("No object received"); the
+            // adapter's own GAP/GATT services are served all the same.
+            steps.append { [self] done in
+                record(.note("no GATT services: no application registered (GattManager1.RegisterApplication refuses an empty one)"))
+                done(nil)
+            }
+        } else {
+            steps += [exportApplication, registerApplication]
+        }
         if spec.advertising != nil { steps.append { self.registerAdvertisement(completion: $0) } }
         steps.append(readAddress)
         run(steps[...]) { error in completion(error.map { .failure($0) } ?? .success(())) }
@@ -473,7 +485,38 @@ public final class BlueZPeripheral: ExternalPeripheral {
         }
     }
 
+    /// Ends the link with the central at `path` now. Device1.Disconnect does not: bluetoothd
+    /// 5.66 (src/device.c, device_request_disconnect) first tells its profiles and only sends
+    /// MGMT Disconnect after DISCONNECT_TIMER, 2 s. Setting Device1.Blocked sends it at once
+    /// (device_block → disconnect_all, reason Remote User Terminated Connection, Vol 4 Part E
+    /// 7.1.6) and puts the address on the kernel's reject list; the block is lifted as soon as
+    /// Connected turns false, so the central may connect again.
+    private func endLink(_ path: DBusObjectPath) {
+        disconnecting.insert(path)
+        blocked.insert(path)
+        client.setProperty("Blocked", of: BlueZName.device, at: path, .boolean(true)) { [weak self] result in
+            guard let self, case .failure(let error) = result else { return }
+            blocked.remove(path)
+            record(.note("disconnect \(path): Device1.Blocked not set (\(error)); Device1.Disconnect instead, which bluetoothd carries out after 2 s"))
+            client.device(path).disconnect { [weak self] result in
+                if case .failure(let error) = result { self?.record(.note("disconnect \(path): \(error)")) }
+            }
+        }
+    }
+
+    /// Lifts the block `endLink` set, once the link has ended.
+    private func unblock(_ path: DBusObjectPath, client: BlueZClient? = nil, completion: (() -> Void)? = nil) {
+        guard blocked.remove(path) != nil else { completion?(); return }
+        (client ?? self.client).setProperty("Blocked", of: BlueZName.device, at: path, .boolean(false)) { [weak self] result in
+            if case .failure(let error) = result {
+                self?.record(.note("\(path) stays blocked (Device1.Blocked false refused: \(error)); it cannot connect again until RemoveDevice"))
+            }
+            completion?()
+        }
+    }
+
     private func deviceConnection(_ path: DBusObjectPath, connected: Bool) {
+        if !connected, blocked.contains(path) { unblock(path) }
         guard !stopped else { return }
         if connected {
             guard connectedDevices[path] == nil, let address = address(of: path) else { return }
@@ -559,14 +602,9 @@ public final class BlueZPeripheral: ExternalPeripheral {
             for _ in 0..<count { send(ref, source, indication: false, context: context, site: site) }
         case let .disconnect(reason):
             if let reason, reason != .remoteUserTerminatedConnection {
-                record(.note("disconnect: Device1.Disconnect always sends Remote User Terminated Connection, not \(reason.name)"))
+                record(.note("disconnect: bluetoothd (MGMT Disconnect) always sends Remote User Terminated Connection, not \(reason.name)"))
             }
-            for (path, _) in connectedDevices.sorted(by: { $0.key < $1.key }) {
-                disconnecting.insert(path)
-                client.device(path).disconnect { [weak self] result in
-                    if case .failure(let error) = result { self?.record(.note("disconnect \(path): \(error)")) }
-                }
-            }
+            for path in connectedDevices.keys.sorted() { endLink(path) }
             record(.action(action))
         case .stopAdvertising:
             unregisterAdvertisement { [weak self] error in
@@ -711,8 +749,28 @@ public final class BlueZPeripheral: ExternalPeripheral {
                 quick.gattManager(adapterPath).unregisterApplication(applicationPath) { note("UnregisterApplication", $0); next() }
             }
         }
-        for path in connectedDevices.keys.sorted() {
-            steps.append { next in quick.device(path).disconnect { note("Device1.Disconnect \(path)", $0); next() } }
+        // Blocked ends each link at once (Device1.Disconnect would wait 2 s, see `endLink`); the
+        // block is lifted before the device is removed, so the kernel's reject list is left empty.
+        let stillConnected = connectedDevices.keys.sorted()
+        for path in stillConnected where !blocked.contains(path) {
+            steps.append { [self] next in
+                blocked.insert(path)
+                quick.setProperty("Blocked", of: BlueZName.device, at: path, .boolean(true)) { [self] result in
+                    if case let .failure(error) = result {
+                        blocked.remove(path)
+                        note("Device1.Blocked \(path)", .failure(error))
+                        return quick.device(path).disconnect { note("Device1.Disconnect \(path)", $0); next() }
+                    }
+                    next()
+                }
+            }
+        }
+        steps.append { [self] next in
+            func lift(_ rest: ArraySlice<DBusObjectPath>) {
+                guard let path = rest.first else { return next() }
+                unblock(path, client: quick) { lift(rest.dropFirst()) }
+            }
+            lift(blocked.sorted()[...])
         }
         for path in seenDevices.sorted() {
             steps.append { [self] next in quick.adapter(adapterPath).removeDevice(path) { note("Adapter1.RemoveDevice \(path)", $0); next() } }

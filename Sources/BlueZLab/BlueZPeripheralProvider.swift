@@ -120,7 +120,7 @@ public enum BlueZPeripheralSupport {
             return "bluetoothd's GATT database changes by whole applications (RegisterApplication) and sends Service Changed "
                 + "itself; an application cannot add, remove or announce one service at run time"
         case let .disconnect(reason?) where reason != .remoteUserTerminatedConnection:
-            return "Device1.Disconnect always sends Remote User Terminated Connection (0x13), not \(reason.name)"
+            return "bluetoothd ends a link only through MGMT Disconnect, which always sends Remote User Terminated Connection (0x13), not \(reason.name)"
         default:
             return nil
         }

@@ -142,7 +142,7 @@ final class BlueZPeripheralSupportTests: XCTestCase {
         XCTAssertNil(reason(PeripheralSpec(id: "p", onConnect: [.delay(.seconds(60)), .disconnect(nil)])))
         XCTAssertNil(reason(PeripheralSpec(id: "p", onConnect: [.disconnect(.remoteUserTerminatedConnection)])))
         XCTAssertTrue(reason(PeripheralSpec(id: "p", onConnect: [.disconnect(.remoteDeviceTerminatedPowerOff)]))?
-            .contains("Device1.Disconnect always sends") == true)
+            .contains("MGMT Disconnect, which always sends Remote User Terminated Connection (0x13)") == true)
     }
 
     /// bluetoothd 5.66's dbus_error_to_att_ecode, as src/gatt-database.c has it.

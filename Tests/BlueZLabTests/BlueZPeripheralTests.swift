@@ -164,6 +164,33 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertNil(fake.advertisement)
     }
 
+    /// bluetoothd refuses an application with no service ("No object received"); a peripheral
+    /// that only advertises registers none and still advertises.
+    func testAPeripheralWithoutServicesOnlyAdvertises() throws {
+        let fake = try startFake()
+        var spec = Self.hm10
+        spec.services = []
+        let p = try makePeripheral(spec)
+        XCTAssertNil(start(p)?.peripheralFailure)
+        XCTAssertEqual(fake.calls, ["Powered true", "RegisterAdvertisement"])
+        XCTAssertNil(fake.applicationPath)
+        XCTAssertEqual(try fake.advertisement?["LocalName"]?.asString(), "HMSoft")
+        XCTAssertTrue(p.activity.contains { $0.description.contains("no GATT services: no application registered") }, "\(p.activity)")
+
+        // What bluetoothd says to an empty application (as 5.66's client_ready_cb), had it been registered.
+        let empty: Result<Void, DBusError>? = wait { done in
+            p.connection.exportObjectManager(at: p.applicationPath)
+            p.client.gattManager(p.adapterPath).registerApplication(p.applicationPath, completion: done)
+        }
+        guard case .failure(let error)? = empty else { return XCTFail("the fake took an empty application") }
+        XCTAssertTrue("\(error)".contains("No object received"), "\(error)")
+
+        // Stopping does not unregister what was never registered.
+        XCTAssertNotNil(wait { done in p.stop { done(()) } })
+        XCTAssertFalse(fake.calls.contains("UnregisterApplication"))
+        XCTAssertEqual(fake.calls.last, "Powered false")
+    }
+
     func testIntervalsRefusedAreLeftOutOnASecondTry() throws {
         let fake = try startFake()
         fake.refusesIntervals = true
@@ -384,7 +411,10 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertEqual(p.value(of: ref), simValues.last)
     }
 
-    func testDisconnectActionAndTheCentralsDisconnect() throws {
+    /// The `disconnect` action ends the link at once: Device1.Blocked (bluetoothd sends MGMT
+    /// Disconnect before answering), not Device1.Disconnect (2 s later in bluetoothd 5.66); the
+    /// block is lifted when the link has ended, and the central connects again.
+    func testDisconnectActionEndsTheLinkAtOnceAndTheCentralMayComeBack() throws {
         let fake = try startFake()
         var spec = Self.hm10
         spec.onDisconnect = [.setValue(CharacteristicRef(Self.uuid("FFE1")), .bytes([0xDD]))]
@@ -392,9 +422,13 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertNil(start(p)?.peripheralFailure)
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
+        let asked = loop.now
         p.perform([.disconnect(nil)], site: "step")
         runUntil { p.connectedDevices.isEmpty }
-        XCTAssertTrue(fake.calls.contains("Disconnect"))
+        XCTAssertLessThan(loop.now - asked, .milliseconds(500), "the link ended at once, not after bluetoothd's 2 s")
+        runUntil { !fake.blocked }
+        XCTAssertEqual(fake.calls.filter { $0.hasPrefix("Blocked") || $0 == "Disconnect" }, ["Blocked true", "Blocked false"])
+        XCTAssertTrue(p.blocked.isEmpty)
         guard case let .disconnected(address, reason)? = p.activity.last(where: { if case .disconnected = $0.kind { return true }; return false })?.kind else {
             return XCTFail("no disconnection recorded")
         }
@@ -402,7 +436,7 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertEqual(reason.rawValue, 0x16, "this side ended it")
         XCTAssertEqual(p.value(of: CharacteristicRef(Self.uuid("FFE1"))), [0xDD], "on-disconnect ran")
 
-        // The central ends the next one.
+        // Unblocked: the central connects again, and ends the next link itself.
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
         fake.centralDisconnects()
@@ -411,6 +445,26 @@ final class BlueZPeripheralTests: XCTestCase {
             return XCTFail("no disconnection recorded")
         }
         XCTAssertEqual(reason2.rawValue, 0x13)
+        XCTAssertEqual(fake.calls.filter { $0.hasPrefix("Blocked") }.count, 2, "nothing blocked when the central ended it")
+    }
+
+    /// Where Blocked cannot be set, Device1.Disconnect still ends the link (bluetoothd's 2 s later),
+    /// and the activity says why it took that long.
+    func testDisconnectFallsBackToDevice1DisconnectWhenBlockingIsRefused() throws {
+        let fake = try startFake()
+        fake.refusesBlocking = true
+        let p = try makePeripheral(Self.hm10)
+        XCTAssertNil(start(p)?.peripheralFailure)
+        try fake.centralConnects()
+        runUntil { p.connectedDevices.count == 1 }
+        let asked = loop.now
+        p.perform([.disconnect(nil)], site: "step")
+        runUntil { p.connectedDevices.isEmpty }
+        XCTAssertGreaterThanOrEqual(loop.now - asked, .seconds(2))
+        XCTAssertTrue(fake.calls.contains("Disconnect"))
+        XCTAssertFalse(fake.blocked)
+        XCTAssertTrue(p.blocked.isEmpty)
+        XCTAssertTrue(p.activity.contains { $0.description.contains("Device1.Disconnect instead") }, "\(p.activity)")
     }
 
     func testAdapterPoweredOffAndBluetoothdLeavingAreReported() throws {
@@ -436,10 +490,15 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertNil(start(p)?.peripheralFailure)
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
+        let before = loop.now
         XCTAssertNotNil(wait { done in p.stop { done(()) } })
-        XCTAssertEqual(Array(fake.calls.suffix(5)), [
-            "UnregisterAdvertisement", "UnregisterApplication", "Disconnect", "RemoveDevice \(fake.devicePath.rawValue)", "Powered false",
+        XCTAssertLessThan(loop.now - before, .seconds(1), "the link ended at once")
+        XCTAssertEqual(Array(fake.calls.suffix(6)), [
+            "UnregisterAdvertisement", "UnregisterApplication", "Blocked true", "Blocked false", "RemoveDevice \(fake.devicePath.rawValue)",
+            "Powered false",
         ])
+        XCTAssertFalse(fake.blocked, "nothing left on the reject list")
+        XCTAssertFalse(fake.connected)
         XCTAssertEqual(fake.alias, "bluez-lab", "the alias is restored")
         XCTAssertFalse(p.connection.isConnected)
         XCTAssertFalse(fake.powered)

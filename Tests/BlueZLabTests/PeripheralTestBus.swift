@@ -237,8 +237,17 @@ final class FakePeripheralBluetoothd {
 
     // MARK: A central on the link
 
+    /// Device1.Blocked: while true, the kernel refuses the central (its address is on the reject list).
+    var blocked = false
+    /// Refuse Device1.Blocked (as a kernel without MGMT Block Device would).
+    var refusesBlocking = false
+
+    struct Refused: Error {}
+
     /// A central connects: its Device1 object appears (Connected false), then Connected turns true.
+    /// A blocked central cannot.
     func centralConnects() throws {
+        guard !blocked else { throw Refused() }
         if !deviceExported { try exportDevice() }
         connected = true
         try connection.propertiesChanged(path: devicePath, interface: BlueZName.device, ["Connected"])
@@ -250,17 +259,33 @@ final class FakePeripheralBluetoothd {
         deviceExported = true
         try connection.export(DBusExportedObject(path: devicePath, interfaces: [
             DBusInterface(BlueZName.device, methods: [
+                // As bluetoothd 5.66's device_request_disconnect: the link ends DISCONNECT_TIMER
+                // (2 s) later, and the call is answered then.
                 DBusMethod("Disconnect") { [unowned self] call in
                     keepOr(call) {
                         calls.append("Disconnect")
-                        call.reply()
-                        centralDisconnects()
+                        connection.loop.schedule(after: .seconds(2)) { [weak self] in
+                            self?.centralDisconnects()
+                            call.reply()
+                        }
                     }
                 },
             ], properties: [
                 DBusProperty("Address", .string, get: { [unowned self] in .string(deviceAddress) }),
                 DBusProperty("AddressType", .string, get: { .string("random") }),
                 DBusProperty("Connected", .boolean, get: { [unowned self] in .boolean(connected) }),
+                // As device_block/device_unblock: blocking ends the link at once (MGMT Disconnect
+                // before the reply; Connected turns false when the kernel reports it, after).
+                DBusProperty("Blocked", .boolean, access: .readwrite, get: { [unowned self] in .boolean(blocked) },
+                             set: { [unowned self] v in
+                                 if hangs { throw DBusErrorReply(name: DBusErrorReply.noReply, message: "hung") }
+                                 if refusesBlocking { throw DBusErrorReply(.failed, message: "Kernel lacks reject list support") }
+                                 let value = try v.asBool()
+                                 calls.append("Blocked \(value)")
+                                 guard value != blocked else { return }
+                                 blocked = value
+                                 if value { connection.loop.execute { [weak self] in self?.centralDisconnects() } }
+                             }),
             ]),
         ]))
     }
