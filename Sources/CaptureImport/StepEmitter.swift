@@ -104,7 +104,11 @@ struct StepEmitter {
         var filter: [String] = []
         if !filterServices.isEmpty { filter.append("services: [\(filterServices.map(YAMLValues.uuid).joined(separator: ", "))]") }
         if !filterNames.isEmpty { filter.append("names: [\(filterNames.map(YAMLValues.quoted).joined(separator: ", "))]") }
-        let duration = max(1_000, timed.end.time - timed.start.time)
+        // Long enough to hear each device it found again: a scan that ended 2 ms after its first
+        // report was lucky in its phase, and an advertiser sends one event per interval plus a
+        // 0–10 ms advDelay (Core 5.4, Vol 6, Part B, 4.4.2.2.1).
+        let hearing = seen.map { (peripherals[$0].advertisingInterval ?? 100) * 1000 + 10_000 }.max() ?? 0
+        let duration = max(1_000, timed.end.time - timed.start.time, hearing)
         filter.append("for: \(YAMLValues.duration(microseconds: duration))")
         comment(timed.start, "scanning (LE Set Scan Enable) until \(timed.end); \(reports.count) advertising report\(reports.count == 1 ? "" : "s") from \(seen.count) device\(seen.count == 1 ? "" : "s")")
         lines.append("  - scan: { \(filter.joined(separator: ", ")) }")

@@ -155,7 +155,7 @@ do_start() {
     fi
     local args
     if [ -n "${BLELAB_BLUETOOTHD_ARGS:-}" ]; then read -r -a args <<<"$BLELAB_BLUETOOTHD_ARGS"
-    else args=(-n -d -f "$HERE/main.conf"); fi
+    else args=(-n -d -f "$HERE/main.conf" --noplugin=bap,mcp,vcp); fi
     printf '\n==== %s: %s %s\n' "$(date -u +%H:%M:%S)" "$bin" "${args[*]}" >> "$LOG"
     # Its own session: a Ctrl-C or a process-group kill aimed at the caller does not reach it.
     setsid "$bin" "${args[@]}" </dev/null >>"$LOG" 2>&1 &
