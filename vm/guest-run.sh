@@ -12,7 +12,7 @@
 #                      auto (default: debugfs when mounted, else mgmt when btmgmt is there)
 #   --bluez            (or BLELAB_BLUEZ=1) once the controllers are ready, start a system bus
 #                      (dbus-daemon with vm/bluez/dbus-system.conf, /run/dbus/system_bus_socket) and
-#                      bluetoothd (`bluetoothd -n -d -f vm/bluez/main.conf`: it powers no adapter
+#                      bluetoothd (`bluetoothd -n -d -f vm/bluez/main.conf --noplugin=bap,mcp,vcp`: it powers no adapter
 #                      by itself) on a tmpfs /var/lib/bluetooth when that is read-only, and wait
 #                      until org.bluez shows an org.bluez.Adapter1 for every new controller
 #   --bluez-log DIR    where dbus-daemon.log and bluetoothd.log are saved at exit (default:

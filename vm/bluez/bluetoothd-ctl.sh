@@ -7,7 +7,7 @@
 #
 # Usage: bluetoothd-ctl.sh start [--fresh] [ADAPTERS] | stop | restart [--fresh] [ADAPTERS] |
 #                          status | wait [ADAPTERS]
-#   start     start bluetoothd (`bluetoothd -n -d -f vm/bluez/main.conf`, detached into its own
+#   start     start bluetoothd (`bluetoothd -n -d -f vm/bluez/main.conf --noplugin=bap,mcp,vcp`, detached into its own
 #             session, its output appended to the log) unless it runs, then wait until it owns
 #             org.bluez on the system bus and shows an org.bluez.Adapter1 for each of ADAPTERS
 #   stop      SIGTERM, wait until the process is gone and org.bluez has no owner (SIGKILL after
