@@ -126,6 +126,7 @@ final class ScenarioSession {
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         endExternalRoles()
+        quietRealControllers()
         lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                               outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
@@ -183,6 +184,21 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "\(spec.id) to start advertising", seen: "\(error)")
             }
         }
+    }
+
+    /// On real controllers, a peripheral that was never connected would go on advertising after
+    /// the lab lets go of its controller (closing the HCI user channel does not reset it), and the
+    /// next scenario's scans would hear it: stop advertising first (bounded, after the captures
+    /// were taken).
+    private func quietRealControllers() {
+        guard let lab, !lab.isSimulated else { return }
+        var pending = 0
+        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.host.isAdvertising {
+            guard peripheral.device.host.driver.closed == nil else { continue }
+            pending += 1
+            peripheral.host.stopAdvertising { _ in pending -= 1 }
+        }
+        if pending > 0 { lab.run(within: .seconds(1)) { pending == 0 } }
     }
 
     private func watchTimeline(_ device: LabDevice) {
