@@ -105,7 +105,7 @@ final class BlueZCentralTests: XCTestCase {
         let central = try makeCentral(callTimeout: callTimeout)
         guard case .success? = begin(central, file: file, line: line) else {
             XCTFail("begin failed", file: file, line: line)
-            throw XCTSkip("begin failed")
+            throw SetUpFailed(what: "begin failed")
         }
         return (fake, central)
     }
@@ -164,7 +164,7 @@ final class BlueZCentralTests: XCTestCase {
         }
         guard case .success? = connected else {
             XCTFail("not connected: \(String(describing: connected))", file: file, line: line)
-            throw XCTSkip("not connected")
+            throw SetUpFailed(what: "not connected")
         }
         if discover {
             let found: Result<[ExternalService], ExternalRoleError>? = wait(file: file, line: line) { done in
@@ -172,7 +172,7 @@ final class BlueZCentralTests: XCTestCase {
             }
             guard case .success? = found else {
                 XCTFail("not discovered: \(String(describing: found))", file: file, line: line)
-                throw XCTSkip("not discovered")
+                throw SetUpFailed(what: "not discovered")
             }
         }
         return address
@@ -879,4 +879,9 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(300), "it waited for RemoveDevice")
         XCTAssertTrue(fake.calls.last?.hasPrefix("RemoveDevice") == true)
     }
+}
+
+/// A set-up step that failed (already reported with XCTFail): stops the test as failed, not skipped.
+private struct SetUpFailed: Error {
+    var what: String
 }
