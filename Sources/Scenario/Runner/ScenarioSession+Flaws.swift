@@ -75,6 +75,7 @@ extension ScenarioSession {
         bearer.observeViolations { [unowned self] event in
             let violation = event.violation, bytes = event.pdu
             flaws.rejected[id, default: []].append(.init(time: self.now, violation: violation, bytes: bytes))
+            self.violationNotes.append(("central from \(id): \(event)", "\(violation)"))
             self.record(TimelineEvent(time: self.now, device: "central", kind: .protocolViolation,
                                       text: "rejected from \(id): \(violation); octets \(bytes.isEmpty ? "(none)" : bytes.spacedHex)"
                                         + (event.consequence == .linkDropped ? "; the central drops the link" : ""),
