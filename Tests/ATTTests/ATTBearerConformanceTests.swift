@@ -155,10 +155,12 @@ final class ATTBearerConformanceTests: XCTestCase {
         ]
         for (request, answer) in cases {
             let h = BearerHarness()
-            h.bearer.server = RecordingServer()
+            let server = RecordingServer()
+            h.bearer.server = server
             h.peer(request)
             settle(h)
             XCTAssertEqual(h.sentHex, [answer], request)
+            XCTAssertTrue(server.requests.isEmpty, request)
         }
     }
 
@@ -169,7 +171,8 @@ final class ATTBearerConformanceTests: XCTestCase {
     /// BLELab does not implement (Read Multiple Variable) is answered the same way without one.
     func testUnknownOpcodesAreAnsweredOrIgnoredAndReported() {
         let h = BearerHarness()
-        h.bearer.server = RecordingServer()
+        let server = RecordingServer()
+        h.bearer.server = server
         h.peer("3f 01 02")        // undefined, Command Flag clear: a request
         settle(h)
         h.peer("7f 01 02")        // undefined, Command Flag set: a command

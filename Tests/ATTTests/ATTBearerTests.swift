@@ -304,7 +304,8 @@ final class ATTBearerTests: XCTestCase {
 
     func testUnknownRequestGetsRequestNotSupportedAndUnknownCommandsAreIgnored() {
         let h = BearerHarness()
-        h.bearer.server = RecordingServer()
+        let server = RecordingServer()
+        h.bearer.server = server
         h.peer("20 03 00 05 00")  // Read Multiple Variable Request: not implemented
         h.peer("3f 01 02")        // an opcode from the future, Command Flag clear
         h.peer("7f 01 02")        // Command Flag set: ignored
