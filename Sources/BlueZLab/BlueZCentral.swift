@@ -76,6 +76,10 @@ public final class BlueZCentral: ExternalCentral {
             switch step.action {
             case .fault:
                 return "step \(step.index) (\(step.text)) changes the air, which only the sim can do; bluetoothd runs on a real controller"
+            case .readDescriptor, .writeDescriptor:
+                return "step \(step.index) (\(step.text)) reads or writes a descriptor, which this central's BlueZ mapping does not do yet"
+            case .subscribe where step.subscription != nil:
+                return "step \(step.index) (\(step.text)) picks what the CCCD enables; StartNotify chooses by itself"
             case let .expect(e):
                 if case .flaw = e {
                     return "step \(step.index) (\(step.text)) checks how BLELab's own central handled a flawed peer; bluetoothd's handling is not observable that way"

@@ -424,14 +424,10 @@ struct ScenarioWriter {
             if s.characteristics.isEmpty { lines.append("        characteristics: []"); continue }
             lines.append("        characteristics:")
             for c in s.characteristics {
-                let others = c.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration }
-                var header = "          - uuid: \(YAMLValues.uuid(c.uuid))          # value handle 0x\(hex(c.valueHandle))"
-                if !others.isEmpty {
-                    header += "; descriptors \(others.map { "\($0.uuid) at 0x\(hex($0.handle))" }.joined(separator: ", ")) have no scenario key"
-                }
-                lines.append(header)
+                lines.append("          - uuid: \(YAMLValues.uuid(c.uuid))          # value handle 0x\(hex(c.valueHandle))")
                 lines.append("            properties: [\(YAMLValues.properties(c.properties).joined(separator: ", "))]")
                 if let v = p.initialValues[c.valueHandle] { lines.append("            value: \(YAMLValues.value(v))") }
+                lines += descriptorLines(c, of: p)
                 for note in p.triggerNotes[c.valueHandle] ?? [] { lines.append("            # \(note)") }
                 for (key, actions) in [("on-read", p.onRead[c.valueHandle]), ("on-write", p.onWrite[c.valueHandle]),
                                        ("on-subscribe", p.onSubscribe[c.valueHandle])] {
@@ -440,6 +436,47 @@ struct ScenarioWriter {
                     lines += actions.map { "              - \($0)" }
                 }
             }
+        }
+        return lines
+    }
+
+    /// A characteristic's `extended-properties:` and `descriptors:` (docs/scenarios.md
+    /// "Descriptors"): the descriptors the lab does not add itself, with the value the capture
+    /// read first and write permission when the central wrote one.
+    private func descriptorLines(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral) -> [String] {
+        var lines: [String] = []
+        let automatic: [BluetoothUUID] = [.clientCharacteristicConfiguration, .characteristicExtendedProperties, .serverCharacteristicConfiguration]
+        var writableAuxiliaries = false
+        if c.properties & 0x80 != 0 {
+            var bits: UInt16 = 0
+            if let d = c.descriptors.first(where: { $0.uuid == .characteristicExtendedProperties }), let v = p.initialValues[d.handle], v.count == 2 {
+                bits = UInt16(v[0]) | UInt16(v[1]) << 8
+            }
+            if c.descriptors.contains(where: { $0.uuid == .characteristicUserDescription && p.writableDescriptors.contains($0.handle) }) { bits |= 0x0002 }
+            writableAuxiliaries = bits & 0x0002 != 0
+            let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
+            if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        }
+        let declared = c.descriptors.filter { !automatic.contains($0.uuid) }
+        guard !declared.isEmpty else { return lines }
+        lines.append("            descriptors:")
+        for d in declared {
+            guard d.uuid != BluetoothUUID(uuid16: 0x2905) else {
+                lines.append("              # 0x\(hex(d.handle)) \(d.uuid) (Aggregate Format): the lab lays out its own handles; not reproduced")
+                continue
+            }
+            var entry = "              - { uuid: \(YAMLValues.uuid(d.uuid))"
+            var comment = "0x\(hex(d.handle))"
+            if let v = p.initialValues[d.handle], d.uuid != .characteristicUserDescription || String(validating: v, as: UTF8.self) != nil {
+                entry += ", value: \(YAMLValues.value(v))"
+            } else if d.uuid == BluetoothUUID(uuid16: 0x2904) {
+                entry += ", value: hex:00 00 00 00 00 00 00"
+                comment += "; its value is not in the capture"
+            }
+            if p.writableDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription || writableAuxiliaries {
+                entry += ", permissions: [read, write]"
+            }
+            lines.append(entry + " }    # \(comment)")
         }
         return lines
     }

@@ -177,6 +177,9 @@ struct StepEmitter {
         case let .read(handle, value):
             read(p, handle: handle, value: value, op: op)
         case let .write(handle, value, command):
+            if !command, peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
+                return writeDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+            }
             guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
                 comment(op.start, "a write to handle 0x\(hex(handle)), which discovery did not find (\(YAMLValues.hex(value))); not reproduced")
                 return
@@ -204,10 +207,10 @@ struct StepEmitter {
             }
             if bits & 0x03 == 0 {
                 lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
+            } else if bits & 0x03 == 0x03 || (bits & 0x03 == 0x02 && ch.properties & 0x10 != 0) {
+                // Both, or indications where notify is offered too: subscribe's type says which.
+                lines.append("  - subscribe: { characteristic: \(ref), type: \(bits & 0x03 == 0x03 ? "both" : "indications")\(pk) }")
             } else {
-                if bits & 0x03 == 0x02 && ch.properties & 0x10 != 0 {
-                    notes.append("\(op.start): the central enabled indications of \(ref), which also offers notify; the lab's subscribe enables notifications")
-                }
                 lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
             }
         case let .unsupported(text):
@@ -225,6 +228,9 @@ struct StepEmitter {
 
     private mutating func read(_ p: Int, handle: UInt16, value: [UInt8], op: GATTOperation) {
         let pk = key(p)
+        if peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
+            return readDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+        }
         guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
             comment(op.start, "a read of handle 0x\(hex(handle)), which discovery did not find; not reproduced")
             return
@@ -274,6 +280,60 @@ struct StepEmitter {
         comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)); \(value.count) octet\(value.count == 1 ? "" : "s") by \(op.end)")
         lines.append(step)
         lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
+    }
+
+    // MARK: Descriptors
+
+    /// How steps name the characteristic that has a descriptor at `handle`, and the descriptor's type.
+    private func descriptor(_ p: Int, _ handle: UInt16) -> (ref: String, uuid: BluetoothUUID)? {
+        for s in peripherals[p].database.services {
+            for c in s.characteristics {
+                if let d = c.descriptors.first(where: { $0.handle == handle }), let ref = peripherals[p].reference(c.valueHandle) { return (ref, d.uuid) }
+            }
+        }
+        return nil
+    }
+
+    /// A read of a descriptor: the step, and the value it expects when the lab's server holds it
+    /// (the declared descriptors and 0x2900, whose value the scenario sets from this read).
+    private mutating func readDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
+        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
+        if let error = op.error {
+            comment(op.start, "the read got ATT error \(error.name); not reproduced")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            return
+        }
+        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid))\(key(p)) }")
+        guard uuid != .clientCharacteristicConfiguration, uuid != .serverCharacteristicConfiguration else {
+            lines.append("  # the lab's peripheral keeps this configuration itself; the capture read \(YAMLValues.hex(value))")
+            return
+        }
+        if let current = values[p][handle] {
+            guard current == value else {
+                lines.append("  # the capture read \(YAMLValues.hex(value)), which no write the capture shows explains; not checked")
+                return
+            }
+        } else {
+            peripherals[p].initialValues[handle] = value
+            values[p][handle] = value
+        }
+        lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
+    }
+
+    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3).
+    private mutating func writeDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
+        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
+        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+        if let error = op.error {
+            if error == .writeNotPermitted {
+                lines.append("  - expect: { error: write-not-permitted }")
+            } else {
+                notes.append("\(op.start): the write of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            }
+            return
+        }
+        peripherals[p].writableDescriptors.insert(handle)
+        values[p][handle] = value
     }
 
     private func readErrors(_ p: Int, handle: UInt16) -> [ATTErrorCode?] {

@@ -1,3 +1,4 @@
+import ATT
 import BLERuntime
 import BLEWire
 import GATT
@@ -48,6 +49,9 @@ public final class BLEHost {
     public var onDisconnection: ((Connection, HCIStatus) -> Void)?
     /// Packets from the controller or peer that were malformed or out of protocol; dropped.
     public var onProtocolError: ((HostError) -> Void)?
+    /// Observers of every ATT protocol violation a peer commits on any connection (each
+    /// connection's `ATTBearer.observeViolations`), in the order added.
+    var attViolationObservers: [(Connection, ATTViolationEvent) -> Void] = []
     public var onStateChange: ((State) -> Void)?
 
     // Role state lives in the extensions' files.

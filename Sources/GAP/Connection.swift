@@ -43,6 +43,14 @@ public final class Connection {
         client = GATTClient(bearer: bearer)
         serverConnection = host.gattServer.attach(bearer)
         link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
+        // A peer that breaks ATT in a way real stacks answer by dropping the bearer (a pipelined
+        // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
+        // channel down; the peer sees Remote User Terminated Connection.
+        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: .remoteUserTerminatedConnection) }
+        bearer.observeViolations { [weak self, weak host] event in
+            guard let self, let host else { return }
+            for observer in host.attViolationObservers { observer(self, event) }
+        }
         link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
@@ -128,5 +136,14 @@ public final class Connection {
 extension Connection: CustomStringConvertible {
     public var description: String {
         "connection 0x\(String(handle, radix: 16)) (\(role)) with \(peer)"
+    }
+}
+
+extension BLEHost {
+    /// Calls `observer` with every ATT protocol violation a peer commits on any of this host's
+    /// connections, present or future, before the bearer acts on it (`ATTViolationEvent` says
+    /// what it does). The hook for counting what a hostile peer does (docs/architecture.md).
+    public func observeATTViolations(_ observer: @escaping (Connection, ATTViolationEvent) -> Void) {
+        attViolationObservers.append(observer)
     }
 }

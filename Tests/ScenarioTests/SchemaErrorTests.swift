@@ -71,7 +71,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:57: error: found 'request', expected type: command (or no type) with acquire: true; AcquireWrite's socket only sends Write Commands (BlueZ doc/org.bluez.GattCharacteristic.rst)",
         ])
         XCTAssertEqual(errors(withStep("- read: { characteristic: FFE1, acquire: true }")).first,
-                       "test.yaml:10:35: error: found unknown key 'acquire', expected a 'read' key (characteristic, peripheral)")
+                       "test.yaml:10:35: error: found unknown key 'acquire', expected a 'read' key (characteristic, peripheral, descriptor)")
         XCTAssertEqual(errors(withStep("- subscribe: { characteristic: FFE1, acquire: yes }")).count, 1)
     }
 

@@ -100,8 +100,7 @@ extension SimulatedPeripheral {
             record(.note("send-pdu \(octets.spacedHex) → \(sent) central(s)"))
         case let .addService(service):
             do {
-                let added = try server.addService(GATTService(uuid: service.uuid, isPrimary: service.isPrimary, characteristics:
-                    service.characteristics.map { GATTCharacteristic(uuid: $0.uuid, properties: $0.properties, value: $0.value, descriptors: $0.descriptors) }))
+                let added = try server.addService(service.gattService)
                 widenChanged(added.range)
                 record(.note("add-service \(service.uuid) at \(added.range)"))
             } catch {

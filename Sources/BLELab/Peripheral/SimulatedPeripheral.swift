@@ -47,8 +47,7 @@ public final class SimulatedPeripheral {
         random = SeededRandom(seed: lab.seed, stream: "peripheral:\(spec.id)")
         if let rssi = spec.rssi { device.rssi = rssi }
         for service in spec.services {
-            _ = try device.host.gattServer.addService(GATTService(uuid: service.uuid, isPrimary: service.isPrimary, characteristics:
-                service.characteristics.map { GATTCharacteristic(uuid: $0.uuid, properties: $0.properties, value: $0.value, descriptors: $0.descriptors) }))
+            _ = try device.host.gattServer.addService(service.gattService)
         }
         installTriggers()
     }
@@ -104,6 +103,8 @@ public final class SimulatedPeripheral {
             guard let self, connection.role == .peripheral else { return }
             self.installFlaws(on: connection.bearer)
             self.record(.connected(connection.peer))
+            let peer = connection.peer
+            connection.bearer.observeViolations { [weak self] event in self?.record(.protocolViolation(peer, event)) }
             connection.whenDisconnected { [weak self] reason in
                 guard let self else { return }
                 self.record(.disconnected(connection.peer, reason))
@@ -284,6 +285,8 @@ public struct PeripheralActivity: CustomStringConvertible {
         case indicationConfirmed(CharacteristicRef, Bool)
         case valueSet(CharacteristicRef, [UInt8])
         case answered(ATTErrorCode)
+        /// The central broke the Attribute Protocol (what, the octets, what the bearer did).
+        case protocolViolation(LEAddress, ATTViolationEvent)
         case action(PeripheralAction)
         case note(String)
     }
@@ -308,6 +311,8 @@ public struct PeripheralActivity: CustomStringConvertible {
         case let .indicationConfirmed(ref, ok): what = "indication of \(ref) \(ok ? "confirmed" : "failed")"
         case let .valueSet(ref, value): what = "set \(ref) = \(value.spacedHex)"
         case let .answered(code): what = "answered the request with \(code.name)"
+        case let .protocolViolation(peer, event):
+            what = "protocol violation by \(peer): \(event)" + (event.consequence == .linkDropped ? "; the peripheral drops the link" : "")
         case let .action(action): what = action.description
         case let .note(note): what = note
         }

@@ -18,6 +18,8 @@ extension ScenarioSession {
         case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
         case let .read(id, ref): try read(ref, on: id, step: step, position: position)
         case let .write(w): try write(w, step: step, position: position)
+        case let .readDescriptor(id, d): try readDescriptor(d, on: id, step: step, position: position)
+        case let .writeDescriptor(id, d, value): try writeDescriptor(d, value, on: id, step: step, position: position)
         case let .subscribe(id, ref): try subscribe(ref, on: id, enable: true, step: step, position: position)
         case let .unsubscribe(id, ref): try subscribe(ref, on: id, enable: false, step: step, position: position)
         case let .wait(span): try pass(span, doing: "the end of wait: \(span)")
@@ -245,10 +247,16 @@ extension ScenarioSession {
         // Response) counts; what was in flight before an unsubscription took effect does not.
         let before = handle.map { observations.arrivals(id, $0).count }
         let result = try operate(what) { done in
-            if enable { connection.client.subscribe(to: c, completion: done) } else { connection.client.unsubscribe(from: c, completion: done) }
+            if !enable {
+                connection.client.unsubscribe(from: c, completion: done)
+            } else if let configuration = step.subscription {
+                connection.client.setConfiguration(configuration, for: c, completion: done)
+            } else {
+                connection.client.subscribe(to: c, completion: done)
+            }
         }
         if try settle(result, what, step: step, position: position) != nil {
-            note = enable ? "CCCD written" : "CCCD cleared"
+            note = enable ? "CCCD written" + (step.subscription.map { " (\($0))" } ?? "") : "CCCD cleared"
         }
         // Notifications count from here ("since subscribing").
         if let handle {
@@ -266,5 +274,45 @@ extension ScenarioSession {
             if let c = service.characteristic(ref.characteristic) { return c.valueHandle }
         }
         return nil
+    }
+
+    // MARK: Descriptors
+
+    /// The handle of descriptor `d` as discovery found it on `id`.
+    private func discovered(_ d: DescriptorRef, on id: String, connection: Connection) throws -> UInt16 {
+        let c = try discovered(d.characteristic, on: id, connection: connection)
+        if let found = c.descriptors.first(where: { $0.uuid == d.uuid }) { return found.handle }
+        let seen = c.descriptors.isEmpty ? "discovery found no descriptors of \(d.characteristic)"
+            : "discovery found \(c.descriptors.map { "\($0.uuid) at \(hex4($0.handle))" }.joined(separator: ", "))"
+        throw StepFailure(kind: .operation, expected: "\(d) discovered on \(id)", seen: seen)
+    }
+
+    /// Read Characteristic Descriptors (Core Vol 3 Part G 4.12.1, long ones 4.12.2).
+    private func readDescriptor(_ d: DescriptorRef, on id: String, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        let handle = try discovered(d, on: id, connection: connection)
+        let result = try operate("the read of \(d)") { done in connection.client.read(handle: handle, completion: done) }
+        if let value = try settle(result, "the read of \(d)", step: step, position: position) {
+            lastRead = (step.index, value)
+            note = "read \(ValueText.describe(value)) from \(hex4(handle))"
+        }
+    }
+
+    /// Write Characteristic Descriptors (Part G 4.12.3, long ones 4.12.4). A write of the CCCD
+    /// counts notifications as `subscribe` and `unsubscribe` do.
+    private func writeDescriptor(_ d: DescriptorRef, _ value: [UInt8], on id: String, step: CentralStep, position: Int) throws {
+        let connection = try live(id)
+        let handle = try discovered(d, on: id, connection: connection)
+        let valueHandle = self.valueHandle(d.characteristic, on: id)
+        let before = valueHandle.map { observations.arrivals(id, $0).count }
+        let result = try operate("the write of \(d)") { done in connection.client.write(value, handle: handle, completion: done) }
+        if try settle(result, "the write of \(d)", step: step, position: position) != nil {
+            note = "Write Request to \(hex4(handle)) accepted"
+        }
+        if d.uuid == .clientCharacteristicConfiguration, let valueHandle {
+            let key = LinkObservations.Key(peripheral: id, handle: valueHandle)
+            let enables = value.contains { $0 != 0 }
+            notificationMarks[key] = enables ? before ?? 0 : observations.arrivals(id, valueHandle).count
+        }
     }
 }

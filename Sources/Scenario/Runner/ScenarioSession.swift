@@ -67,6 +67,9 @@ final class ScenarioSession {
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
+    /// Every ATT protocol violation a device's bearer met, in words ("hm10: pipelined-request: …"),
+    /// for the notes of the steps they happened in.
+    var violationNotes: [(text: String, violation: String)] = []
 
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
     static let operationLimit = TimeSpan.seconds(35)
@@ -97,10 +100,12 @@ final class ScenarioSession {
                 let start = now
                 current = step
                 note = nil
+                let violationsBefore = violationNotes.count
                 record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
                 do {
                     try execute(step, position: position)
                     if let lost = controllerLost() { throw lost }
+                    note = withViolations(note, since: violationsBefore)
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
                     record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "passed" + (note.map { ": \($0)" } ?? ""), step: step.index))
                 } catch {
@@ -148,9 +153,16 @@ final class ScenarioSession {
             }
             peripherals[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
+            let peripheralID = spec.id
+            peripheral.host.observeATTViolations { [unowned self] _, event in self.violationNotes.append(("\(peripheralID): \(event)", "\(event.violation)")) }
             if options.recordsTimeline {
                 let id = spec.id
                 peripheral.onActivity = { [unowned self] activity in
+                    if case let .protocolViolation(_, event) = activity.kind {
+                        // What the central broke, on the peripheral's side (docs/scenarios.md section 9).
+                        return self.record(TimelineEvent(time: activity.time, device: id, kind: .protocolViolation, text: Self.describe(activity),
+                                                         direction: "received", bytes: event.pdu))
+                    }
                     self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
                 }
                 watchTimeline(peripheral.device)
@@ -207,6 +219,15 @@ final class ScenarioSession {
             self.record(TimelineEvent(time: r.time, device: name, kind: .att, text: r.pdu?.description ?? ATTPDU.describe(r.bytes),
                                       direction: r.wasSent ? "sent" : "received", bytes: r.bytes))
         }
+    }
+
+    /// A step's note with the protocol violations met while it ran.
+    /// Those the note already tells (a response the central rejected) are not repeated.
+    func withViolations(_ note: String?, since start: Int) -> String? {
+        let new = violationNotes[min(start, violationNotes.count)...].filter { entry in !(note ?? "").contains(entry.violation) }
+        guard !new.isEmpty else { return note }
+        let met = "ATT protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
+        return note.map { "\($0); \(met)" } ?? met
     }
 
     func record(_ event: TimelineEvent) {

@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import BLEWire
+import GATT
 import YAMLSubset
 
 /// Reads `central:` (SCENARIO-FORMAT.md "Central steps") into `CentralStep`s.
@@ -26,6 +27,8 @@ struct CentralSchema {
 
     /// The step being read said `acquire: true`.
     private var acquire = false
+    /// The subscribe step being read said `type: …` (CentralSchema+Descriptors.swift).
+    var subscription: GATTClientConfiguration?
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -39,9 +42,10 @@ struct CentralSchema {
         for item in items {
             let location = SourceLocation(file: r.file, line: item.mark.line, column: item.mark.column)
             acquire = false
+            subscription = nil
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
-                                     acquire: acquire))
+                                     acquire: acquire, subscription: subscription))
         }
         return steps
     }
@@ -146,17 +150,26 @@ struct CentralSchema {
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
             return .exchangeMTU(peripheral: id, mtu: Int(size))
         case "read", "subscribe", "unsubscribe":
-            let f = fields("characteristic", keyword.text == "read" ? ["characteristic", "peripheral"] : ["characteristic", "peripheral", "acquire"])
+            let allowed = ["read": ["characteristic", "peripheral", "descriptor"], "subscribe": ["characteristic", "peripheral", "acquire", "type"]]
+            let f = fields("characteristic", allowed[keyword.text] ?? ["characteristic", "peripheral", "acquire"])
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             guard let c = f.required("characteristic", r, example: example),
                   let (id, ref) = characteristic(c, peripheral: f["peripheral"], at: keyword) else { return nil }
             switch keyword.text {
-            case "read": return .read(peripheral: id, characteristic: ref)
-            case "subscribe": return .subscribe(peripheral: id, characteristic: ref)
+            case "read":
+                guard let d = f["descriptor"] else { return .read(peripheral: id, characteristic: ref) }
+                return descriptor(d, of: ref, on: id).map { .readDescriptor(peripheral: id, descriptor: $0) }
+            case "subscribe":
+                if let t = f["type"] {
+                    guard let configuration = subscriptionType(t, of: ref, on: id) else { return nil }
+                    subscription = configuration
+                }
+                return .subscribe(peripheral: id, characteristic: ref)
             default: return .unsubscribe(peripheral: id, characteristic: ref)
             }
         case "write":
-            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral", "acquire"])
+            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral", "acquire", "descriptor"])
+            if let d = f["descriptor"] { return descriptorWrite(d, fields: f, keyword: keyword) }
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             let resolved = f.required("characteristic", r, example: example).flatMap { characteristic($0, peripheral: f["peripheral"], at: keyword) }
             let bytes = f.required("value", r, example: example).flatMap { r.bytes($0) }
