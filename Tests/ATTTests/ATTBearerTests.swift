@@ -290,13 +290,15 @@ final class ATTBearerTests: XCTestCase {
 
     func testUnknownRequestGetsRequestNotSupportedAndUnknownCommandsAreIgnored() {
         let h = BearerHarness()
-        h.bearer.server = RecordingServer()
+        let server = RecordingServer()   // the bearer holds its server weakly
+        h.bearer.server = server
         h.peer("20 03 00 05 00")  // Read Multiple Variable Request: not implemented
         h.peer("3f 01 02")        // an opcode from the future, Command Flag clear
         h.peer("7f 01 02")        // Command Flag set: ignored
         h.peer("d2 12 00 aa 01 02 03 04 05 06 07 08 09 0a 0b 0c")  // Signed Write Command: ignored
         XCTAssertEqual(h.sentHex, ["01 20 00 00 06", "01 3f 00 00 06"])
         XCTAssertEqual(h.bearer.counters.ignoredCommands, 2)
+        XCTAssertTrue(server.requests.isEmpty, "the bearer answered both itself; the server saw neither")
     }
 
     func testMalformedRequestGetsInvalidPDU() {
