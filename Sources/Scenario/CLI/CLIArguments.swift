@@ -250,6 +250,7 @@ public enum Help {
     options:
       --tag T          only scenarios tagged T (repeatable: any of the tags)
       --filter NAME    only scenarios whose name contains NAME (case-insensitive)
+                       (a --tag/--filter that selects nothing is an error: exit 2)
       --seed N         use seed N instead of each scenario's own
       --repeat N       run each scenario N times, with seeds S, S+1, … (S: --seed or the scenario's)
       --shard I/N      run only the I-th of N shards (round-robin over the sorted list; 1 <= I <= N)
@@ -269,7 +270,8 @@ public enum Help {
       -h, --help       this text
 
     Colour is used only when standard output is a terminal and NO_COLOR is not set.
-    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage
+    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (a --tag or
+    --filter that selects nothing too)
     """ }
 
     public static let validate = """
@@ -284,6 +286,6 @@ public enum Help {
     usage: blelab list [--tag T] [--filter NAME] [PATHS…]
 
     Lists the scenarios in PATHS (default scenarios/): name, tags and file, in sorted file order.
-    exit status: 0, or 2 when a file cannot be read or validated
+    exit status: 0, or 2 when a file cannot be read or validated or --tag/--filter select nothing
     """
 }
