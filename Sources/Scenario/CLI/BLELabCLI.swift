@@ -53,6 +53,9 @@ public struct BLELabCLI {
         return ScenarioRoles()
     }
 
+    /// What `--version` prints; the executable sets it from the commit it was built from.
+    public static var version = BLELabVersion.text(commit: "", localChanges: false, note: "built as a library")
+
     /// The `--transport` values, for messages (the executable may offer more than the default).
     public static var transportHelp = "this build offers: sim"
 
@@ -66,6 +69,9 @@ public struct BLELabCLI {
         switch command {
         case let .help(text):
             console.out(text + "\n")
+            return .passed
+        case .version:
+            console.out(Self.version + "\n")
             return .passed
         case let .run(arguments): return run(arguments)
         case let .validate(paths): return validate(paths)

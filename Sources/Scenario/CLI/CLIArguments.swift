@@ -8,6 +8,8 @@ public enum CLICommand: Equatable {
     case importCapture(ImportArguments)
     /// Print this help text and exit 0.
     case help(String)
+    /// `--version`: print `BLELabVersion.text` and exit 0.
+    case version
 }
 
 /// `--shard I/N`: the I-th of N parts (1-based) of the sorted scenario list.
@@ -96,6 +98,9 @@ public enum CLIArguments {
             case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list and import")
             }
         case "-h", "--help": return .help(Help.main)
+        case "--version", "version":
+            guard rest.isEmpty else { throw UsageError("--version takes nothing after it") }
+            return .version
         default:
             let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "help"]).map { "; \($0)" } ?? ""
             throw UsageError("unknown command '\(command)': expected run, validate, list or import\(hint)")
@@ -231,6 +236,7 @@ public enum Help {
       validate [PATHS…]  check scenario files without running them; every error is printed
       list [PATHS…]      list scenarios: name, tags, file
       import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
+      --version          the version, and the git commit blelab was built from
 
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)
     'blelab <command> --help' describes each command.
