@@ -22,10 +22,17 @@ build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 # Unit tests of every layer plus the in-process end-to-end tests (a few minutes at most).
-# TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them.
+# TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them. Ends with the
+# failed tests by name and one line `N passed, N failed`, counted from the xUnit results
+# (TEST_RESULTS); fails when a test failed or none ran.
+TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
+TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --parallel --skip TierTests $(SWIFT_FLAGS)
+	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
+	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
+	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
+	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
