@@ -6,7 +6,7 @@ PYTHON3 ?= python3
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all
+	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all soak
 
 all: build
 
@@ -14,7 +14,7 @@ all: build
 # dbus-daemon, for the DBus module and its tests); apt-installs the missing ones, else quiet.
 # Every target that builds Swift depends on it (directly, or through a make it runs); the
 # others install what they need themselves (vm/fetch.sh: QEMU, btvirt, bluez; venv:
-# python3-venv; vm-probe-bin: libc6-dev).
+# python3-venv; vm-probe-bin: libc6-dev; soak: stress-ng).
 deps:
 	@bash tools/install-deps.sh
 
@@ -159,6 +159,20 @@ e2e-all:
 # The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
 e2e-docker:
 	docker/e2e-docker.sh
+
+# Flakes, under load: `make test` SOAK_RUNS times in a row while stress-ng keeps every core
+# busy, then every scenario in scenarios/ SOAK_REPEATS times on the sim (--repeat), twice, so
+# that each scenario+seed runs twice. Prints flaky_tests (tests that failed in some runs but not
+# all, named) and scenario_flakes (scenario+seed whose verdict varied, or that failed); fails
+# unless both are 0 (and no test failed in every run). Hours with the defaults; not in .ci/run.
+SOAK_RUNS ?= 20
+SOAK_REPEATS ?= 1000
+SOAK_DIR ?= $(BUILD_DIR)/soak
+# (The recipe leaves the MAKE variable out: make -n runs a line that names it, soak and all.)
+soak: deps
+	@bash tools/install-deps.sh stress-ng
+	SWIFT=$(SWIFT) PYTHON3=$(PYTHON3) SOAK_RUNS=$(SOAK_RUNS) SOAK_REPEATS=$(SOAK_REPEATS) \
+		SOAK_DIR=$(SOAK_DIR) SWIFT_FLAGS="$(SWIFT_FLAGS)" bash tools/soak.sh
 
 clean:
 	rm -rf .build $(BUILD_DIR)
