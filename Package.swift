@@ -32,7 +32,9 @@ let package = Package(
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
         .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
-        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"]),
+        // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
+        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"], plugins: ["BuildInfo"]),
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),

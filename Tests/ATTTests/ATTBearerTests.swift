@@ -304,7 +304,7 @@ final class ATTBearerTests: XCTestCase {
 
     func testUnknownRequestGetsRequestNotSupportedAndUnknownCommandsAreIgnored() {
         let h = BearerHarness()
-        let server = RecordingServer()
+        let server = RecordingServer()   // the bearer holds its server weakly
         h.bearer.server = server
         h.peer("20 03 00 05 00")  // Read Multiple Variable Request: not implemented
         h.peer("3f 01 02")        // an opcode from the future, Command Flag clear
@@ -313,6 +313,7 @@ final class ATTBearerTests: XCTestCase {
         XCTAssertEqual(h.sentHex, ["01 20 00 00 06", "01 3f 00 00 06"])
         XCTAssertEqual(h.bearer.counters.ignoredCommands, 2)
         XCTAssertEqual(h.bearer.state, .open)
+        XCTAssertTrue(server.requests.isEmpty, "the bearer answered both itself; the server saw neither")
     }
 
     func testMalformedRequestGetsInvalidPDU() {
