@@ -22,16 +22,7 @@ extension ScenarioSession {
         case let .unsubscribe(id, ref): try subscribe(ref, on: id, enable: false, step: step, position: position)
         case let .wait(span): try pass(span, doing: "the end of wait: \(span)")
         case let .disconnect(id): try disconnect(id)
-        case let .peripheralActions(list):
-            for entry in list {
-                if let external = externalPeripherals[entry.peripheral] {
-                    external.perform(entry.actions, site: "step\(step.index)")
-                    continue
-                }
-                guard let peripheral = peripherals[entry.peripheral] else { continue }
-                peripheral.perform(entry.actions, site: "step\(step.index)")
-            }
-            note = list.map { "\($0.peripheral): \($0.actions.map(\.description).joined(separator: ", "))" }.joined(separator: "; ")
+        case let .peripheralActions(list): try perform(list, step: step)
         case let .expect(expectation): try check(expectation, step: step)
         case let .fault(fault): try execute(fault, step: step)
         }
