@@ -21,7 +21,7 @@ extension ScenarioSession {
         case let .subscribe(id, ref): try subscribe(ref, on: id, enable: true, step: step, position: position)
         case let .unsubscribe(id, ref): try subscribe(ref, on: id, enable: false, step: step, position: position)
         case let .wait(span): try pass(span, doing: "the end of wait: \(span)")
-        case let .disconnect(id): try disconnect(id)
+        case let .disconnect(id, within): try disconnect(id, within: within)
         case let .peripheralActions(list): try perform(list, step: step)
         case let .expect(expectation): try check(expectation, step: step)
         case let .fault(fault): try execute(fault, step: step)
@@ -102,14 +102,27 @@ extension ScenarioSession {
         }
     }
 
-    private func disconnect(_ id: String) throws {
+    /// HCI Disconnect, then waits for Disconnection Complete: `within`, or by default as long as
+    /// the link's termination procedure can take (`Connection.terminationBound`: a slow link's
+    /// LL_TERMINATE_IND may wait seconds for the peripheral to listen).
+    private func disconnect(_ id: String, within: TimeSpan?) throws {
         let connection = try live(id)
-        connection.disconnect(reason: .remoteUserTerminatedConnection)
-        guard try waitFor("the disconnection from \(id)", within: Expectation.defaultWithin, until: { !connection.isConnected }) else {
-            throw StepFailure(kind: .operation, expected: "the connection to \(id) to end within \(Expectation.defaultWithin)",
-                              seen: "still connected")
+        let limit = within ?? connection.terminationBound
+        var refused: HostError?
+        connection.disconnect(reason: .remoteUserTerminatedConnection) { result in
+            if case let .failure(error) = result { refused = error }
+        }
+        guard try waitFor("the disconnection from \(id) (within: \(limit))", within: limit, until: { !connection.isConnected }) else {
+            let why = refused.map { "the controller refused HCI Disconnect: \($0)" }
+                ?? "\(Self.describe(connection)): the termination may take up to \(Self.milliseconds(connection.terminationBound))"
+            throw StepFailure(kind: .operation, expected: "the connection to \(id) to end within \(limit)",
+                              seen: "still connected after \(limit) (\(why))")
         }
         note = "disconnected from \(id): \(connection.disconnectReason.map { "\($0)" } ?? "?")"
+    }
+
+    static func milliseconds(_ span: TimeSpan) -> String {
+        ConnectionUpdateRequest.milliseconds(micros: span.nanoseconds / 1000)
     }
 
     /// The live connection to `id`.

@@ -125,9 +125,11 @@ extension ScenarioSession {
             externalConnections.insert(id)
             everConnected.insert(id)
             note = "connected to \(id) at \(address)"
-        case let .disconnect(id):
+        case let .disconnect(id, within):
             let address = try externalLive(id)
-            let result = try operate("the disconnection from \(id)") { done in external.disconnect(from: address, completion: done) }
+            let result = try operate("the disconnection from \(id)", limit: within ?? Self.operationLimit) { done in
+                external.disconnect(from: address, completion: done)
+            }
             if case let .failure(error) = result {
                 throw StepFailure(kind: .operation, expected: "the connection to \(id) to end", seen: "\(error)")
             }

@@ -183,10 +183,16 @@ struct CentralSchema {
             guard let d = f.required("for", r, example: example), let span = r.duration(d) else { return nil }
             return .wait(span)
         case "disconnect":
-            let f = fields("peripheral", ["peripheral"])
-            guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+            let f = fields("peripheral", ["peripheral", "within"])
+            var within: TimeSpan?
+            var ok = true
+            if let w = f["within"] {
+                within = r.duration(w)
+                ok = within != nil
+            }
+            guard let id = target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
             connected.removeAll { $0 == id }
-            return .disconnect(peripheral: id)
+            return .disconnect(peripheral: id, within: within)
         case "peripheral":
             return peripheralActions(keyword: keyword, value: value, siblings: siblings)
         case "expect":
