@@ -89,3 +89,25 @@ final class TerminationTests: XCTestCase {
         XCTAssertTrue(pair.peripheral.controller.connectionHandles.isEmpty)
     }
 }
+
+/// A connection whose ends cannot hear each other from its first event never gets established.
+final class EstablishmentTests: XCTestCase {
+    /// 100% loss declared before the connection exists: no packet ever crosses, so both ends give
+    /// up six connection intervals after the CONNECT_IND with Connection Failed to be Established
+    /// (Core Vol 6 Part B 4.5.2), as they do when the loss starts right after it.
+    func testAConnectionOverADeadLinkFailsToBeEstablished() {
+        let lab = TestLab()
+        let central = lab.device("central", "C0:00:00:00:00:0C")
+        let peripheral = lab.device("peripheral", "C0:00:00:00:00:0E")
+        central.bringUp()
+        peripheral.bringUp()
+        lab.air.setLinkFaults(LinkFaults(lossRate: 1), for: peripheral.controller)
+        peripheral.advertise()
+        central.connect(to: peripheral.publicAddress)
+        lab.run(for: .seconds(3))
+        guard let created = central.connectionCompletes.first?.time else { return XCTFail("no LE Connection Complete") }
+        XCTAssertEqual(central.disconnections.map(\.event.reason), [.connectionFailedToBeEstablished])
+        XCTAssertEqual(peripheral.disconnections.map(\.event.reason), [.connectionFailedToBeEstablished])
+        XCTAssertEqual(central.disconnections.map(\.time), [created + .milliseconds(180)])
+    }
+}
