@@ -110,7 +110,8 @@ extension ScenarioSession {
             everFound.formUnion(found.keys)
             note = found.isEmpty ? "discovered nothing" : "discovered " + describeExternalScan(found)
         case let .connect(id, within):
-            guard everFound.contains(id), let address = address(of: id) else {
+            let remembered = expectsInterruption(after: position, linkLost: false, of: id)
+            guard everFound.contains(id) || remembered, let address = address(of: id) else {
                 throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting",
                                   seen: externalScan == nil ? "no scan has run" : "no scan discovered \(id)")
             }
@@ -120,8 +121,12 @@ extension ScenarioSession {
                 external.connect(to: address, within: within, completion: done)
             }
             if case let .failure(error) = result {
-                throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "\(error)")
+                var reason: ConnectFailureReason?
+                if case .timeout = error { reason = .timeout }
+                try connectFailed(id, step: step, position: position, reason: reason, seen: "\(error)", within: within)
+                return true
             }
+            lastConnect = ConnectAttempt(step: step, peripheral: id, time: now, outcome: .connected(nil))
             externalConnections.insert(id)
             everConnected.insert(id)
             note = "connected to \(id) at \(address)"
@@ -274,6 +279,13 @@ extension ScenarioSession {
         case let .failure(error):
             lastExternalOperation = (step, error)
             let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
+            // The link ended under it (the stack says only that the call failed; the link tells).
+            if error.attErrorCode == nil, let id = step.action.peripheral, let address = address(of: id),
+               externalCentral?.isConnected(address) == false, expectsInterruption(after: position, linkLost: true, of: id) {
+                externalConnections.remove(id)
+                note = "cut short: the link to \(id) ended (\(error))"
+                return nil
+            }
             guard let code = error.attErrorCode else {
                 throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
             }

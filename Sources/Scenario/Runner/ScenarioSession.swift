@@ -57,6 +57,10 @@ final class ScenarioSession {
     var everDiscovered: [String: ScanReport] = [:]
     /// The latest connection to each peripheral (kept after it ends, for its reason).
     var connections: [String: Connection] = [:]
+    /// When each peripheral's latest connection ended.
+    var linkEnded: [String: Instant] = [:]
+    /// The latest `connect` step's outcome (`expect: { connect-failed }`).
+    var lastConnect: ConnectAttempt?
     var lastRead: (step: Int, value: [UInt8])?
     var lastOperation: (step: CentralStep, error: GATTError?)?
     /// The last write: its step, and where the central's ATT traffic stood when it started.

@@ -17,7 +17,7 @@ struct CentralSchema {
     /// Connected at the step being read, in connection order.
     private var connected: [String] = []
     /// The peripheral the latest step talked to.
-    private var lastTarget: String?
+    private(set) var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
                            "peripheral", "expect"] + faultKeywords
@@ -43,6 +43,7 @@ struct CentralSchema {
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
                                      acquire: acquire))
         }
+        checkInterruptions(steps)
         return steps
     }
 
@@ -203,6 +204,8 @@ struct CentralSchema {
             var schema = ExpectationSchema(r: r)
             guard let expectation = schema.expectation(value, central: &self) else { return nil }
             if case let .disconnected(id, _, _) = expectation { connected.removeAll { $0 == id } }
+            // The link the step before relied on is down after it.
+            if case let .interruption(e) = expectation { connected.removeAll { $0 == e.peripheral } }
             return .expect(expectation)
         default:
             return faultStep(keyword: keyword, value: value, siblings: siblings)
