@@ -241,9 +241,13 @@ extension ScenarioSession {
             lastOperation = (step, nil)
             let what = "a Write Command of \(w.value.count) octets to \(w.characteristic)"
             guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
-                if !connection.isConnected || !connection.bearer.isOpen {
+                if !connection.isConnected {
                     let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
                     return try cutShort(.linkLost(reason: reason), reason: reason, what, step: step, position: position)
+                }
+                if !connection.bearer.isOpen {
+                    throw StepFailure(kind: .operation, expected: what,
+                                      seen: "the ATT bearer takes no more PDUs (after a transaction timeout, Core Vol 3 Part F 3.3.3)")
                 }
                 throw StepFailure(kind: .operation, expected: what,
                                   seen: "the value does not fit a Write Command (at most ATT_MTU - 3 = \(connection.client.mtu - 3) octets)")
