@@ -46,6 +46,22 @@ final class PeripheralStepTests: XCTestCase {
         """).verdict, "passed")
     }
 
+    /// The same with another stack in the central's seat: the step waits for the peripheral's
+    /// host, whoever made the connection.
+    func testWithAnExternalCentralTheStepWaitsForThePeripheralsHostToo() throws {
+        let runner = ScenarioRunner(roles: ScenarioRoles(central: StandInCentral()))
+        for seed in UInt64(1)...5 {
+            let result = runner.run(try ScenarioText.load(ScenarioText.hm10(connect + """
+
+              - peripheral: { hm10: [disconnect] }
+              - expect: { disconnected: { reason: remote-user-terminated } }
+            """)), options: RunOptions(seed: seed))
+            XCTAssertEqual(result.verdict, "passed", "seed \(seed)")
+        }
+        XCTAssertEqual(runner.run(try ScenarioText.load(ScenarioText.hm10("  - scan\n  - peripheral: { hm10: [disconnect] }"))).verdict,
+                       "step 2 (test.yaml:22): peripheral: { hm10: [disconnect] }: expected hm10 to disconnect; seen hm10 has no connection (the central is not connected to it)")
+    }
+
     // MARK: Actions that cannot do what they say
 
     func testAnActionThatNeedsALinkFailsWithoutOne() throws {

@@ -137,11 +137,9 @@ extension ScenarioSession {
         }
         // The central's stack does not say why the link ended: the peripheral's side does.
         if let reason {
-            let seen = peripherals[id]?.activity.lazy.reversed().compactMap { entry -> HCIStatus? in
-                if case let .disconnected(_, r) = entry.kind { return r }
-                return nil
-            }.first
-            guard seen == reason else { throw fail("\(id) saw the link end with \(seen.map { "\($0)" } ?? "no reason")") }
+            if peripherals[id] != nil { try waitFor("\(id)'s host to hear the link end", within: Expectation.defaultWithin) { !self.peripheralHasLink(id) } }
+            let seen = centralSideReason(id)
+            guard seen == reason else { throw fail("\(step) was cut short when the link ended with \(seen.map { "\($0)" } ?? "an unknown reason")") }
         }
         note = "step \(last.step.index) was cut short: the link to \(id) ended (\(error))"
     }
