@@ -61,6 +61,15 @@ public final class Connection {
     public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
     public var supervisionTimeoutTime: TimeSpan { .milliseconds(Int64(supervisionTimeout) * 10) }
 
+    /// The longest the ACL termination procedure can take once a host has asked for it (Core 5.4
+    /// Vol 6 Part B 5.1.3): the link layer queues LL_TERMINATE_IND and starts T_Terminate, set to
+    /// connSupervisionTimeout; it sends the PDU until the peer acknowledges it or T_Terminate runs
+    /// out, and either way the connection ends. A link layer may queue the PDU only at its next
+    /// connection event, one interval later. On a slow link this is seconds: with peripheral
+    /// latency the peripheral listens only every (latency + 1) events (4.5.1), and the supervision
+    /// timeout exceeds (1 + latency) × interval × 2 (4.5.2), which bounds it.
+    public var terminationBound: TimeSpan { supervisionTimeoutTime + intervalTime }
+
     /// Calls `observer` once when the connection ends, with the reason.
     public func whenDisconnected(_ observer: @escaping (HCIStatus) -> Void) {
         if let reason = disconnectReason { return observer(reason) }

@@ -93,7 +93,7 @@ final class RunnerStepTests: XCTestCase {
         XCTAssertEqual(result.verdict, "passed")
         XCTAssertEqual(result.steps[3].note, "ATT_MTU 100")
         XCTAssertEqual(try verdict(c + "\n  - write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }"),
-                       "step 4 (test.yaml:24): write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }: expected a Write Command of 40 octets to FFE4; seen the value does not fit a Write Command (at most ATT_MTU - 3 = 20 octets) or the link is closed")
+                       "step 4 (test.yaml:24): write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }: expected a Write Command of 40 octets to FFE4; seen the value does not fit a Write Command (at most ATT_MTU - 3 = 20 octets)")
     }
 
     // MARK: Reads and writes

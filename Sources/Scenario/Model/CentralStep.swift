@@ -56,7 +56,9 @@ public enum CentralAction {
     case unsubscribe(peripheral: String, characteristic: CharacteristicRef)
     /// Let time pass.
     case wait(TimeSpan)
-    case disconnect(peripheral: String)
+    /// End the connection, waiting at most `within` for it to end; nil: as long as the link's
+    /// termination can take (`Connection.terminationBound`).
+    case disconnect(peripheral: String, within: TimeSpan?)
     /// Make peripherals act now, in the order written.
     case peripheralActions([PeripheralActions])
     case expect(Expectation)
@@ -75,7 +77,7 @@ public enum CentralAction {
     public var peripheral: String? {
         switch self {
         case let .connect(p, _), let .discover(p, _), let .exchangeMTU(p, _), let .read(p, _), let .subscribe(p, _),
-             let .unsubscribe(p, _), let .disconnect(p):
+             let .unsubscribe(p, _), let .disconnect(p, _):
             return p
         case let .write(w): return w.peripheral
         case let .readDescriptor(p, _), let .writeDescriptor(p, _, _): return p

@@ -57,6 +57,10 @@ final class ScenarioSession {
     var everDiscovered: [String: ScanReport] = [:]
     /// The latest connection to each peripheral (kept after it ends, for its reason).
     var connections: [String: Connection] = [:]
+    /// When each peripheral's latest connection ended.
+    var linkEnded: [String: Instant] = [:]
+    /// The latest `connect` step's outcome (`expect: { connect-failed }`).
+    var lastConnect: ConnectAttempt?
     var lastRead: (step: Int, value: [UInt8])?
     var lastOperation: (step: CentralStep, error: GATTError?)?
     /// The last write: its step, and where the central's ATT traffic stood when it started.
@@ -124,6 +128,7 @@ final class ScenarioSession {
             }
         }
         current = nil
+        settleFinalInstant()
         var captures: [DeviceCapture] = []
         if options.keepsCaptures, let lab {
             let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (central.map { [$0] } ?? [])
@@ -196,6 +201,30 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "\(spec.id) to start advertising", seen: "\(error)")
             }
         }
+    }
+
+    /// Lets every device hear what happened up to the scenario's end before the captures and the
+    /// timeline are taken. A step ends as soon as the central has heard what it waits for (its
+    /// Disconnection Complete, say); the frames the other controllers produced at that same
+    /// instant are still queued on the loop, and without this they would be missing from the
+    /// peripherals' captures. On real controllers, a peripheral may hear of the end of a link a
+    /// little after the central did: each one still holding a link the central no longer has is
+    /// given up to that link's supervision timeout (Core 5.4 Vol 6 Part B 4.5.2) to hear of it.
+    private func settleFinalInstant() {
+        guard let lab else { return }
+        lab.loop.run(until: now)
+        guard !lab.isSimulated, let central, central.host.driver.closed == nil else { return }
+        let centralAddress = central.address
+        let peers = Set(central.host.connections.values.map(\.peer))
+        var bound = TimeSpan.zero
+        var stale: [Connection] = []
+        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.device.host.driver.closed == nil {
+            for connection in peripheral.host.connections.values where connection.peer == centralAddress && !peers.contains(peripheral.device.address) {
+                stale.append(connection)
+                bound = max(bound, connection.supervisionTimeoutTime)
+            }
+        }
+        if !stale.isEmpty { lab.run(within: bound) { stale.allSatisfy { !$0.isConnected } } }
     }
 
     /// On real controllers, a peripheral that was never connected would go on advertising after

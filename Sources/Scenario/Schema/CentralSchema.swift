@@ -18,7 +18,7 @@ struct CentralSchema {
     /// Connected at the step being read, in connection order.
     private var connected: [String] = []
     /// The peripheral the latest step talked to.
-    private var lastTarget: String?
+    private(set) var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
                            "peripheral", "expect"] + faultKeywords
@@ -47,6 +47,7 @@ struct CentralSchema {
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
                                      acquire: acquire, subscription: subscription))
         }
+        checkInterruptions(steps)
         return steps
     }
 
@@ -196,10 +197,16 @@ struct CentralSchema {
             guard let d = f.required("for", r, example: example), let span = r.duration(d) else { return nil }
             return .wait(span)
         case "disconnect":
-            let f = fields("peripheral", ["peripheral"])
-            guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+            let f = fields("peripheral", ["peripheral", "within"])
+            var within: TimeSpan?
+            var ok = true
+            if let w = f["within"] {
+                within = r.duration(w)
+                ok = within != nil
+            }
+            guard let id = target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
             connected.removeAll { $0 == id }
-            return .disconnect(peripheral: id)
+            return .disconnect(peripheral: id, within: within)
         case "peripheral":
             return peripheralActions(keyword: keyword, value: value, siblings: siblings)
         case "expect":
@@ -210,6 +217,8 @@ struct CentralSchema {
             var schema = ExpectationSchema(r: r)
             guard let expectation = schema.expectation(value, central: &self) else { return nil }
             if case let .disconnected(id, _, _) = expectation { connected.removeAll { $0 == id } }
+            // The link the step before relied on is down after it.
+            if case let .interruption(e) = expectation { connected.removeAll { $0 == e.peripheral } }
             return .expect(expectation)
         default:
             return faultStep(keyword: keyword, value: value, siblings: siblings)
