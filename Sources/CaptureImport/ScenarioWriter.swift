@@ -12,7 +12,8 @@ import HCI
 /// and delays, right after the step it followed. docs/import.md describes the rules.
 struct ScenarioWriter {
     let transcript: HCITranscript
-    let sessions: [GATTSession]
+    /// Mutable for the flaw plan: an operation left to time out ends 30 s after its request.
+    var sessions: [GATTSession]
     let source: String
     let format: CaptureFile.Format
     let recordCount: Int
@@ -20,6 +21,7 @@ struct ScenarioWriter {
     var peripherals: [ImportedPeripheral] = []
     /// Connection index → peripheral index.
     var owner: [Int] = []
+    var flawPlan = FlawPlan()
 
     init(transcript: HCITranscript, sessions: [GATTSession], source: String, format: CaptureFile.Format, recordCount: Int) {
         self.transcript = transcript
@@ -28,6 +30,27 @@ struct ScenarioWriter {
         self.format = format
         self.recordCount = recordCount
         buildPeripherals()
+        planServiceChanges()
+        planFlaws()
+        planMTU()
+    }
+
+    /// A peripheral whose Exchange MTU Response gave another receive MTU than the lab's 247 gets
+    /// it as its `mtu:` (Core 5.4, Vol 3, Part F, 3.4.2.2).
+    private mutating func planMTU() {
+        for p in peripherals.indices {
+            var servers: [UInt16] = []
+            for c in peripherals[p].connections {
+                for op in sessions[c].operations {
+                    if case let .mtu(_, server?) = op.kind { servers.append(server) }
+                }
+            }
+            guard let first = servers.first else { continue }
+            if servers.contains(where: { $0 != first }) {
+                peripherals[p].notes.append("its Exchange MTU Responses gave different receive MTUs (\(servers.map(String.init).joined(separator: ", "))); the scenario gives it the first")
+            }
+            if first != 247 { peripherals[p].mtu = min(517, max(23, Int(first))) }
+        }
     }
 
     // MARK: Peripherals
@@ -122,9 +145,13 @@ struct ScenarioWriter {
     func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
-            guard connection.disconnectRequested == nil, !connection.endedByReset, let done = connection.disconnected else { return nil }
+            guard connection.disconnectRequested == nil, !connection.endedByReset, connection.reason != .connectionTimeout,
+                  let done = connection.disconnected else { return nil }
             return (done, done)
         }
+        // The central's own controller reset (Bluetooth turned off): the closest the lab's central
+        // comes is to disconnect there.
+        if connection.endedByReset, connection.disconnectRequested == nil, let mark = connection.disconnected { return (mark, mark) }
         guard let requested = connection.disconnectRequested else { return nil }
         return (requested, connection.disconnected ?? requested)
     }
@@ -133,8 +160,15 @@ struct ScenarioWriter {
     func peripheralDisconnect(_ c: Int) -> (mark: CaptureMark, reason: HCIStatus)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
-            // The peripheral's own HCI Disconnect, or its controller reset (powered off).
-            if connection.endedByReset, let mark = connection.disconnected { return (mark, .remoteDeviceTerminatedPowerOff) }
+            // The peripheral's own HCI Disconnect; its controller reset (it lost power, and the
+            // central's supervision timer ran out); or its supervision timer running out.
+            if connection.endedByReset, connection.disconnected != nil {
+                // It went silent after its last packet; the reset came when it powered on again.
+                return (connection.lastTraffic ?? connection.established, .connectionTimeout)
+            }
+            if connection.disconnectRequested == nil, connection.reason == .connectionTimeout, let mark = connection.disconnected {
+                return (mark, .connectionTimeout)
+            }
             guard let requested = connection.disconnectRequested else { return nil }
             return (connection.disconnected ?? requested, connection.requestedReason ?? .remoteUserTerminatedConnection)
         }
@@ -150,14 +184,19 @@ struct ScenarioWriter {
         case scan(Int)
         case connect(Int)
         case operation(connection: Int, index: Int)
+        /// The central's LE Connection Update, completed by the connection's update `update`.
+        case connectionUpdate(connection: Int, update: Int)
         case disconnect(Int)
+        /// The peripheral's controller reset after it had lost power on this connection: it comes back.
+        case powerOn(connection: Int)
 
         var order: Int {
             switch self {
             case .scan: return 0
             case .connect: return 1
-            case .operation: return 2
+            case .operation, .connectionUpdate: return 2
             case .disconnect: return 3
+            case .powerOn: return 4
             }
         }
     }
@@ -168,17 +207,79 @@ struct ScenarioWriter {
         var end: CaptureMark
     }
 
-    /// Something the peripheral did, attributed to the step it followed.
+    /// Something the peripheral did (or the air did to its link), attributed to the step it followed.
     enum PeerEvent {
         case notification(connection: Int, ValueNotification)
         case disconnect(connection: Int, mark: CaptureMark, reason: HCIStatus)
+        /// An ATT PDU outside any transaction (`send-pdu`).
+        case unsolicited(connection: Int, UnsolicitedPDU)
+        /// A Service Changed indication: `peripherals[p].databaseChanges[change]`.
+        case serviceChanged(connection: Int, change: Int, mark: CaptureMark)
+        /// The link's radio path was lost at `mark`; both ends timed out at `disconnected`.
+        case linkLoss(connection: Int, mark: CaptureMark, disconnected: CaptureMark)
+        /// The peripheral lost power after its last packet on the link, at `mark`.
+        case powerOff(connection: Int, mark: CaptureMark)
+        /// The peripheral asked for new connection parameters; `update` is what the central applied.
+        case parameterRequest(connection: Int, ParameterRequest, update: ParameterUpdate?)
 
         var mark: CaptureMark {
             switch self {
             case let .notification(_, n): return n.mark
             case let .disconnect(_, mark, _): return mark
+            case let .unsolicited(_, u): return u.mark
+            case let .serviceChanged(_, _, mark): return mark
+            case let .linkLoss(_, mark, _): return mark
+            case let .powerOff(_, mark): return mark
+            case let .parameterRequest(_, r, _): return r.mark
             }
         }
+    }
+
+    /// When what an event starts is over, as the expectations after it wait for it: the
+    /// disconnection, the central's re-discovery after Service Changed, the parameter update.
+    func settled(_ e: PeerEvent) -> Int64 {
+        switch e {
+        case let .disconnect(c, mark, _): return max(mark.time, transcript.connections[c].disconnected?.time ?? mark.time)
+        case let .serviceChanged(c, k, mark):
+            let change = peripherals[owner[c]].databaseChanges[k]
+            return max(mark.time, sessions[c].serviceChanges[change.index].rediscoveryEnd?.time ?? mark.time)
+        case let .parameterRequest(_, r, update): return max(r.mark.time, update?.mark.time ?? r.mark.time)
+        default: return e.mark.time
+        }
+    }
+
+    /// What asked for each of a connection's parameter updates: the peripheral (an L2CAP request,
+    /// or its link layer's) or the central's host; the requests no update followed.
+    func parameterChanges(_ c: Int) -> (central: [(request: ParameterRequest?, update: Int)], peripheral: [(ParameterRequest, ParameterUpdate?)]) {
+        let connection = transcript.connections[c]
+        var central: [(ParameterRequest?, Int)] = []
+        var peripheral: [(ParameterRequest, ParameterUpdate?)] = []
+        var used = 0
+        var previous = connection.established
+        for (k, u) in connection.parameterUpdates.enumerated() {
+            let asked = connection.parameterRequests[used...].filter { $0.mark >= previous && $0.mark <= u.mark }
+            used += asked.count
+            previous = u.mark
+            if let byPeripheral = asked.first(where: { !$0.byCentral }) {
+                peripheral.append((byPeripheral, u))
+            } else {
+                central.append((asked.first, k))
+            }
+        }
+        for r in connection.parameterRequests[used...] where !r.byCentral { peripheral.append((r, nil)) }
+        return (central, peripheral)
+    }
+
+    /// When the link to the peripheral was lost, for a connection that ended by supervision
+    /// timeout with neither side asking: the timeout back from the end, plus half an interval
+    /// (the last connection event heard lies within one interval of the loss).
+    func linkLoss(_ c: Int) -> (lost: CaptureMark, disconnected: CaptureMark)? {
+        let connection = transcript.connections[c]
+        guard connection.reason == .connectionTimeout, connection.disconnectRequested == nil, !connection.endedByReset,
+              let end = connection.disconnected else { return nil }
+        let (interval, _, timeout) = connection.parameters(at: end)
+        let lost = max(connection.established.time, end.time - Int64(timeout) * 10_000 + Int64(interval) * 625)
+        return (CaptureMark(record: end.record, time: lost), end)
     }
 
     func timeline() -> [Timed] {
@@ -197,6 +298,13 @@ struct ScenarioWriter {
             if let (start, end) = centralDisconnect(c) {
                 items.append(Timed(item: .disconnect(c), start: start, end: end))
             }
+            for (request, update) in parameterChanges(c).central {
+                let done = connection.parameterUpdates[update].mark
+                items.append(Timed(item: .connectionUpdate(connection: c, update: update), start: request?.mark ?? done, end: done))
+            }
+            if connection.capturedOnPeripheral, connection.endedByReset, let reset = connection.disconnected {
+                items.append(Timed(item: .powerOn(connection: c), start: reset, end: reset))
+            }
         }
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
     }
@@ -205,8 +313,22 @@ struct ScenarioWriter {
         var events: [PeerEvent] = []
         for c in transcript.connections.indices {
             events += sessions[c].notifications.map { PeerEvent.notification(connection: c, $0) }
+            events += sessions[c].unsolicited.map { PeerEvent.unsolicited(connection: c, $0) }
+            let p = owner[c]
+            for (k, change) in peripherals[p].databaseChanges.enumerated() where change.connection == c {
+                events.append(.serviceChanged(connection: c, change: k, mark: change.mark))
+            }
+            for (request, update) in parameterChanges(c).peripheral {
+                events.append(.parameterRequest(connection: c, request, update: update))
+            }
             if let (mark, reason) = peripheralDisconnect(c) {
                 events.append(.disconnect(connection: c, mark: mark, reason: reason))
+            }
+            let connection = transcript.connections[c]
+            if let (lost, end) = linkLoss(c) {
+                events.append(.linkLoss(connection: c, mark: lost, disconnected: end))
+            } else if connection.capturedOnPeripheral, connection.endedByReset {
+                events.append(.powerOff(connection: c, mark: connection.lastTraffic ?? connection.established))
             }
         }
         return events.sorted { $0.mark < $1.mark }
@@ -239,7 +361,7 @@ struct ScenarioWriter {
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil
-            let last = max(timed.end.time, segments[i].map(\.mark.time).max() ?? 0)
+            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0)
             // A peripheral's capture sees each request a link latency after the central sent it,
             // and its answer as many before the central got it: only longer pauses are the central's.
             if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
@@ -254,7 +376,7 @@ struct ScenarioWriter {
             for p in peripherals where !p.reports.isEmpty { steps.lines.append("  - expect: { discovered: \(p.id) }") }
         }
         peripherals = steps.writer.peripherals
-        return assemble(steps: steps.lines, notes: steps.notes)
+        return assemble(steps: steps.lines, notes: flawPlan.notes + steps.notes, requiresSim: steps.requiresSim)
     }
 
     /// A notification right after every accepted write of a characteristic, carrying the bytes
@@ -372,7 +494,7 @@ struct ScenarioWriter {
 
     // MARK: The file
 
-    private func assemble(steps: [String], notes: [String]) -> String {
+    private func assemble(steps: [String], notes: [String], requiresSim: Bool) -> String {
         var out: [String] = []
         let seconds = CaptureMark.seconds(transcript.endTime)
         out.append("# Imported by `blelab import` from \(source)")
@@ -395,10 +517,13 @@ struct ScenarioWriter {
         }
         out.append("scenario: \(YAMLValues.quoted("Imported from " + source))")
         out.append("tags: [imported]")
-        let total = transcript.endTime
+        // A request left to time out ends 30 s after it, whenever the capture stops.
+        let total = sessions.flatMap(\.operations).map(\.end.time).reduce(transcript.endTime, max)
         let timeoutSeconds = (total + max(10_000_000, total / 2)) / 1_000_000 + 1
         out.append("timeout: \(timeoutSeconds)s")
         out.append("seed: 1")
+        // link-loss, power-off and power-on act on the simulated air (docs/scenarios.md, Faults).
+        if requiresSim { out.append("requires: [sim]") }
         out.append("")
         out.append("peripherals:")
         for p in peripherals { out += peripheralLines(p) }
@@ -416,7 +541,15 @@ struct ScenarioWriter {
         if let rssi = p.rssi { lines.append("    rssi: \(rssi)") }
         if let name = p.deviceName { lines.append("    device-name: \(YAMLValues.quoted(name))") }
         lines += p.advertiseLines(indent: "    ")
-        let services = p.declaredServices
+        if let mtu = p.mtu { lines.append("    mtu: \(mtu)                # its Exchange MTU Response") }
+        if !p.flaws.isEmpty {
+            lines.append("    flaws:")
+            for (comments, text) in p.flaws {
+                lines += comments.map { "      # \($0)" }
+                lines.append("      - \(text)")
+            }
+        }
+        let services = p.initialServices
         guard !services.isEmpty else { return lines }
         lines.append("    gatt:")
         for s in services {
