@@ -14,6 +14,11 @@ struct OperationOutcome {
     /// The slowest response's time from request to response on the central's HCI, in
     /// microseconds, as bounds the replay must fall within (`expect: { response-time }`).
     var responseTime: (atLeast: Int64, atMost: Int64)?
+    /// On a peripheral's capture: the peripheral answered, yet the central went silent and ended
+    /// the link one ATT transaction timeout after the request, so the answer was lost on the way.
+    /// The `link: { drop: { att: N, from: peripheral } }` step before the operation drops the Nth
+    /// ATT PDU the peripheral sends from there.
+    var lostAnswer: Int?
     /// The operation gets no step, for this reason (it ended without an answer in a way the
     /// lab's central cannot reproduce).
     var dropped: String?
@@ -138,6 +143,21 @@ extension ScenarioWriter {
         return .dropped("the capture ends \(CaptureMark.seconds(left)) after it, before an answer or ATT's 30 s transaction timeout")
     }
 
+    /// On a peripheral's capture, an answer the central never got: the request is the last ATT
+    /// the central sent on the link, and the central ended the link (not by supervision timeout)
+    /// one transaction timeout later. Returns N for `drop: { att: N }` counted from the request.
+    private func lostAnswer(_ x: ATTExchange, _ index: Int, on c: Int) -> Int? {
+        let connection = transcript.connections[c]
+        let session = sessions[c]
+        guard connection.capturedOnPeripheral, let answered = x.answered, index == session.exchanges.count - 1,
+              let (_, end) = centralDisconnect(c), end.time - x.sent.time >= FlawPlan.timedOutAfter,
+              end.time - x.sent.time <= FlawPlan.transactionTimeout + 1_000_000,
+              !session.operations.contains(where: { $0.start > x.sent }) else { return nil }
+        let before = session.notifications.filter { $0.mark >= x.sent && $0.mark < answered }.count
+            + session.unsolicited.filter { $0.mark >= x.sent && $0.mark < answered }.count
+        return before + 1
+    }
+
     /// Whether the lab's server, given the imported database, answers `x` with `code` by itself.
     private func isNatural(_ code: ATTErrorCode, _ x: ATTExchange, peripheral p: Int) -> Bool {
         let present = servicesPresent(p, at: x.sent)
@@ -218,19 +238,46 @@ extension ScenarioWriter {
     /// How late an answer came, beyond what the link explains, as the delay a flaw gives it, and
     /// the request-to-response time the central's HCI shows (or, on a peripheral's capture, will show).
     /// On a central's capture a prompt answer takes at most (latency + 2) connection intervals; on a
-    /// peripheral's the answer leaves its host at once.
+    /// peripheral's the answer leaves its host at once. An answer queued behind PDUs the
+    /// peripheral sent first (a burst of notifications its trigger started) waits for them, not
+    /// for a flaw: its lateness counts from the last of them.
     private func lateness(_ x: ATTExchange, on c: Int) -> (delay: Int64?, responseTime: Int64, interval: Int64)? {
         guard let answered = x.answered else { return nil }
         let connection = transcript.connections[c]
         let (units, latency, _) = connection.parameters(at: x.sent)
         let interval = Int64(units) * 1250
-        let took = answered.time - x.sent.time
+        let queued = (sessions[c].notifications.map(\.mark) + sessions[c].unsolicited.map(\.mark))
+            .filter { $0 > x.sent && $0 < answered }.map(\.time).max() ?? x.sent.time
+        let took = answered.time - queued
         let slack = max(interval, 20_000)
         if connection.capturedOnPeripheral {
-            return (took > slack ? took : nil, took + interval * 3 / 2, interval)
+            return (took > slack ? took : nil, answered.time - x.sent.time + interval * 3 / 2, interval)
         }
         let prompt = Int64(latency + 2) * interval
-        return (took > prompt + slack ? max(1000, took - interval * 3 / 2) : nil, took, interval)
+        return (took > prompt + slack ? max(1000, took - interval * 3 / 2) : nil, answered.time - x.sent.time, interval)
+    }
+
+    /// On a peripheral's capture, the central's next request of an operation (discovery, a long
+    /// read or write) follows the peripheral's answer after one round trip over the link. When that
+    /// takes longer than the connection's interval and latency explain, the link or the central was
+    /// slow: the peripheral answered at once, so it gets no flaw, and the header says so.
+    private mutating func noteSlowRoundTrips(_ c: Int) {
+        let exchanges = sessions[c].exchanges
+        var slow = 0, pairs = 0
+        var longest: Int64 = 0
+        for (x, y) in zip(exchanges, exchanges.dropFirst()) {
+            guard let answered = x.answered, x.operation != nil, x.operation == y.operation || (x.serviceChange != nil && x.serviceChange == y.serviceChange) else { continue }
+            let (units, latency, _) = transcript.connections[c].parameters(at: answered)
+            let interval = Int64(units) * 1250
+            let gap = y.sent.time - answered.time
+            pairs += 1
+            if gap > Int64(latency + 2) * interval + max(interval, 20_000) {
+                slow += 1
+                longest = max(longest, gap)
+            }
+        }
+        guard slow > 0 else { return }
+        flawPlan.notes.append("connection to \(peripherals[owner[c]].id): in \(slow) of \(pairs) round trips within an operation the central's next request came up to \(CaptureMark.seconds(longest)) after the peripheral's answer, longer than the link's interval explains: a slow link or a slow central, which a peripheral's capture cannot tell apart (on the central's capture it shows as late answers, which become flaws); the peripheral answered at once, and the replay's link is not slowed")
     }
 
     /// Gives each peripheral the `flaws:` that reproduce the answers its capture shows — late,
@@ -243,16 +290,22 @@ extension ScenarioWriter {
             var slowest: [OperationKey: (time: Int64, interval: Int64)] = [:]
             var late: Set<OperationKey> = []
             for c in peripherals[p].connections {
-                for x in sessions[c].exchanges {
+                for (index, x) in sessions[c].exchanges.enumerated() {
                     if x.superseded { continue }
                     let op = x.operation
                     if let k = op, case .unsupported = sessions[c].operations[k].kind { continue }
                     let key = op.map { OperationKey(connection: c, operation: $0) }
                     var outcome = key.flatMap { flawPlan.outcomes[$0] } ?? OperationOutcome()
-                    let timing = lateness(x, on: c)
+                    var timing = lateness(x, on: c)
                     var answer: String?
                     var comment: String?
                     let name = x.request.opcode.name
+                    if let n = lostAnswer(x, index, on: c) {
+                        outcome.lostAnswer = n
+                        outcome.timedOut = x.request.opcode
+                        if let k = op { sessions[c].operations[k].end = CaptureMark(record: x.sent.record, time: x.sent.time + FlawPlan.transactionTimeout) }
+                        timing = nil
+                    } else {
                     switch x.answer {
                     case .none:
                         switch fate(of: x, on: c) {
@@ -282,6 +335,7 @@ extension ScenarioWriter {
                     case .response:
                         break
                     }
+                    }
                     let delay = x.serviceChange == nil && answer != "no-response: true" ? timing?.delay : nil
                     if delay != nil, let timing {
                         let when = "answered \(CaptureMark.seconds(timing.responseTime)) after it, later than the link explains"
@@ -306,6 +360,7 @@ extension ScenarioWriter {
                     place(rule, at: sequence.count - 1, rules: &rules, intended: &intended, sequence: sequence)
                 }
             }
+            for c in peripherals[p].connections where transcript.connections[c].capturedOnPeripheral { noteSlowRoundTrips(c) }
             // A late answer's operation expects its slowest response about as late as the capture
             // shows, with room for the connection events the replay's answers wait for.
             for key in late {

@@ -326,7 +326,8 @@ public struct GATTSession: Sendable {
                 case .notification, .indication, .confirmation:
                     session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
                 default:
-                    session.notes.append("\(record.mark): a malformed ATT PDU from the peripheral (\(describe(record.bytes))) was skipped: \(decodeError)")
+                    // A damaged request or command of the peripheral: sent as it is.
+                    session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
                 }
                 continue
             }
@@ -348,7 +349,12 @@ public struct GATTSession: Sendable {
                 continue
             default: break
             }
-            guard pdu.opcode.method == .response else { continue }   // the peripheral's requests to the central's server
+            guard pdu.opcode.method == .response else {
+                // The peripheral's own requests and commands to the central (its GATT server), and
+                // opcodes no one defined: sent as they are (`send-pdu`).
+                session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
+                continue
+            }
             guard let p = pending else {
                 session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
                 continue

@@ -17,6 +17,8 @@ extension StepEmitter {
         var faultSteps: [String] = []
         var disconnects: [(comment: String, line: String)] = []
         var first: CaptureMark?
+        // The last action no expectation waits for: the steps after it must not overtake it.
+        var unawaited: Int64?
 
         func act(_ p: Int, at mark: CaptureMark, _ action: String) {
             first = first ?? mark
@@ -69,6 +71,7 @@ extension StepEmitter {
                 if opcode.method == .response {
                     expectations.append("  - expect: { malformed-response: { opcode: \(FlawPlan.responseName(opcode)), bytes: \(YAMLValues.hex(u.bytes))\(key(p)) } }")
                 } else {
+                    unawaited = max(unawaited ?? 0, u.mark.time)
                     notes.append("\(u.mark): the peripheral sent \(YAMLValues.hex(u.bytes)) (\(opcode.name)) outside any transaction; the scenario sends it too (send-pdu), and nothing expects what the central makes of it")
                 }
             case let .serviceChanged(c, k, mark):
@@ -161,6 +164,10 @@ extension StepEmitter {
         }
         lines += expectations
         for d in disconnects { lines += [d.comment, d.line] }
+        if let unawaited, unawaited > base {
+            // Its delay, and two connection events for it to cross the link.
+            lines.append("  - wait: \(YAMLValues.duration(microseconds: unawaited - base + 60_000))")
+        }
     }
 
     /// The supervision timeout the replay's link has at `mark`: the lab central's 5 s, or what a

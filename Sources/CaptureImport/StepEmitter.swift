@@ -96,7 +96,12 @@ struct StepEmitter {
                 notes.append("\(update.mark): LE Connection Update Complete with \(update.status.name) (on the connection to \(peripherals[p].id))")
                 return
             }
-            comment(timed.start, "the central asked for new connection parameters (LE Connection Update); LE Connection Update Complete at \(update.mark)")
+            if writer.transcript.connections[c].capturedOnPeripheral {
+                comment(timed.start, "LE Connection Update Complete: the central changed the connection parameters")
+                notes.append("\(update.mark): the central's LE Connection Update is not in a peripheral's capture, only its completion: the scenario's central asks when the update took effect, and the update's connection events come after it")
+            } else {
+                comment(timed.start, "the central asked for new connection parameters (LE Connection Update); LE Connection Update Complete at \(update.mark)")
+            }
             lines.append("  - connection-update: { \(values)\(key(p)) }")
             lines.append("  - expect: { connection-parameters: { \(values)\(key(p)) } }")
         case let .powerOn(c):
@@ -233,6 +238,12 @@ struct StepEmitter {
             return
         }
         let flawed = flawExpectations(o, error: op.error, p)
+        if let n = o.lostAnswer {
+            // A fault beyond the specification (docs/scenarios.md, Faults): the answer vanishes on the air.
+            comment(op.start, "the peripheral answered, but the central sent nothing more and disconnected 30 s later: the answer was lost on the way")
+            lines.append("  - link: { drop: { att: \(n), from: peripheral }\(pk) }")
+            requiresSim = true
+        }
         switch op.kind {
         case let .discover(all, services):
             comment(op.start, "\(all ? "discovery of all primary services" : "discovery of services \(services.map(YAMLValues.uuid).joined(separator: ", "))") until \(op.end)")
