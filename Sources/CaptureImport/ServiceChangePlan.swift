@@ -54,7 +54,8 @@ extension ScenarioWriter {
                     end = max(end, s.end)
                 }
                 let overlapping = present.filter { $0.start <= end && start <= $0.end }
-                let found = sc.found.services
+                // A range no handles have (a broken device) changes nothing the lab can follow.
+                let found = sc.start != 0 && sc.start <= sc.end ? sc.found.services : overlapping
                 let removed = overlapping.filter { o in !found.contains { ServiceKey($0) == ServiceKey(o) } }
                 let added = found.filter { f in !overlapping.contains { ServiceKey($0) == ServiceKey(f) } }
                 // The lab's database adds after its last attribute (removed services free their handles).
@@ -123,9 +124,13 @@ extension ScenarioWriter {
         }
         for a in change.added.sorted(by: { $0.start < $1.start }) {
             let full = peripherals[p].database.services.first { ServiceKey($0) == ServiceKey(a) } ?? a
-            let characteristics = full.characteristics.map { ch -> String in
+            // Each UUID once (add-service names its characteristics by UUID); values of at most 512
+            // octets (Core 5.4, Vol 3, Part F, 3.2.9).
+            var seen: Set<BluetoothUUID> = []
+            let unique = full.characteristics.filter { seen.insert($0.uuid).inserted }
+            let characteristics = unique.map { ch -> String in
                 var fields = ["uuid: \(YAMLValues.uuid(ch.uuid))", "properties: [\(YAMLValues.properties(ch.properties).joined(separator: ", "))]"]
-                if let v = firstRead(p, handle: ch.valueHandle, after: change.mark) { fields.append("value: \(YAMLValues.value(v))") }
+                if let v = firstRead(p, handle: ch.valueHandle, after: change.mark), v.count <= 512 { fields.append("value: \(YAMLValues.value(v))") }
                 let others = ch.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration }
                 if !others.isEmpty {
                     notes.append("\(change.mark): the added service \(YAMLValues.uuid(a.uuid)) has descriptors \(others.map { "\($0.uuid)" }.joined(separator: ", ")) of \(YAMLValues.uuid(ch.uuid)), which add-service cannot declare")

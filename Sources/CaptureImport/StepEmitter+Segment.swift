@@ -34,6 +34,13 @@ extension StepEmitter {
             case let .notification(c, n):
                 let p = writer.owner[c]
                 let kind = n.indication ? "indication" : "notification"
+                if n.handle == 0 {
+                    // No attribute has handle 0x0000 (Core 5.4, Vol 3, Part F, 3.2.2): the octets, as they came.
+                    act(p, at: n.mark, "{ send-pdu: \(YAMLValues.hex([n.indication ? 0x1D : 0x1B, 0, 0] + n.value)) }")
+                    unawaited = max(unawaited ?? 0, n.mark.time)
+                    notes.append("\(n.mark): a \(kind) of handle 0x0000, which no attribute has; the scenario sends its octets (send-pdu), and nothing expects what the central makes of it")
+                    continue
+                }
                 guard let ref = peripherals[p].reference(n.handle), !writer.isGAPOrGATT(p, n.handle) else {
                     // Sent by handle, as the capture shows it; the central ignores a handle it never
                     // discovered (and confirms an indication all the same, Core 5.4, Vol 3, Part F, 3.4.7.2).
@@ -77,6 +84,16 @@ extension StepEmitter {
             case let .serviceChanged(c, k, mark):
                 let p = writer.owner[c]
                 let change = peripherals[p].databaseChanges[k]
+                guard change.start != 0, change.start <= change.end else {
+                    // A range no handles have: indicated as its octets, where the lab has Service Changed.
+                    let value = [UInt8(change.start & 0xFF), UInt8(change.start >> 8), UInt8(change.end & 0xFF), UInt8(change.end >> 8)]
+                    if peripherals[p].database.serviceChangedValueHandle == 0x0008 {
+                        act(p, at: mark, "{ indicate-handle: { handle: 0x0008, value: \(YAMLValues.hex(value)) } }")
+                        unawaited = max(unawaited ?? 0, mark.time)
+                    }
+                    notes.append("\(mark): Service Changed for 0x\(hex(change.start))-0x\(hex(change.end)), a range no handles have (Core 5.4, Vol 3, Part G, 7.1); \(peripherals[p].database.serviceChangedValueHandle == 0x0008 ? "the scenario indicates its octets, and nothing expects what the central makes of it" : "not reproduced")")
+                    continue
+                }
                 let (list, more) = writer.serviceChangeActions(p, change)
                 notes += more
                 for action in list { act(p, at: mark, action) }
@@ -110,6 +127,10 @@ extension StepEmitter {
                 let interval = update?.interval ?? request.intervalMin
                 let latency = update?.latency ?? request.latency
                 let timeout = update?.supervisionTimeout ?? request.supervisionTimeout
+                guard Self.allowed(interval: interval, latency: latency, timeout: timeout) else {
+                    notes.append("\(request.mark): \(peripherals[p].id) asked for connection parameters the specification does not allow (\(Self.describe(interval, latency, timeout))); not reproduced")
+                    continue
+                }
                 let values = "interval: \(FlawPlan.exact(microseconds: Int64(interval) * 1250)), latency: \(latency), timeout: \(FlawPlan.exact(microseconds: Int64(timeout) * 10_000))"
                 act(p, at: request.mark, "{ request-connection-update: { \(values) } }")
                 if request.intervalMin != request.intervalMax {
@@ -168,6 +189,18 @@ extension StepEmitter {
             // Its delay, and two connection events for it to cross the link.
             lines.append("  - wait: \(YAMLValues.duration(microseconds: unawaited - base + 60_000))")
         }
+    }
+
+    /// Connection parameters LE Connection Update accepts (Core 5.4, Vol 4, Part E, 7.8.18): an
+    /// interval of 7.5 ms to 4 s, a latency below 500, a timeout of 100 ms to 32 s longer than
+    /// (1 + latency) × interval × 2.
+    static func allowed(interval: UInt16, latency: UInt16, timeout: UInt16) -> Bool {
+        (6...3200).contains(interval) && latency <= 499 && (10...3200).contains(timeout)
+            && Int(timeout) * 10_000 > (1 + Int(latency)) * Int(interval) * 1250 * 2
+    }
+
+    static func describe(_ interval: UInt16, _ latency: UInt16, _ timeout: UInt16) -> String {
+        "interval \(FlawPlan.exact(microseconds: Int64(interval) * 1250)), latency \(latency), timeout \(FlawPlan.exact(microseconds: Int64(timeout) * 10_000))"
     }
 
     /// The supervision timeout the replay's link has at `mark`: the lab central's 5 s, or what a

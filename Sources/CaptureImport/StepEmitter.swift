@@ -91,6 +91,11 @@ struct StepEmitter {
             let p = writer.owner[c]
             let update = writer.transcript.connections[c].parameterUpdates[u]
             let values = "interval: \(FlawPlan.exact(microseconds: Int64(update.interval) * 1250)), latency: \(update.latency), timeout: \(FlawPlan.exact(microseconds: Int64(update.supervisionTimeout) * 10_000))"
+            guard Self.allowed(interval: update.interval, latency: update.latency, timeout: update.supervisionTimeout) || update.status != .success else {
+                comment(timed.start, "a connection parameter update to parameters the specification does not allow; not reproduced")
+                notes.append("\(update.mark): LE Connection Update Complete with parameters the specification does not allow (\(Self.describe(update.interval, update.latency, update.supervisionTimeout))) (on the connection to \(peripherals[p].id))")
+                return
+            }
             guard update.status == .success else {
                 comment(timed.start, "a connection parameter update that failed (\(update.status.name)); not reproduced")
                 notes.append("\(update.mark): LE Connection Update Complete with \(update.status.name) (on the connection to \(peripherals[p].id))")
