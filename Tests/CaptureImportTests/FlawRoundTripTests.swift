@@ -44,7 +44,14 @@ final class FlawRoundTripTests: XCTestCase {
             let replay = runWithCaptures(scenario)
             XCTAssertTrue(replay.passed, "\(label) fails:\n\(replay.failure?.report() ?? "")\n\(imported.yaml)", file: file, line: line)
             let again = try CaptureImporter.importCapture(try centralCapture(replay), source: "replay")
-            compare(reference, again, shown: imported.transcript, timing: side == "central" || peripheralTiming,
+            // A peripheral's capture holds its own connections only.
+            var from = reference
+            if side != "central", let own = imported.transcript.ownAddress {
+                let mine = reference.transcript.connections.indices.filter { reference.transcript.connections[$0].peer.address == own.address }
+                from.transcript.connections = mine.map { reference.transcript.connections[$0] }
+                from.sessions = mine.map { reference.sessions[$0] }
+            }
+            compare(from, again, shown: imported.transcript, timing: side == "central" || peripheralTiming,
                     label: label + "\n" + imported.yaml, file: file, line: line)
         }
     }
@@ -203,6 +210,66 @@ final class FlawRoundTripTests: XCTestCase {
                         "- expect: { error: request-not-supported }", "- expect: { error: insufficient-authorization }",
                         "{ send-pdu: hex:3f 01 }"]
         try roundTrip(try Scenario.parse(yaml, file: "flaws.yaml"), central: expected, peripheralSide: expected)
+    }
+
+    /// Two peripherals connected at once: every flaw, fault step and expectation names its peripheral.
+    func testTwoPeripheralsKeepTheirOwnFlaws() throws {
+        let yaml = """
+        scenario: Two flawed peripherals at once
+        timeout: 60s
+        seed: 8
+        requires: [sim]
+        peripherals:
+          left:
+            advertise: { name: Left, services: [180F] }
+            mtu: 23
+            gatt:
+              - service: 180F
+                characteristics:
+                  - { uuid: 2A19, properties: [read, notify], value: u8:80 }
+            flaws:
+              - { request: read, characteristic: 2A19, count: 1, delay: 3s }
+          right:
+            advertise: { name: Right, services: [180F] }
+            gatt:
+              - service: 180F
+                characteristics:
+                  - { uuid: 2A19, properties: [read, notify], value: u8:60 }
+            flaws:
+              - { request: read, characteristic: 2A19, skip: 1, count: 1, malformed: wrong-opcode }
+        central:
+          - scan: { services: [180F], for: 1s }
+          - connect: left
+          - connect: right
+          - mtu: { size: 185, peripheral: left }
+          - discover: all
+            peripheral: left
+          - discover: all
+            peripheral: right
+          - read: { characteristic: 2A19, peripheral: left }
+          - read: { characteristic: 2A19, peripheral: right }
+          - read: { characteristic: 2A19, peripheral: right }
+          - expect: { malformed-response: { opcode: read-blob-response, peripheral: right } }
+          - subscribe: { characteristic: 2A19, peripheral: left }
+          - peripheral: { left: [ { notify-handle: { handle: 0x00F0, value: hex:01 } }, { request-connection-update: { interval: 60ms, latency: 0, timeout: 4s } } ] }
+          - expect: { ignored-notification: { handle: 0x00F0, peripheral: left } }
+          - expect: { connection-parameters: { interval: 60ms, peripheral: left, within: 2s } }
+          - link-loss: right
+          - expect: { disconnected: { reason: connection-timeout, within: 6s, peripheral: right } }
+          - disconnect: left
+          - wait: 1s
+        """
+        let flaws = ["- { request: read, characteristic: 2A19, count: 1, delay: ", "{ request-connection-update: { interval: 60ms, latency: 0, timeout: 4s } }",
+                     "- { request: read, characteristic: 2A19, skip: 1, count: 1, malformed: hex:0d 3c }"]
+        try roundTrip(try Scenario.parse(yaml, file: "two.yaml"), peripheral: "left",
+                      central: flaws + ["- expect: { mtu: 23, peripheral: left }", "- link-loss: { peripheral: right, after: ",
+                                        "- expect: { ignored-notification: { handle: 0x00f0, indication: false, peripheral: left } }",
+                                        "- expect: { connection-parameters: { interval: 60ms, latency: 0, timeout: 4s, within: ",
+                                        "- expect: { malformed-response: { opcode: read-blob-response, bytes: hex:0d 3c, peripheral: right } }",
+                                        "- expect: { response-time: ", "- expect: { disconnected: { reason: connection-timeout, within: "],
+                      peripheralSide: [flaws[0], flaws[1], "- expect: { mtu: 23 }", "- expect: { ignored-notification: { handle: 0x00f0, indication: false } }"])
+        try roundTrip(try Scenario.parse(yaml, file: "two.yaml"), peripheral: "right",
+                      peripheralSide: ["- link-loss: { peripheral: right, after: ", flaws[2]])
     }
 
     // MARK: §18 Faults a capture shows
