@@ -349,8 +349,9 @@ extension ScenarioWriter {
                     sequence.append(x.request)
                     guard answer != nil || delay != nil else { continue }
                     var rule = FlawRule(opcode: x.request.opcode, delay: delay, answer: answer, interval: timing?.interval ?? 30_000)
+                    // By characteristic when `gatt:` declares it (a rule cannot name one added at run time).
                     if let handle = FlawRule.handle(of: x.request), let (s, ch) = peripherals[p].database.characteristic(holding: handle),
-                       let reference = peripherals[p].reference(ch.valueHandle) {
+                       !peripherals[p].addedServiceStarts.contains(s.start), let reference = peripherals[p].reference(ch.valueHandle) {
                         let k = s.characteristics.firstIndex { $0.declarationHandle == ch.declarationHandle }!
                         let end = k + 1 < s.characteristics.count ? s.characteristics[k + 1].declarationHandle - 1 : s.end
                         rule.range = (ch.declarationHandle + 1)...max(ch.declarationHandle + 1, end)
