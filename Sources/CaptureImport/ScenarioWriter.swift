@@ -115,6 +115,14 @@ struct ScenarioWriter {
                 peripherals[i].notes.append("it used the private address \(a.address); the scenario leaves the address to the lab")
             }
         }
+        // The scenario has one RSSI per peripheral (the median): a spread wider than the sim's
+        // noise is a device that moved, or a path that changed (docs/import.md).
+        for i in peripherals.indices {
+            let values = peripherals[i].reports.compactMap(\.rssi).map(Int.init)
+            if let low = values.min(), let high = values.max(), high - low > 10 {
+                peripherals[i].notes.append("its advertising reports' RSSI ranged from \(low) to \(high) dBm; the scenario gives it one (the median)")
+            }
+        }
         var used: Set<String> = ["central"]
         for i in peripherals.indices {
             let name = peripherals[i].advertisedNames.first

@@ -285,6 +285,28 @@ final class FlawRoundTripTests: XCTestCase {
                       peripheralSide: ["- link-loss: { peripheral: tag, after: "])
     }
 
+    /// A device walking away while scanned: its RSSI falls in the reports. The scenario has one
+    /// RSSI (the median), so the header lists the range.
+    func testAnRSSIThatChangesIsListed() throws {
+        let yaml = """
+        scenario: A tag walks away while scanned
+        seed: 3
+        requires: [sim]
+        peripherals:
+          tag:
+            rssi: -60
+            advertise: { name: Tag, services: [FFA0] }
+        central:
+          - out-of-range: { peripheral: tag, rate: 20dB/s }
+          - scan: { services: [FFA0], for: 1500ms, duplicates: true }
+          - expect: { discovered: tag }
+        """
+        let run = runWithCaptures(try Scenario.parse(yaml, file: "walk.yaml"))
+        XCTAssertTrue(run.passed, run.failure?.report() ?? "")
+        let (imported, _) = try importAndLoad(try centralCapture(run), source: "walk.btsnoop")
+        XCTAssertTrue(imported.yaml.contains("tag: its advertising reports' RSSI ranged from -"), imported.yaml)
+    }
+
     func testAPowerCycleComesBack() throws {
         try roundTrip(try field("air-power-off"), central: ["- link-loss: { peripheral: smart_curtain"],
                       peripheralSide: ["- peripheral: { smart_curtain: [power-off] }", "- power-on: smart_curtain",
