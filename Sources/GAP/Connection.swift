@@ -26,6 +26,8 @@ public final class Connection {
     public private(set) var disconnectReason: HCIStatus?
 
     private var disconnectObservers: [(HCIStatus) -> Void] = []
+    /// The ATT PDU being handed to the bearer, for the octets of a violation it reports.
+    private var attPDUInFlight: [UInt8] = []
     private var parameterObservers: [(Connection) -> Void] = []
 
     init(host: BLEHost, event e: LEConnectionComplete) {
@@ -42,8 +44,18 @@ public final class Connection {
                            send: { [unowned link] pdu in link.sendATT(pdu) })
         client = GATTClient(bearer: bearer)
         serverConnection = host.gattServer.attach(bearer)
-        link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
-        link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
+        link.onATT = { [unowned self] pdu in
+            self.attPDUInFlight = pdu
+            self.bearer.receive(pdu)
+            self.attPDUInFlight = []
+        }
+        // Every layer's violations reach the host's one `onViolation` (ATTViolations.swift is
+        // the join for ATT's own event).
+        link.onViolation = { [weak host] violation in host?.report(violation) }
+        let handle = e.handle
+        bearer.onProtocolViolation = { [weak host, unowned self] violation in
+            host?.report(ProtocolViolation(att: violation, handle: handle, octets: self.attPDUInFlight))
+        }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
