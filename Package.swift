@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
-        .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
+        // `blelab hostile` (LabTiers/Hostile): BLELab's host in one role against a hostile peer.
+        .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"]),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
