@@ -213,8 +213,9 @@ public final class HostileTarget {
         steps.append(("discover-all", { done in
             client.discoverAll { result in
                 if case let .success(services) = result {
-                    done(nil)
+                    // Before `done`: it starts the next step at once.
                     self.addCharacteristicSteps(services, client: client, to: &steps)
+                    done(nil)
                 } else {
                     done(result.failureText)
                 }
