@@ -34,10 +34,11 @@ by `quit` with status 0 is a crash. Figures, one per line:
 
     hostile_rounds: N            hostile_violations_sent: N       hostile_answers_wrong: 0
     hostile_crashes: 0           hostile_violations_reported: N   hostile_reports_unexpected: 0
-    hostile_hangs: 0             hostile_violations_unreported: 0 …
+    hostile_hangs: 0             hostile_violations_unreported: 0 hostile_links_lost: 0 …
 
-Exit status 0 when there was no crash, hang, unreported violation, unexpected report or wrong
-answer; 1 otherwise (each named, with the line that reproduces its round); 2 bad usage.
+A link that goes down in the middle of a round, not by our doing, is `links_lost` (BLELab
+disconnecting on its own; a crash when blelab has exited). Exit status 0 when there was no
+crash, hang, lost link, unreported violation, unexpected report or wrong answer; 1 otherwise (each named, with the line that reproduces its round); 2 bad usage.
 --with-pending also sends the actions whose typed report belongs to the ATT branch (pipelined
 requests, repeated Exchange MTU, unknown opcodes, handle 0, reversed ranges).
 """
