@@ -90,6 +90,19 @@ e2e-socket: venv
 	@status=0; $(MAKE) --no-print-directory e2e-rootcanal || status=1; \
 	$(MAKE) --no-print-directory e2e-bumble || status=1; exit $$status
 
+# The hostile peer (docs/tiers.md, "A hostile peer"): Bumble on RootCanal sends malformed and
+# out-of-order L2CAP, LE signaling, SMP and ATT to `blelab hostile`, HOSTILE_ROUNDS seeded rounds
+# per role (BLELab as peripheral, then as central) from HOSTILE_SEED; prints the hostile_* figures
+# and fails on a crash, a hang, an unreported violation, an unexpected report or a wrong answer.
+# The default takes ~30 s; timelines and report.json in build/hostile/.
+.PHONY: hostile
+HOSTILE_ROUNDS ?= 100
+HOSTILE_SEED ?= 1
+hostile: deps venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(TIER_ENV) $(VENV)/bin/python tools/hostile_peer.py --blelab $(BLELAB) \
+		--rounds $(HOSTILE_ROUNDS) --seed $(HOSTILE_SEED) --out $(BUILD_DIR)/hostile
+
 # Per tier: helper start/stop, one scan→notify flow, the whole suite, in wall time (release build).
 bench-tiers: deps venv
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)

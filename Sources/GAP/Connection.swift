@@ -47,11 +47,15 @@ public final class Connection {
         // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
         // channel down; the peer sees Remote User Terminated Connection.
         bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: .remoteUserTerminatedConnection) }
+        // Every layer's violations reach the host's one `onViolation` (ATTViolations.swift is
+        // the join for ATT's own event); ATT's also reach `observeATTViolations`.
+        link.onViolation = { [weak host] violation in host?.report(violation) }
+        let handle = e.handle
         bearer.observeViolations { [weak self, weak host] event in
             guard let self, let host else { return }
             for observer in host.attViolationObservers { observer(self, event) }
+            host.report(ProtocolViolation(att: event, handle: handle))
         }
-        link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))

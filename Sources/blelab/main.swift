@@ -36,6 +36,11 @@ func backend(_ value: String) throws -> ScenarioBackend? {
     return found
 }
 
+// `blelab hostile`: BLELab's host against a hostile peer (LabTiers/Hostile, docs/tiers.md).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "hostile" {
+    exit(HostileCommand.main(Array(CommandLine.arguments.dropFirst(2)), out: { write($0, to: stdout) }, err: { write($0, to: stderr) }))
+}
+
 let cli = BLELabCLI(console: console, wallClock: {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
