@@ -78,8 +78,14 @@ CWD="$(pwd -P)"
 case "$RW$CWD$ROOT" in *[[:space:]]*) say "paths with spaces are not supported (kernel command line): $RW, $CWD"; exit 64 ;; esac
 
 # --- what the VM is made of ----------------------------------------------------------------------
-"$ROOT/vm/fetch.sh" || { say "error: vm/fetch.sh failed"; exit 125; }
-"$ROOT/vm/build-initramfs.sh" || { say "error: vm/build-initramfs.sh failed"; exit 125; }
+# VM_PREBUILT=1 (the Docker image, which holds them without the .debs): use what is in $VM_DIR.
+if [ "${VM_PREBUILT:-0}" = 1 ]; then
+  [ -f "$VM_DIR/kernel-version" ] && [ -f "$VM_DIR/initramfs.cpio" ] \
+    || { say "error: VM_PREBUILT=1 but $VM_DIR has no kernel-version or initramfs.cpio"; exit 125; }
+else
+  "$ROOT/vm/fetch.sh" || { say "error: vm/fetch.sh failed"; exit 125; }
+  "$ROOT/vm/build-initramfs.sh" || { say "error: vm/build-initramfs.sh failed"; exit 125; }
+fi
 KVER="$(cat "$VM_DIR/kernel-version")"
 KERNEL="$VM_DIR/root/boot/vmlinuz-$KVER"
 # The uncompressed ELF kernel boots through PVH, skipping decompression (see vm/fetch.sh).
