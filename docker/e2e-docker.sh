@@ -111,7 +111,10 @@ cleanup() {
     for i in "${MADE_IMAGES[@]}"; do
       "${D[@]}" image inspect "$i" >/dev/null 2>&1 && "${D[@]}" rmi -f "$i" >/dev/null 2>&1 && say "cleanup: removed image $i"
     done
-    # the untagged images of the build's stages, by the label every stage carries
+    # a build cut short leaves its step's container; it carries the stages' label, as their images do
+    for c in $("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID" 2>/dev/null); do
+      "${D[@]}" rm -f "$c" >/dev/null 2>&1 && say "cleanup: removed container $c (of the image build)"
+    done
     "${D[@]}" image prune -a -f --filter "label=blelab.build=$RUN_ID" >/dev/null 2>&1
     left_docker="$("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID"; "${D[@]}" images -q --filter "label=blelab.build=$RUN_ID")"
     [ -z "$left_docker" ] || say "cleanup: WARNING: containers or images of this run remain: $(echo $left_docker)"

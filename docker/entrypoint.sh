@@ -84,7 +84,13 @@ fi
 
 # --- the micro-VM ----------------------------------------------------------------------------------
 RW=/out
-if ! mkdir -p "$RW" 2>/dev/null || ! [ -w "$RW" ]; then RW="$HERE/build"; fi
+if [ -d "$RW" ] && ! [ -w "$RW" ]; then
+  die "/out is not writable for uid $(id -u): give the host folder to that user, or run as its owner (docker run --user UID:GID)" 64
+fi
+if ! mkdir -p "$RW" 2>/dev/null; then
+  RW="$HERE/build"
+  mkdir -p "$RW" 2>/dev/null && [ -w "$RW" ] || die "nowhere to write results (a read-only root and no /out): docker run -v HOST_DIR:/out" 64
+fi
 grep -q " $RW " /proc/self/mountinfo || say "note: $RW is not a volume: the results stay in the container (docker run -v HOST_DIR:/out)"
 ENVS=()
 while IFS= read -r name; do

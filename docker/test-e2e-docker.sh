@@ -10,12 +10,13 @@
 #                fails (not 0) saying the container failed
 #   interrupt    the run gets SIGINT in its process group (Ctrl-C) while the suite runs: exit 130
 #   terminate    `make e2e-docker` gets SIGTERM while the suite runs (make passes it on): fails
+#   build        SIGINT (Ctrl-C) while `docker build` runs: exit 130
 #   kill9        the run gets SIGKILL (nothing can clean up): its dockerd is left, and the next
 #                run stops it and removes what it left before it starts its own
 #
 # After each: no dockerd, containerd, shim or QEMU of the run alive, no mount under the engine's
 # folders, no /tmp/blelab-dockerd.* folder, no container or image labelled blelab.build.
-#   docker/test-e2e-docker.sh [CASE…]      (default: all five); logs in build/docker-test/
+#   docker/test-e2e-docker.sh [CASE…]      (default: all six); logs in build/docker-test/
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -109,6 +110,19 @@ case_terminate() {
   check "it cleaned up" 'grep -q "terminated (SIGTERM): cleaning up" "$log"'
 }
 
+case_build() {
+  local log="$T/build.log" rc=0
+  E2E_DOCKER_BLUEZ=0 docker/e2e-docker.sh >"$log" 2>&1 < /dev/null &
+  PID=$!
+  for _ in $(seq 1 600); do grep -q '^e2e-docker: docker build ' "$log" && break; sleep 0.5; done
+  sleep 15
+  say "  SIGINT to the run's process group (Ctrl-C) during docker build"
+  kill -INT -- "-$PID"
+  wait "$PID"; rc=$?
+  check "exit 130 (got $rc)" '[ "$rc" = 130 ]'
+  check "it was building when interrupted" '! grep -q "^e2e-docker: image blelab-vhci" "$log"'
+  check "it cleaned up" 'grep -q "cleanup: nothing of this run is left" "$log"'
+}
 case_kill9() {
   local log="$T/kill9.log" log2="$T/kill9-next.log" rc=0 left
   start_and_wait "$log" env E2E_DOCKER_BLUEZ=0 docker/e2e-docker.sh || { failures=$((failures + 1)); return; }
@@ -122,7 +136,7 @@ case_kill9() {
   check "it stopped the dockerd the killed run left" 'grep -q "stopping the private dockerd an earlier run left" "$log2"'
 }
 
-[ $# -gt 0 ] || set -- failing container interrupt terminate kill9
+[ $# -gt 0 ] || set -- failing container interrupt terminate build kill9
 for c in "$@"; do
   say "case $c"
   start=$SECONDS
