@@ -153,8 +153,14 @@ trap 'say "hung up: cleaning up"; exit 129' HUP
 
 # A long command in the background, waited for: a trapped signal then interrupts the wait at once
 # (bash runs a trap only after a foreground command ends). Returns the command's status.
+# (--out FILE: the command's output to FILE. Never a redirection on run_bg itself: it would hold
+# for the whole function, and so also catch the messages of a trap that runs during its wait.)
 run_bg() {
-  "$@" 9>&- &
+  local out=""
+  [ "$1" != --out ] || { out="$2"; shift 2; }
+  if [ -z "$out" ]; then "$@" 9>&- &
+  else "$@" >"$out" 2>&1 9>&- &
+  fi
   CHILD=$!
   wait "$CHILD"; local rc=$?
   CHILD=""
@@ -232,7 +238,7 @@ if [ -n "$BASE" ]; then
   has_image "$BASE" || { run_bg "${D[@]}" pull "$BASE" || fail "BLELAB_BASE_IMAGE=$BASE: not in the engine and cannot be pulled"; MADE_IMAGES+=("$BASE"); }
 elif has_image debian:bookworm-slim; then
   BASE=debian:bookworm-slim
-elif run_bg "${D[@]}" pull -q debian:bookworm-slim >/dev/null 2>&1; then
+elif run_bg --out /dev/null "${D[@]}" pull -q debian:bookworm-slim; then
   BASE=debian:bookworm-slim; MADE_IMAGES+=("$BASE")
   say "base: debian:bookworm-slim from the registry"
 else
@@ -248,8 +254,8 @@ else
     DEBOOTSTRAP_DIR="$(mktemp -d "$STATE/base/rootfs.XXXXXX")"
     say "debootstrap --variant=minbase bookworm from $MIRROR (~2-3 min; log $STATE/base/debootstrap.log)"
     t1=$(now)
-    run_bg $SUDO env ${proxy:+http_proxy=$proxy} debootstrap --variant=minbase bookworm "$DEBOOTSTRAP_DIR" "$MIRROR" \
-      >"$STATE/base/debootstrap.log" 2>&1 || { tail -n 20 "$STATE/base/debootstrap.log" >&2; fail "debootstrap failed"; }
+    run_bg --out "$STATE/base/debootstrap.log" \
+      $SUDO env ${proxy:+http_proxy=$proxy} debootstrap --variant=minbase bookworm "$DEBOOTSTRAP_DIR" "$MIRROR" || { tail -n 20 "$STATE/base/debootstrap.log" >&2; fail "debootstrap failed"; }
     $SUDO rm -rf "$DEBOOTSTRAP_DIR"/var/cache/apt/archives/*.deb "$DEBOOTSTRAP_DIR"/var/lib/apt/lists/*
     run_bg $SUDO tar -C "$DEBOOTSTRAP_DIR" --numeric-owner -cf "$TAR.tmp" . || fail "tar of the base failed"
     mv "$TAR.tmp" "$TAR"; printf '%s\n' "$MIRROR" > "$TAR.mirror"
@@ -258,7 +264,7 @@ else
     say "base: $TAR ($(du -m "$TAR" | cut -f1) MB) in $debootstrap_s s"
   fi
   BASE="blelab-base:bookworm-$RUN_ID"
-  run_bg "${D[@]}" import "$TAR" "$BASE" >/dev/null || fail "docker import $TAR failed"
+  run_bg --out "$STATE/import.log" "${D[@]}" import "$TAR" "$BASE" || { cat "$STATE/import.log" >&2; fail "docker import $TAR failed"; }
   MADE_IMAGES+=("$BASE")
 fi
 figure docker_debootstrap_s "$debootstrap_s" s
@@ -295,10 +301,9 @@ else
 fi
 say "docker build -f docker/Dockerfile --build-arg BASE_IMAGE=$BASE -t $IMAGE . (apt: $apt_note)"
 MADE_IMAGES+=("$IMAGE")
-run_bg "${D[@]}" build --network host --force-rm -f docker/Dockerfile -t "$IMAGE" \
+run_bg --out "$STATE/build.log" "${D[@]}" build --network host --force-rm -f docker/Dockerfile -t "$IMAGE" \
   --build-arg "BASE_IMAGE=$BASE" --build-arg "APT_SOURCES=$SOURCES" \
-  --build-arg "APT_PROXY=$(docker/apt-sources.sh --proxy)" --build-arg "BLELAB_BUILD=$RUN_ID" . \
-  >"$STATE/build.log" 2>&1 || { tail -n 30 "$STATE/build.log" >&2; fail "docker build failed (log: $STATE/build.log)"; }
+  --build-arg "APT_PROXY=$(docker/apt-sources.sh --proxy)" --build-arg "BLELAB_BUILD=$RUN_ID" . || { tail -n 30 "$STATE/build.log" >&2; fail "docker build failed (log: $STATE/build.log)"; }
 figure docker_image_build_s "$(since "$t0")" s
 figure docker_image_mb "$(( $("${D[@]}" image inspect -f '{{.Size}}' "$IMAGE") / 1000000 ))" MB
 say "image $IMAGE: ${FIG[docker_image_mb]} in ${FIG[docker_image_build_s]}"
@@ -311,8 +316,9 @@ case "$WAY" in
   vhci) WAY_FLAGS=(--device /dev/vhci --network host --cap-add NET_ADMIN) ;;
   # The micro-VM needs nothing from the host: no device, no capability, no network, no writable
   # root; QEMU (TCG) runs as the caller's user and writes /out as that user.
+  # (--tmpfs /tmp: vm/run.sh's KVM check writes a temporary file)
   vm)   WAY_FLAGS=(--network none --cap-drop ALL --security-opt no-new-privileges --read-only
-                   --user "$(id -u):$(id -g)") ;;
+                   --tmpfs /tmp --user "$(id -u):$(id -g)") ;;
   *) fail "E2E_DOCKER_WAY wants auto, vhci or vm, not '$WAY'" ;;
 esac
 # E2E_DOCKER_KVM=1: the host's /dev/kvm for the micro-VM (vm/run.sh then uses KVM when it really
