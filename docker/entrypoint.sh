@@ -11,8 +11,10 @@
 #         kernel and initramfs from the image, the container's own root shared read-only over 9p
 #         and /out read-write — and the VM runs the same vm/guest-run.sh and COMMAND.
 #           docker run --rm --network none -v "$PWD/out:/out" IMAGE
-#         No device, no added capability, no --privileged: QEMU under TCG is an ordinary process
-#         (no /dev/kvm), its 9p server reads and writes files as the container's root.
+#         No device, no capability, no --privileged: QEMU under TCG is an ordinary process (no
+#         /dev/kvm), its 9p server reads and writes files as the container's user. It also runs
+#         with --cap-drop ALL --security-opt no-new-privileges --read-only --tmpfs /tmp --user
+#         UID:GID (what make e2e-docker uses); --device /dev/kvm lets it use KVM where that works.
 #
 # Usage: IMAGE [--way auto|vhci|vm] [-n N] [GUEST-RUN OPTIONS] [-- COMMAND [ARG…]]
 #   --way       auto (default, or $BLELAB_WAY): vhci when /dev/vhci is there, else vm
