@@ -111,12 +111,19 @@ cleanup() {
     for i in "${MADE_IMAGES[@]}"; do
       "${D[@]}" image inspect "$i" >/dev/null 2>&1 && "${D[@]}" rmi -f "$i" >/dev/null 2>&1 && say "cleanup: removed image $i"
     done
-    # a build cut short leaves its step's container; it carries the stages' label, as their images do
-    for c in $("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID" 2>/dev/null); do
-      "${D[@]}" rm -f "$c" >/dev/null 2>&1 && say "cleanup: removed container $c (of the image build)"
+    # A build cut short: the engine winds it down after its client is gone, leaving the step's
+    # container and image, which carry the stages' label. Remove what has that label until
+    # nothing has (the engine may still commit a step meanwhile), for up to 30 s.
+    local try
+    for try in $(seq 1 30); do
+      for c in $("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID" 2>/dev/null); do
+        "${D[@]}" rm -f "$c" >/dev/null 2>&1 && say "cleanup: removed container $c (of the image build)"
+      done
+      "${D[@]}" image prune -a -f --filter "label=blelab.build=$RUN_ID" >/dev/null 2>&1
+      left_docker="$("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID"; "${D[@]}" images -q --filter "label=blelab.build=$RUN_ID")"
+      [ -n "$left_docker" ] || break
+      sleep 1
     done
-    "${D[@]}" image prune -a -f --filter "label=blelab.build=$RUN_ID" >/dev/null 2>&1
-    left_docker="$("${D[@]}" ps -aq --filter "label=blelab.build=$RUN_ID"; "${D[@]}" images -q --filter "label=blelab.build=$RUN_ID")"
     [ -z "$left_docker" ] || say "cleanup: WARNING: containers or images of this run remain: $(echo $left_docker)"
   fi
   if [ -n "$DOCKERD_PID" ]; then

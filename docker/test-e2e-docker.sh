@@ -32,7 +32,7 @@ check() { if eval "$2"; then say "  ok: $1"; else say "  FAILED: $1"; failures=$
 ours() {
   local p cmd
   for p in /proc/[0-9]*; do
-    cmd="$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)" || continue
+    cmd="$( { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null)" || continue
     case "$cmd" in
       *dockerd*"$STATE/engine"*|*containerd*/tmp/blelab-dockerd.*|*qemu-system*blelab.rw=/out*) echo "${p#/proc/} $cmd" ;;
     esac
