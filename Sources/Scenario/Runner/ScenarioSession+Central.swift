@@ -13,7 +13,7 @@ extension ScenarioSession {
         if try executeExternal(step, position: position) { return }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
-        case let .connect(id, within): try connect(id, within: within)
+        case let .connect(id, within): try connect(id, within: within, scan: step.connectScan ?? .connectDefault)
         case let .discover(id, services): try discover(id, services: services, step: step, position: position)
         case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
         case let .read(id, ref): try read(ref, on: id, step: step, position: position)
@@ -41,8 +41,10 @@ extension ScenarioSession {
 
     private func scan(_ scan: ScanStep, step: CentralStep) throws {
         var reports: [ScanReport] = []
+        let timing = scan.timing ?? .scanDefault
         let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
-                                              allowDuplicates: scan.duplicates)
+                                              allowDuplicates: scan.duplicates, interval: timing.interval, window: timing.window,
+                                              minimumRSSI: scan.minRSSI)
         let started = try operate("the scan to start") { done in
             central.host.startScanning(configuration, onReport: { reports.append($0) }, completion: done)
         }
@@ -83,7 +85,7 @@ extension ScenarioSession {
             ?? scenario.peripherals.first { externalPeripherals[$0.id]?.address == address }?.id
     }
 
-    private func connect(_ id: String, within: TimeSpan) throws {
+    private func connect(_ id: String, within: TimeSpan, scan: ScanTiming) throws {
         if let existing = connections[id], existing.isConnected {
             throw StepFailure(kind: .operation, expected: "a new connection to \(id)", seen: "already connected to \(id)")
         }
@@ -92,7 +94,7 @@ extension ScenarioSession {
             throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
         }
         var result: Result<Connection, HostError>?
-        central.host.connect(to: report.address, timeout: within) { result = $0 }
+        central.host.connect(to: report.address, timeout: within, scanInterval: scan.interval, scanWindow: scan.window) { result = $0 }
         // The host cancels the attempt at `within`; its completion follows the cancel's round trip.
         try waitFor("the connection to \(id) (within: \(within))", within: within + .seconds(1)) { result != nil }
         switch result {

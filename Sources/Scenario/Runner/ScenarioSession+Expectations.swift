@@ -71,6 +71,8 @@ extension ScenarioSession {
             try checkFlaw(e, fail: fail)
         case let .fault(f):
             try check(f, fail: fail)
+        case let .rssi(e):
+            try checkRSSI(e, fail: fail)
         }
     }
 
