@@ -48,10 +48,12 @@ public final class BLEHost {
     public var onDisconnection: ((Connection, HCIStatus) -> Void)?
     /// Packets from the controller or peer that were malformed or out of protocol; dropped.
     public var onProtocolError: ((HostError) -> Void)?
-    /// How this host, as central, answers a peripheral's request for new connection parameters,
-    /// over the link layer (LE Remote Connection Parameter Request, Vol 4 Part E 7.7.65.6) or
-    /// over L2CAP (Connection Parameter Update Request, Vol 3 Part A 4.20): true accepts. The
-    /// default accepts parameters in the ranges of LE Connection Update (Vol 4 Part E 7.8.18).
+    /// How this host answers its peer's request for new connection parameters: over the link
+    /// layer (LE Remote Connection Parameter Request, Vol 4 Part E 7.7.65.6, which a controller
+    /// may raise in either role: a central's too may use LL_CONNECTION_PARAM_REQ, and Linux's
+    /// emulated controllers do for every LE Connection Update) or, as central, over L2CAP
+    /// (Connection Parameter Update Request, Vol 3 Part A 4.20): true accepts. The default
+    /// accepts parameters in the ranges of LE Connection Update (Vol 4 Part E 7.8.18).
     public var acceptsConnectionParameters: (Connection, ConnectionParameters) -> Bool = { _, p in p.isValid }
     /// Each such request and the answer given (after the answer went to the controller or peer).
     public var onConnectionParameterRequest: ((ConnectionParameterRequest) -> Void)?
