@@ -3,9 +3,10 @@ import BLERuntime
 /// The physical and link-layer constants of a simulated air (Core 5.4, Vol 6, Part B), shared by
 /// every controller attached to it. Defaults give a legacy LE 1M link as a typical controller runs it.
 ///
-/// Every crossing of the air goes through `SimAir.canHear(_:_:)` (advertising PDUs) or a connection
-/// event (data PDUs), so loss, latency and jitter models can later be added here and applied in those
-/// two places without touching the controllers' HCI behaviour.
+/// Every crossing of the air goes through `SimAir.canHear(_:_:)` (power and range) and the radio
+/// threshold (`receiverSensitivity`, with `rssiNoise`): `SimAir.receivedReading` and
+/// `signalReaches` for advertising-channel PDUs, `SimLink.physicallyReachable` and its per-PDU
+/// loss for a connection.
 public struct AirModel: Sendable {
     /// Upper bound of advDelay, the pseudo-random delay added to every advertising interval
     /// (Vol 6, Part B, 4.4.2.2.1: 0–10 ms). Drawn per event from the advertiser's seeded stream,
