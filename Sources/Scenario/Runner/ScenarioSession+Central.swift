@@ -13,7 +13,7 @@ extension ScenarioSession {
         if try executeExternal(step, position: position) { return }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
-        case let .connect(id, within): try connect(id, within: within, step: step, position: position)
+        case let .connect(id, within): try connect(id, within: within, scan: step.connectScan ?? .connectDefault, step: step, position: position)
         case let .discover(id, services): try discover(id, services: services, step: step, position: position)
         case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
         case let .read(id, ref): try read(ref, on: id, step: step, position: position)
@@ -34,8 +34,10 @@ extension ScenarioSession {
 
     private func scan(_ scan: ScanStep, step: CentralStep) throws {
         var reports: [ScanReport] = []
+        let timing = scan.timing ?? .scanDefault
         let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
-                                              allowDuplicates: scan.duplicates)
+                                              allowDuplicates: scan.duplicates, interval: timing.interval, window: timing.window,
+                                              minimumRSSI: scan.minRSSI)
         let started = try operate("the scan to start") { done in
             central.host.startScanning(configuration, onReport: { reports.append($0) }, completion: done)
         }
@@ -79,7 +81,7 @@ extension ScenarioSession {
     /// Connects to the address the latest scan that found `id` reported. A connect that a
     /// `connect-failed` right after it expects to fail may also aim at a peripheral no scan found,
     /// at its declared address, as an app reconnects to a device it remembers.
-    private func connect(_ id: String, within: TimeSpan, step: CentralStep, position: Int) throws {
+    private func connect(_ id: String, within: TimeSpan, scan: ScanTiming, step: CentralStep, position: Int) throws {
         if let existing = connections[id], existing.isConnected {
             throw StepFailure(kind: .operation, expected: "a new connection to \(id)", seen: "already connected to \(id)")
         }
@@ -89,7 +91,7 @@ extension ScenarioSession {
             throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
         }
         var result: Result<Connection, HostError>?
-        central.host.connect(to: address, timeout: within) { result = $0 }
+        central.host.connect(to: address, timeout: within, scanInterval: scan.interval, scanWindow: scan.window) { result = $0 }
         // The host cancels the attempt at `within`; its completion follows the cancel's round trip.
         try waitFor("the connection to \(id) (within: \(within))", within: within + .seconds(1)) { result != nil }
         switch result {

@@ -73,6 +73,8 @@ extension ScenarioSession {
             try check(f, fail: fail)
         case let .interruption(e):
             try checkInterruption(e, fail: fail)
+        case let .rssi(e):
+            try checkRSSI(e, fail: fail)
         }
     }
 

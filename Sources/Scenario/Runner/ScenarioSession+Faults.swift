@@ -131,6 +131,8 @@ extension ScenarioSession {
             let (air, controller) = try simulated(id, "link")
             air.setLinkFaults(faults, for: controller)
             note = "link faults of \(id): \(Self.describe(faults))"
+        case let .parameterRequests(id, accept):
+            setParameterRequestAnswer(accept, for: id)
         }
     }
 

@@ -68,6 +68,8 @@ final class ScenarioSession {
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:]
     var writeMarks: [LinkObservations.Key: Int] = [:]
+    /// `parameter-requests` answers by peripheral (ScenarioSession+Radio.swift).
+    var parameterRequestAnswers: [String: Bool] = [:]
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
@@ -182,6 +184,7 @@ final class ScenarioSession {
             self.central = central
             observations.watchCentral(central.traffic)
             if options.recordsTimeline { watchTimeline(central) }
+            watchParameterRequests(central)
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")

@@ -29,6 +29,8 @@ struct CentralSchema {
     private var acquire = false
     /// The subscribe step being read said `type: …` (CentralSchema+Descriptors.swift).
     var subscription: GATTClientConfiguration?
+    /// The connect step being read gave `scan-interval` or `scan-window`.
+    private var connectScan: ScanTiming?
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -43,9 +45,10 @@ struct CentralSchema {
             let location = SourceLocation(file: r.file, line: item.mark.line, column: item.mark.column)
             acquire = false
             subscription = nil
+            connectScan = nil
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
-                                     acquire: acquire, subscription: subscription))
+                                     acquire: acquire, subscription: subscription, connectScan: connectScan))
         }
         checkInterruptions(steps)
         return steps
@@ -106,7 +109,7 @@ struct CentralSchema {
         let example = Self.example(keyword.text)
         switch keyword.text {
         case "scan":
-            let f = fields(nil, ["services", "names", "for", "duplicates"])
+            let f = fields(nil, ["services", "names", "for", "duplicates", "interval", "window", "min-rssi"])
             var scan = ScanStep()
             if let s = f["services"] { scan.services = r.uuids(s, "service") ?? [] }
             if let n = f["names"], let items = r.items(n, "a list of names such as [Smart_Curtain]") {
@@ -114,12 +117,16 @@ struct CentralSchema {
             }
             if let d = f["for"], let span = r.duration(d) { scan.duration = span }
             if let d = f["duplicates"], let b = r.boolean(d) { scan.duplicates = b }
+            scan.timing = r.scanTiming(interval: f["interval"], window: f["window"], names: ("interval", "window"), default: .scanDefault).timing
+            if let n = f["min-rssi"] { scan.minRSSI = r.dBm(n) }
             return .scan(scan)
         case "connect":
-            let f = fields("peripheral", ["peripheral", "within"])
+            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window"])
             guard let p = f.required("peripheral", r, example: example), let id = peripheralID(p) else { return nil }
             var within = Expectation.defaultWithin
             if let w = f["within"], let span = r.duration(w) { within = span }
+            connectScan = r.scanTiming(interval: f["scan-interval"], window: f["scan-window"], names: ("scan-interval", "scan-window"),
+                                       default: .connectDefault).timing
             if !connected.contains(id) { connected.append(id) }
             lastTarget = id
             return .connect(peripheral: id, within: within)

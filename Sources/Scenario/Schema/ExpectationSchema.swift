@@ -11,7 +11,7 @@ struct ExpectationSchema {
     let r: SchemaReader
 
     static let kinds = ["discovered", "not-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
-                        "peripheral-received", "notification", "no-notification", "disconnected"] + flawKinds + faultKinds
+                        "peripheral-received", "notification", "no-notification", "disconnected", "rssi"] + flawKinds + faultKinds
         + interruptionKinds
 
     mutating func expectation(_ node: YAMLNode, central: inout CentralSchema) -> Expectation? {
@@ -156,6 +156,8 @@ struct ExpectationSchema {
             let span = within(f)
             guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok, let span else { return nil }
             return .disconnected(peripheral: id, reason: reason, within: span)
+        case "rssi":
+            return rssiExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.flawKinds.contains(keyword.text):
             return flawExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.interruptionKinds.contains(keyword.text):

@@ -2,6 +2,7 @@ import ATT
 import BLELab
 import BLERuntime
 import Controller
+import GAP
 import YAMLSubset
 
 // Faults (docs/scenarios.md "Faults"): a peripheral's `link:` block and `mtu:`, the central's
@@ -179,7 +180,8 @@ extension PeripheralSchema {
 // MARK: Central steps
 
 extension CentralSchema {
-    static let faultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on", "connection-update", "link"]
+    static let faultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on", "connection-update", "link",
+                                "parameter-requests"]
     /// Fault steps that may be written without a value (the peripheral connected there).
     static let bareFaultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on"]
 
@@ -190,6 +192,7 @@ extension CentralSchema {
         case "in-range", "power-off", "power-on": return "\(keyword): hm10"
         case "connection-update": return "connection-update: { interval: 50ms, latency: 0, timeout: 2s }"
         case "link": return "link: { peripheral: hm10, loss: 10%, latency: 15ms }"
+        case "parameter-requests": return "parameter-requests: reject"
         default: return nil
         }
     }
@@ -234,6 +237,8 @@ extension CentralSchema {
             let faults = syntax.linkFaults { f[$0] }
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword), let faults else { return nil }
             return .fault(.link(peripheral: id, faults))
+        case "parameter-requests":
+            return parameterRequestsStep(keyword: keyword, value: value, siblings: siblings)
         default:
             return nil
         }
@@ -259,10 +264,22 @@ extension ActionSchema {
             return (.powerOff, keyword.mark)
         case "request-connection-update":
             let example = "request-connection-update: { interval: 100ms, latency: 4, timeout: 6s }"
-            let f = fields(nil, FaultSyntax.parameterKeys)
+            let f = fields(nil, FaultSyntax.parameterKeys + ["via"])
+            var via = ParameterUpdateProcedure.l2cap
+            var ok = true
+            if let n = f["via"] {
+                let names = [ParameterUpdateProcedure.l2cap, .linkLayer].map(\.rawValue)
+                if let s = r.scalar(n, "l2cap or link-layer"), let parsed = ParameterUpdateProcedure(rawValue: s.text) {
+                    via = parsed
+                } else {
+                    if let s = n.scalar, !s.isEmpty { r.error(n, expected: "l2cap or link-layer", hint: Spelling.suggestion(for: s.text, in: names)) }
+                    ok = false
+                }
+            }
             guard let p = FaultSyntax(r: r).parameters({ f[$0] }, keyword: keyword, example: example),
-                  let interval = p.interval, let timeout = p.timeout else { return nil }
-            return (.requestConnectionUpdate(ConnectionUpdateRequest(interval: interval, latency: p.latency ?? 0, timeout: timeout)), keyword.mark)
+                  let interval = p.interval, let timeout = p.timeout, ok else { return nil }
+            return (.requestConnectionUpdate(ConnectionUpdateRequest(interval: interval, latency: p.latency ?? 0, timeout: timeout, via: via)),
+                    keyword.mark)
         case "burst":
             let example = "burst: { characteristic: FFE1, count: 20, value: { counter-u8: 0 } }"
             let f = fields(nil, ["characteristic", "count", "value"])
