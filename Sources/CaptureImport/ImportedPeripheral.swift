@@ -84,18 +84,28 @@ struct ImportedPeripheral {
     static let labServices: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801)]
     static let labCharacteristics: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x2A00), BluetoothUUID(uuid16: 0x2A01), BluetoothUUID(uuid16: 0x2A05)]
 
+    /// The service in which every simulated peripheral serves `uuid` itself (GAP's Device Name and
+    /// Appearance, GATT's Service Changed), or nil.
+    static func labService(of uuid: BluetoothUUID) -> BluetoothUUID? {
+        guard let i = labCharacteristics.firstIndex(of: uuid) else { return nil }
+        return labServices[i < 2 ? 0 : 1]
+    }
+
     /// How steps name the characteristic with this value handle: `UUID`, or `SERVICE/UUID` when
-    /// the UUID is in more than one declared service.
+    /// the scenario's peripheral has the UUID in more than one service — two declared services,
+    /// or a declared one and the GAP or GATT service the lab serves it in (a device's own 2A00).
+    /// Nil when the scenario does not have that characteristic.
     func reference(_ valueHandle: UInt16) -> String? {
         guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
-        if Self.labServices.contains(service.uuid) {
-            guard Self.labCharacteristics.contains(c.uuid),
-                  !declaredServices.contains(where: { s in s.characteristics.contains { $0.uuid == c.uuid } }) else { return nil }
-            return YAMLValues.uuid(c.uuid)
-        }
         let declared = declaredServices
-        guard declared.contains(where: { s in s.characteristics.contains { $0.valueHandle == valueHandle } }) else { return nil }
-        let holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }
+        var holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }.map(\.uuid)
+        if let lab = Self.labService(of: c.uuid) { holders.append(lab) }
+        if Self.labServices.contains(service.uuid) {
+            // The lab's own characteristic, where the lab serves it.
+            guard Self.labService(of: c.uuid) == service.uuid else { return nil }
+        } else {
+            guard declared.contains(where: { s in s.characteristics.contains { $0.valueHandle == valueHandle } }) else { return nil }
+        }
         return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
     }
 

@@ -294,6 +294,18 @@ final class HostileValueImportTests: XCTestCase {
                             replays: false)
     }
 
+    /// A characteristic of the device's own service with the UUID of GAP's Device Name (2A00, which
+    /// every simulated peripheral serves in 1800): the steps that name it must say which service.
+    func testAUUIDTheLabAlsoServesIsNamedWithItsService() throws {
+        // The Read By Type Response declaring 2A9D (properties 0xA3, value handle 0x000C).
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0xA3, 0x0C, 0x00, 0x00, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("- read: { characteristic: 181D/2A00, descriptor: 2900 }"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("characteristic: 2A00,"), result.yaml)
+        let replay = ScenarioRunner().run(try Scenario.parse(result.yaml, file: "hostile.yaml"))
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
     func testImpossibleConnectionParametersAreListed() throws {
         // LE Connection Update Complete: interval 1.25 ms, latency 500, timeout 10 ms.
         try importAndReplay(try patched("link-connection-update", [0x03, 0x00, 0x01, 0x00, 0x50, 0x00, 0x04, 0x00, 0x58, 0x02],
