@@ -114,9 +114,35 @@ public struct ParameterRequest: Hashable, Sendable {
     public var intervalMax: UInt16
     public var latency: UInt16
     public var supervisionTimeout: UInt16
-    /// For an L2CAP request: the other side's Connection Parameter Update Response accepted it
-    /// (nil: no response seen).
+    /// The central's answer, when the capture shows it: for an L2CAP request, the Connection
+    /// Parameter Update Response (Vol 3, Part A, 4.21); for the link layer's, the central's host's
+    /// LE Remote Connection Parameter Request Reply or Negative Reply (Vol 4, Part E, 7.8.31,
+    /// 7.8.32) or, on the peripheral's capture, the status of the LE Connection Update Complete
+    /// that ended its own LE Connection Update. Nil: no answer seen.
     public var accepted: Bool?
+    /// Why it was rejected, when the capture says: the Negative Reply's reason, or the status the
+    /// peripheral's LE Connection Update Complete gave.
+    public var rejection: HCIStatus?
+    /// When that answer crossed the capturing host's HCI.
+    public var answered: CaptureMark?
+
+    public init(mark: CaptureMark, kind: Kind, byCentral: Bool, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+                supervisionTimeout: UInt16, accepted: Bool? = nil, rejection: HCIStatus? = nil) {
+        self.mark = mark
+        self.kind = kind
+        self.byCentral = byCentral
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+        self.accepted = accepted
+        self.rejection = rejection
+    }
+
+    /// The peripheral asked through its link layer (LL_CONNECTION_PARAM_REQ, Vol 6, Part B,
+    /// 5.1.7), not with an L2CAP request: its own LE Connection Update, or the central's LE Remote
+    /// Connection Parameter Request event.
+    public var viaLinkLayer: Bool { !byCentral && kind != .l2cap }
 }
 
 extension CapturedConnection {
@@ -177,6 +203,8 @@ public enum HCIStreamAnalysis {
         static let leSetScanEnable: UInt16 = 0x200C
         static let leCreateConnection: UInt16 = 0x200D
         static let leConnectionUpdate: UInt16 = 0x2013
+        static let leRemoteConnectionParameterRequestReply: UInt16 = 0x2020
+        static let leRemoteConnectionParameterRequestNegativeReply: UInt16 = 0x2021
         static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
         static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
         static let leSetExtendedAdvertisingData: UInt16 = 0x2037
@@ -317,6 +345,19 @@ public enum HCIStreamAnalysis {
                                 intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
                                 supervisionTimeout: try r.readUInt16LE(), accepted: nil))
                         }
+                    case Opcode.leRemoteConnectionParameterRequestReply, Opcode.leRemoteConnectionParameterRequestNegativeReply:
+                        // 7.8.31: Connection_Handle (2) and the parameters the host accepts; 7.8.32:
+                        // Connection_Handle (2), Reason (1). The answer to the peer's latest request.
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        let accepted = opcode == Opcode.leRemoteConnectionParameterRequestReply
+                        let reason = accepted ? nil : HCIStatus(rawValue: try r.readUInt8())
+                        if let i = open[handle],
+                           let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .remoteLinkLayer && $0.accepted == nil }) {
+                            t.connections[i].parameterRequests[k].accepted = accepted
+                            t.connections[i].parameterRequests[k].rejection = reason
+                            t.connections[i].parameterRequests[k].answered = mark
+                        }
                     case Opcode.disconnect:
                         var r = ByteReader(params)
                         let handle = try r.readUInt16LE() & 0x0FFF
@@ -392,18 +433,23 @@ public enum HCIStreamAnalysis {
                             t.connections[i].parameterUpdates.append(ParameterUpdate(
                                 mark: mark, status: u.status, interval: u.connectionInterval, latency: u.peripheralLatency,
                                 supervisionTimeout: u.supervisionTimeout))
+                            // On a peripheral's capture, the end of its own LE Connection Update: its link
+                            // layer asked the central (LL_CONNECTION_PARAM_REQ), whose answer this is.
+                            if t.connections[i].capturedOnPeripheral,
+                               let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .hciCommand && !$0.byCentral }),
+                               t.connections[i].parameterRequests[k].accepted == nil {
+                                t.connections[i].parameterRequests[k].accepted = u.status == .success
+                                t.connections[i].parameterRequests[k].rejection = u.status == .success ? nil : u.status
+                                t.connections[i].parameterRequests[k].answered = mark
+                            }
                         }
-                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x06:
-                        // LE Remote Connection Parameter Request (7.7.65.6): Connection_Handle (2),
-                        // Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2). The peer's
-                        // link layer asks (LL_CONNECTION_PARAM_REQ); on a central's capture, the peripheral.
-                        var r = ByteReader(params)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        if let i = open[handle] {
+                    case let .leMeta(.remoteConnectionParameterRequest(e)):
+                        // LE Remote Connection Parameter Request (7.7.65.6): the peer's link layer asks
+                        // (LL_CONNECTION_PARAM_REQ); on a central's capture, the peripheral.
+                        if let i = open[e.handle] {
                             t.connections[i].parameterRequests.append(ParameterRequest(
                                 mark: mark, kind: .remoteLinkLayer, byCentral: t.connections[i].capturedOnPeripheral,
-                                intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
-                                supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                                intervalMin: e.intervalMin, intervalMax: e.intervalMax, latency: e.maxLatency, supervisionTimeout: e.timeout))
                         }
                     case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
                         // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
@@ -512,6 +558,7 @@ public enum HCIStreamAnalysis {
                 guard let result = try? d.readUInt16LE(),
                       let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
                 connection.parameterRequests[i].accepted = result == 0
+                connection.parameterRequests[i].answered = mark
             default:
                 continue
             }

@@ -197,14 +197,18 @@ struct ScenarioWriter {
         case disconnect(Int)
         /// The peripheral's controller reset after it had lost power on this connection: it comes back.
         case powerOn(connection: Int)
+        /// From here the central's host rejects (or accepts) the peripheral's requests for new
+        /// connection parameters (`parameter-requests:`).
+        case parameterPolicy(connection: Int, reject: Bool)
 
         var order: Int {
             switch self {
             case .scan: return 0
             case .connect: return 1
-            case .operation, .connectionUpdate: return 2
-            case .disconnect: return 3
-            case .powerOn: return 4
+            case .parameterPolicy: return 2
+            case .operation, .connectionUpdate: return 3
+            case .disconnect: return 4
+            case .powerOn: return 5
             }
         }
     }
@@ -251,13 +255,14 @@ struct ScenarioWriter {
         case let .serviceChanged(c, k, mark):
             let change = peripherals[owner[c]].databaseChanges[k]
             return max(mark.time, sessions[c].serviceChanges[change.index].rediscoveryEnd?.time ?? mark.time)
-        case let .parameterRequest(_, r, update): return max(r.mark.time, update?.mark.time ?? r.mark.time)
+        case let .parameterRequest(_, r, update): return [r.mark.time, r.answered?.time ?? 0, update?.mark.time ?? 0].max()!
         default: return e.mark.time
         }
     }
 
     /// What asked for each of a connection's parameter updates: the peripheral (an L2CAP request,
-    /// or its link layer's) or the central's host; the requests no update followed.
+    /// or its link layer's) or the central's host; and every request of the peripheral, with the
+    /// update it led to (nil: rejected, or none followed).
     func parameterChanges(_ c: Int) -> (central: [(request: ParameterRequest?, update: Int)], peripheral: [(ParameterRequest, ParameterUpdate?)]) {
         let connection = transcript.connections[c]
         var central: [(ParameterRequest?, Int)] = []
@@ -268,14 +273,84 @@ struct ScenarioWriter {
             let asked = connection.parameterRequests[used...].filter { $0.mark >= previous && $0.mark <= u.mark }
             used += asked.count
             previous = u.mark
-            if let byPeripheral = asked.first(where: { !$0.byCentral }) {
-                peripheral.append((byPeripheral, u))
-            } else {
-                central.append((asked.first, k))
+            var cause: ParameterRequest?
+            for r in asked where !r.byCentral {
+                if cause == nil, r.accepted != false {
+                    cause = r
+                    peripheral.append((r, u))
+                } else {
+                    peripheral.append((r, nil))
+                }
             }
+            // A failed update on a peripheral's capture that ends its own LE Connection Update is
+            // the central's rejection of that request, not an update of the central's.
+            let answersOwnRequest = u.status != .success && asked.contains { !$0.byCentral && $0.kind == .hciCommand }
+            if cause == nil, !answersOwnRequest { central.append((asked.first { $0.byCentral }, k)) }
         }
         for r in connection.parameterRequests[used...] where !r.byCentral { peripheral.append((r, nil)) }
         return (central, peripheral)
+    }
+
+    /// What the central's host did with a peripheral's request for new parameters, as far as the
+    /// lab's central can do it again (`parameter-requests: accept | reject`, docs/scenarios.md
+    /// "Faults").
+    enum ParameterAnswer {
+        case accepted
+        /// Rejected as the lab's central rejects: an L2CAP response "rejected", or a Negative Reply
+        /// with Unacceptable Connection Parameters (0x3B).
+        case rejected
+        /// An outcome the lab's central cannot give, with what it was.
+        case other(String)
+        /// No answer in the capture.
+        case unknown
+    }
+
+    static func answer(to r: ParameterRequest, update: ParameterUpdate?) -> ParameterAnswer {
+        if let update, update.status == .success { return .accepted }
+        switch (r.accepted, r.rejection) {
+        case (true?, _): return .accepted
+        case (false?, nil), (false?, HCIStatus.unacceptableConnectionParameters?): return .rejected
+        case let (false?, status?):
+            if r.kind == .hciCommand {
+                // Its own LE Connection Update ended with this status (Vol 6, Part B, 5.1.7: a central
+                // whose host masks the event rejects with Unsupported Remote Feature, 0x1A; no answer
+                // in 40 s gives LL Response Timeout, 0x22).
+                return .other("LE Connection Update Complete said \(status.name) (0x\(hex8(status.rawValue)))")
+            }
+            return .other("the central's host rejected it with \(status.name) (0x\(hex8(status.rawValue))); the lab's central rejects with unacceptable-connection-parameters (0x3b)")
+        case (nil, _):
+            return .unknown
+        }
+    }
+
+    /// Where the central's host changes its answer to the peripheral's requests: before each
+    /// request it answered otherwise than the one before (the lab's central accepts at first), as
+    /// soon as the request before had its answer, so that the request keeps its delay after that.
+    func parameterPolicies() -> [Timed] {
+        var items: [Timed] = []
+        var rejecting: [Int: Bool] = [:]
+        for c in transcript.connections.indices {
+            let p = owner[c]
+            var settledBefore = transcript.connections[c].established
+            for (request, update) in parameterChanges(c).peripheral {
+                // Just after its answer (or the update it led to): what came before is its own.
+                defer {
+                    let last = [request.mark, request.answered, update?.mark].compactMap { $0 }.max()!
+                    settledBefore = CaptureMark(record: last.record, time: last.time + 1)
+                }
+                let wanted: Bool
+                switch Self.answer(to: request, update: update) {
+                case .accepted: wanted = false
+                case .rejected: wanted = true
+                case .other, .unknown: continue
+                }
+                guard wanted != (rejecting[p] ?? false) else { continue }
+                rejecting[p] = wanted
+                let at = min(request.mark, settledBefore)
+                items.append(Timed(item: .parameterPolicy(connection: c, reject: wanted), start: at, end: at))
+            }
+        }
+        return items
     }
 
     /// When the link to the peripheral was lost, for a connection that ended by supervision
@@ -314,6 +389,7 @@ struct ScenarioWriter {
                 items.append(Timed(item: .powerOn(connection: c), start: reset, end: reset))
             }
         }
+        items += parameterPolicies()
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
     }
 
@@ -370,11 +446,16 @@ struct ScenarioWriter {
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil
-            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0)
+            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0, steps.waitedUntil ?? 0)
             // A peripheral's capture sees each request a link latency after the central sent it,
             // and its answer as many before the central got it: only longer pauses are the central's.
             if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
-                steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
+                if let reached = steps.waitedUntil, steps.lines.last?.hasPrefix("  - wait: ") == true {
+                    // One wait, from the step above to the next, instead of two in a row.
+                    steps.lines[steps.lines.count - 1] = "  - wait: \(YAMLValues.duration(microseconds: (reached - timed.end.time) + (next - last)))"
+                } else {
+                    steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
+                }
             }
         }
         for e in orphans { steps.lines.append("  # \(e.mark): the peripheral acted before any step; not reproduced") }

@@ -17,6 +17,9 @@ struct StepEmitter {
     var discoveredEver: Set<Int> = []
     /// A step or action that needs the embedded simulator was written (`requires: [sim]`).
     var requiresSim = false
+    /// The capture time the last segment's closing `wait` reaches (it waits for actions nothing
+    /// expects), when it wrote one as its last line.
+    var waitedUntil: Int64?
     let filterServices: [BluetoothUUID]
     let filterNames: [String]
 
@@ -109,6 +112,14 @@ struct StepEmitter {
             }
             lines.append("  - connection-update: { \(values)\(key(p)) }")
             lines.append("  - expect: { connection-parameters: { \(values)\(key(p)) } }")
+        case let .parameterPolicy(c, reject):
+            let p = writer.owner[c]
+            let connection = writer.transcript.connections[c]
+            let how = connection.capturedOnPeripheral ? "the central \(reject ? "rejected" : "accepted") \(peripherals[p].id)'s next request for new connection parameters"
+                : "the central's host \(reject ? "rejected" : "accepted") \(peripherals[p].id)'s next request for new connection parameters"
+            comment(timed.start, how + (reject ? "; from here it rejects them" : "; from here it accepts them"))
+            let answer = reject ? "reject" : "accept"
+            lines.append(writer.multi ? "  - parameter-requests: { answer: \(answer), peripheral: \(peripherals[p].id) }" : "  - parameter-requests: \(answer)")
         case let .powerOn(c):
             let p = writer.owner[c]
             requiresSim = true

@@ -86,6 +86,10 @@ final class FlawRoundTripTests: XCTestCase {
                            "\(label): notifications and indications", file: file, line: line)
             XCTAssertEqual(o.serviceChanges.map { "\($0.start)-\($0.end) \($0.rediscovered)" }, r.serviceChanges.map { "\($0.start)-\($0.end) \($0.rediscovered)" },
                            "\(label): Service Changed", file: file, line: line)
+            // The peripheral's requests for new parameters (L2CAP or its link layer's), and the
+            // central's answers: accepted, rejected, none.
+            XCTAssertEqual(a[i].parameterRequests.filter { !$0.byCentral }.map(Self.describe), b[i].parameterRequests.filter { !$0.byCentral }.map(Self.describe),
+                           "\(label): the peripheral's parameter requests and the central's answers", file: file, line: line)
             XCTAssertEqual(a[i].parameterUpdates.map { "\($0.status) \($0.interval) \($0.latency) \($0.supervisionTimeout)" },
                            b[i].parameterUpdates.map { "\($0.status) \($0.interval) \($0.latency) \($0.supervisionTimeout)" },
                            "\(label): connection parameter updates", file: file, line: line)
@@ -106,6 +110,10 @@ final class FlawRoundTripTests: XCTestCase {
                                          "\(label): connection \(i + 1) lasted \(took) µs, in the replay \(again) µs", file: file, line: line)
             }
         }
+    }
+
+    static func describe(_ r: ParameterRequest) -> String {
+        "\(r.kind) \(r.intervalMin)-\(r.intervalMax) \(r.latency) \(r.supervisionTimeout): \(r.accepted.map { $0 ? "accepted" : "rejected" } ?? "no answer")"
     }
 
     // MARK: §17 Flawed peripherals
@@ -321,6 +329,21 @@ final class FlawRoundTripTests: XCTestCase {
         // the replay's central asks then, so its link times after it differ, as the header says.
         try roundTrip(try field("link-connection-update"), central: expected,
                       peripheralSide: expected + ["the central's LE Connection Update is not in a peripheral's capture"], peripheralTiming: false)
+    }
+
+    /// The band asks over the link layer (LL_CONNECTION_PARAM_REQ, which the central's controller
+    /// hands to its host as LE Remote Connection Parameter Request) and over L2CAP; the central's
+    /// host accepts, then rejects both kinds, then accepts again. The requests, how each was
+    /// asked and the central's answers come back from either capture.
+    func testParameterRequestsAndTheCentralsAnswersComeBack() throws {
+        let expected = ["{ request-connection-update: { interval: 100ms, latency: 2, timeout: 6s, via: link-layer } }",
+                        "- parameter-requests: reject",
+                        "{ request-connection-update: { interval: 500ms, latency: 4, timeout: 20s, via: link-layer } }",
+                        "{ request-connection-update: { interval: 400ms, latency: 0, timeout: 10s } }",
+                        "- parameter-requests: accept",
+                        "{ request-connection-update: { interval: 50ms, latency: 0, timeout: 4s } }",
+                        "- expect: { connection-parameters: { interval: 50ms, latency: 0, timeout: 4s, within: "]
+        try roundTrip(try field("link-parameter-requests"), central: expected, peripheralSide: expected)
     }
 
     func testADroppedAnswerIsMissingAgain() throws {
