@@ -149,12 +149,24 @@ struct ScenarioWriter {
             && transcript.connections.allSatisfy(\.capturedOnPeripheral)
     }
 
+    /// On a peripheral's capture, a link that its own link layer ended with Instant Passed (0x28)
+    /// without its host asking: it received a connection update's LL_CONNECTION_UPDATE_IND only
+    /// after the update's instant, having missed every one before (Core 5.4, Vol 6, Part B,
+    /// 5.1.1), while the central moved to the new parameters and, hearing nothing more, timed
+    /// out. When it was last heard, and when it left.
+    func missedInstant(_ c: Int) -> (lastHeard: CaptureMark, left: CaptureMark)? {
+        let connection = transcript.connections[c]
+        guard connection.capturedOnPeripheral, connection.reason == .instantPassed, connection.disconnectRequested == nil,
+              !connection.endedByReset, let left = connection.disconnected else { return nil }
+        return (min(left, connection.lastTraffic ?? connection.established), left)
+    }
+
     /// When the central ended the connection (its HCI Disconnect), if it did.
     func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
             guard connection.disconnectRequested == nil, !connection.endedByReset, connection.reason != .connectionTimeout,
-                  let done = connection.disconnected else { return nil }
+                  missedInstant(c) == nil, let done = connection.disconnected else { return nil }
             return (done, done)
         }
         // The central's own controller reset (Bluetooth turned off): the closest the lab's central
@@ -200,6 +212,9 @@ struct ScenarioWriter {
         /// From here the central's host rejects (or accepts) the peripheral's requests for new
         /// connection parameters (`parameter-requests:`).
         case parameterPolicy(connection: Int, reject: Bool)
+        /// On a peripheral's capture, a link its link layer ended with Instant Passed: it missed a
+        /// connection update of the central's (`ScenarioWriter.missedInstant`).
+        case missedInstant(connection: Int)
 
         var order: Int {
             switch self {
@@ -207,7 +222,7 @@ struct ScenarioWriter {
             case .connect: return 1
             case .parameterPolicy: return 2
             case .operation, .connectionUpdate: return 3
-            case .disconnect: return 4
+            case .disconnect, .missedInstant: return 4
             case .powerOn: return 5
             }
         }
@@ -353,6 +368,13 @@ struct ScenarioWriter {
         return items
     }
 
+    /// The parameters the replay's link has at `mark` (interval and timeout in their HCI units):
+    /// the lab central's 30 ms, 0 and 5 s, or what the last parameter update before set.
+    func replayParameters(_ c: Int, at mark: CaptureMark) -> (interval: UInt16, latency: UInt16, timeout: UInt16) {
+        guard let u = transcript.connections[c].parameterUpdates.last(where: { $0.status == .success && $0.mark <= mark }) else { return (24, 0, 500) }
+        return (u.interval, u.latency, u.supervisionTimeout)
+    }
+
     /// When the link to the peripheral was lost, for a connection that ended by supervision
     /// timeout with neither side asking: the timeout back from the end, plus half an interval
     /// (the last connection event heard lies within one interval of the loss).
@@ -380,6 +402,9 @@ struct ScenarioWriter {
             }
             if let (start, end) = centralDisconnect(c) {
                 items.append(Timed(item: .disconnect(c), start: start, end: end))
+            }
+            if let (lastHeard, left) = missedInstant(c) {
+                items.append(Timed(item: .missedInstant(connection: c), start: lastHeard, end: left))
             }
             for (request, update) in parameterChanges(c).central {
                 let done = connection.parameterUpdates[update].mark
@@ -443,6 +468,17 @@ struct ScenarioWriter {
 
         var steps = StepEmitter(writer: self)
         for (i, timed) in items.enumerated() {
+            if case .connectionUpdate = timed.item {
+                // A link lost while the central's update ran: the central's side of an update
+                // completes at its instant whether the peripheral heard it or not (Core 5.4, Vol 6,
+                // Part B, 5.1.1), so the loss goes before the step, at its time.
+                let early = segments[i].indices.filter { k in
+                    if case .linkLoss = segments[i][k], segments[i][k].mark < timed.end { return true }
+                    return false
+                }
+                for k in early { steps.emitLinkLoss(segments[i][k], before: timed) }
+                for k in early.reversed() { segments[i].remove(at: k) }
+            }
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil

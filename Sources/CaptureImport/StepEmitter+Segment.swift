@@ -216,6 +216,21 @@ extension StepEmitter {
         }
     }
 
+    /// A link loss that came while the step `timed` was running (a connection update, which the
+    /// central completes on its own): `link-loss` before the step, `after` the time into it. The
+    /// central's capture cannot tell whether the peripheral's link layer had taken the update;
+    /// if it had not, it left with Instant Passed (0x28) on its side, as the header says.
+    mutating func emitLinkLoss(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed) {
+        guard case let .linkLoss(c, mark, end) = e else { return }
+        let id = peripherals[writer.owner[c]].id
+        requiresSim = true
+        let after = max(0, mark.time - timed.start.time)
+        lines.append("  # \(mark): the link to \(id) lost its radio path here, during the connection update below: both ends timed out (Connection Timeout, 0x08) at \(end)")
+        lines.append(after >= 1000 ? "  - link-loss: { peripheral: \(id), after: \(YAMLValues.duration(microseconds: after - after % 1000)) }"
+                                   : "  - link-loss: \(id)")
+        notes.append("\(mark): the link to \(id) was lost while a connection update ran, and the central's capture cannot show whether \(id) had taken the update: the scenario loses the link there, so \(id) times out (0x08) where it may have left with Instant Passed (0x28) on hearing the central again")
+    }
+
     /// Connection parameters LE Connection Update accepts (Core 5.4, Vol 4, Part E, 7.8.18): an
     /// interval of 7.5 ms to 4 s, a latency below 500, a timeout of 100 ms to 32 s longer than
     /// (1 + latency) × interval × 2.
@@ -231,7 +246,6 @@ extension StepEmitter {
     /// The supervision timeout the replay's link has at `mark`: the lab central's 5 s, or what a
     /// reproduced parameter update set.
     func replayTimeout(_ c: Int, at mark: CaptureMark) -> Int64 {
-        let updates = writer.transcript.connections[c].parameterUpdates.filter { $0.status == .success && $0.mark <= mark }
-        return Int64(updates.last?.supervisionTimeout ?? 500) * 10_000
+        Int64(writer.replayParameters(c, at: mark).timeout) * 10_000
     }
 }

@@ -120,6 +120,8 @@ struct StepEmitter {
             comment(timed.start, how + (reject ? "; from here it rejects them" : "; from here it accepts them"))
             let answer = reject ? "reject" : "accept"
             lines.append(writer.multi ? "  - parameter-requests: { answer: \(answer), peripheral: \(peripherals[p].id) }" : "  - parameter-requests: \(answer)")
+        case let .missedInstant(c):
+            missedInstant(c, timed)
         case let .powerOn(c):
             let p = writer.owner[c]
             requiresSim = true
@@ -127,6 +129,38 @@ struct StepEmitter {
             lines.append("  - power-on: \(peripherals[p].id)")
             advertising[p] = true
         }
+    }
+
+    /// A peripheral's link ended with Instant Passed (`ScenarioWriter.missedInstant`): the
+    /// peripheral goes out of range after it was last heard, the central updates the connection
+    /// (its side completes at the instant, Core 5.4, Vol 6, Part B, 5.1.1), and the peripheral
+    /// comes back half an interval before it left, so that the central's resent
+    /// LL_CONNECTION_UPDATE_IND reaches it at its next connection event, past the instant. The
+    /// central then times out. The capture shows neither the update nor its parameters: the
+    /// central asks for those the replay's link has.
+    private mutating func missedInstant(_ c: Int, _ timed: ScenarioWriter.Timed) {
+        let p = writer.owner[c]
+        let id = peripherals[p].id
+        let pk = key(p)
+        let (interval, latency, timeout) = writer.replayParameters(c, at: timed.start)
+        let period = Int64(interval) * 1250
+        requiresSim = true
+        comment(timed.start, "\(id) was last heard here; at \(timed.end) its link layer ended the link with Instant Passed (0x28): it received a connection update's LL_CONNECTION_UPDATE_IND only after the update's instant (Core Vol 6 Part B 5.1.1). The central moved to the new parameters and timed out")
+        lines.append("  - out-of-range: \(id)")
+        let values = "interval: \(FlawPlan.exact(microseconds: period)), latency: \(latency), timeout: \(FlawPlan.exact(microseconds: Int64(timeout) * 10_000))"
+        lines.append("  - connection-update: { \(values)\(pk) }")
+        lines.append("  - expect: { connection-parameters: { \(values)\(pk) } }")
+        // The replay's step starts once the central has the peripheral's last packet (an event
+        // later); the update's instant is 6 × (latency + 1) events after the next event.
+        let start = timed.start.time + period
+        let completed = start + period * (1 + 6 * (Int64(latency) + 1))
+        let back = timed.end.time - period / 2
+        if back - completed >= 1000 { lines.append("  - wait: \(YAMLValues.duration(microseconds: back - completed))") }
+        lines.append("  - in-range: \(id)")
+        // The central's supervision timer runs from the last event it heard (Vol 6, Part B, 4.5.2).
+        let timesOut = start + Int64(timeout) * 10_000
+        lines.append("  - expect: { disconnected: { reason: connection-timeout, within: \(YAMLValues.duration(microseconds: max(0, timesOut - max(back, completed)) + 1_000_000))\(pk) } }")
+        notes.append("\(timed.end): \(id) left with Instant Passed (0x28): it missed a connection update of the central's, which its capture does not show; the scenario's central asks for the parameters its link has (\(Self.describe(interval, latency, timeout))) while \(id) is out of range, so its supervision timeout after the instant is that link's")
     }
 
     /// When the connection's ATT transaction timed out (its last operation left unanswered), if it did.
