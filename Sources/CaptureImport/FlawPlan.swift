@@ -183,13 +183,19 @@ extension ScenarioWriter {
             known.services = present
             return code == .attributeNotFound && !known.knownHandles.contains(where: { r.range.start <= $0 && $0 <= r.range.end })
         case let .readRequest(r):
+            // The lab's descriptors are all readable: an error reading one the scenario has is the device's.
+            if peripherals[p].descriptorPlace(r.handle) != nil { return false }
             guard let (_, ch) = db.characteristic(valueHandle: r.handle) else { return code == .invalidHandle || code == .readNotPermitted }
             return code == .readNotPermitted && ch.properties & 0x02 == 0
         case let .readBlobRequest(r):
             if code == .attributeNotLong || code == .invalidOffset { return true }
+            if peripherals[p].descriptorPlace(r.handle) != nil { return false }
             guard let (_, ch) = db.characteristic(valueHandle: r.handle) else { return code == .invalidHandle }
             return code == .readNotPermitted && ch.properties & 0x02 == 0
         case let .writeRequest(w):
+            if let place = peripherals[p].descriptorPlace(w.handle) {
+                return peripherals[p].labWriteError(place, handle: w.handle, value: w.value) == code
+            }
             guard let (_, ch) = db.characteristic(valueHandle: w.handle) else {
                 return db.characteristic(configurationHandle: w.handle) == nil && code == .invalidHandle
             }
@@ -296,6 +302,12 @@ extension ScenarioWriter {
                     if let k = op, case .unsupported = sessions[c].operations[k].kind { continue }
                     let key = op.map { OperationKey(connection: c, operation: $0) }
                     var outcome = key.flatMap { flawPlan.outcomes[$0] } ?? OperationOutcome()
+                    // No step, so the replay's central does not send it.
+                    if let k = op, let key, let why = omission(p, sessions[c].operations[k]) {
+                        outcome.dropped = why
+                        flawPlan.outcomes[key] = outcome
+                        continue
+                    }
                     var timing = lateness(x, on: c)
                     var answer: String?
                     var comment: String?

@@ -15,10 +15,13 @@ struct ImportedPeripheral {
     var declaredInterval: Int64?
     var database = DiscoveredDatabase()
     var connections: [Int] = []
-    /// Initial values by value (or descriptor) handle, from the first read (or first notification).
+    /// Initial values by value handle, from the first read (or first notification).
     var initialValues: [UInt16: [UInt8]] = [:]
-    /// Descriptor handles the central wrote successfully.
-    var writableDescriptors: Set<UInt16> = []
+    /// Descriptors' values by handle, from the first read of each (`ScenarioWriter.planDescriptors`).
+    var descriptorReads: [UInt16: [UInt8]] = [:]
+    /// Descriptor handles the central wrote successfully, where the lab lets them be written:
+    /// declared with write permission (a user description, through writable-auxiliaries).
+    var writtenDescriptors: Set<UInt16> = []
     var deviceName: String?
     /// Trigger actions by value handle, as flow-mapping lines.
     var onWrite: [UInt16: [String]] = [:]

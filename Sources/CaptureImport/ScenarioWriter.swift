@@ -31,6 +31,7 @@ struct ScenarioWriter {
         self.recordCount = recordCount
         buildPeripherals()
         planServiceChanges()
+        planDescriptors()
         planFlaws()
         planMTU()
     }
@@ -587,39 +588,33 @@ struct ScenarioWriter {
     }
 
     /// A characteristic's `extended-properties:` and `descriptors:` (docs/scenarios.md
-    /// "Descriptors"): the descriptors the lab does not add itself, with the value the capture
-    /// read first and write permission when the central wrote one.
+    /// "Descriptors"): the descriptors the lab does not add itself, each type once, with the value
+    /// the capture read first when the type can hold it, and write permission when the central
+    /// wrote one.
     private func descriptorLines(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral) -> [String] {
         var lines: [String] = []
-        let automatic: [BluetoothUUID] = [.clientCharacteristicConfiguration, .characteristicExtendedProperties, .serverCharacteristicConfiguration]
-        var writableAuxiliaries = false
-        if c.properties & 0x80 != 0 {
-            var bits: UInt16 = 0
-            if let d = c.descriptors.first(where: { $0.uuid == .characteristicExtendedProperties }), let v = p.initialValues[d.handle], v.count == 2 {
-                bits = UInt16(v[0]) | UInt16(v[1]) << 8
-            }
-            if c.descriptors.contains(where: { $0.uuid == .characteristicUserDescription && p.writableDescriptors.contains($0.handle) }) { bits |= 0x0002 }
-            writableAuxiliaries = bits & 0x0002 != 0
-            let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
-            if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        let bits = p.extendedPropertiesBits(c)
+        let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
+        if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        let declared = ImportedPeripheral.declarable(c)
+        for d in c.descriptors where d.uuid == BluetoothUUID(uuid16: 0x2905) || (!ImportedPeripheral.undeclarable.contains(d.uuid) && !declared.contains(d)) {
+            lines.append("            # descriptor \(d.uuid) at 0x\(hex(d.handle)): \(d.uuid == BluetoothUUID(uuid16: 0x2905) ? "an Aggregate Format lists handles, which the lab lays out itself" : "a second one of its type, which a characteristic declares once"); not reproduced")
         }
-        let declared = c.descriptors.filter { !automatic.contains($0.uuid) }
         guard !declared.isEmpty else { return lines }
         lines.append("            descriptors:")
         for d in declared {
-            guard d.uuid != BluetoothUUID(uuid16: 0x2905) else {
-                lines.append("              # 0x\(hex(d.handle)) \(d.uuid) (Aggregate Format): the lab lays out its own handles; not reproduced")
-                continue
-            }
             var entry = "              - { uuid: \(YAMLValues.uuid(d.uuid))"
             var comment = "0x\(hex(d.handle))"
-            if let v = p.initialValues[d.handle], d.uuid != .characteristicUserDescription || String(validating: v, as: UTF8.self) != nil {
-                entry += ", value: \(YAMLValues.value(v))"
-            } else if d.uuid == BluetoothUUID(uuid16: 0x2904) {
-                entry += ", value: hex:00 00 00 00 00 00 00"
-                comment += "; its value is not in the capture"
+            let place = ImportedPeripheral.DescriptorPlace(ref: "", service: DiscoveredDatabase.Service(uuid: c.uuid, start: 0, end: 0, characteristics: []),
+                                                           characteristic: c, uuid: d.uuid)
+            let value = p.initialDescriptorValue(place, handle: d.handle)
+            if !value.isEmpty { entry += ", value: \(YAMLValues.value(value))" }
+            if let read = p.descriptorReads[d.handle], read != value {
+                comment += "; the capture read \(YAMLValues.hex(Array(read.prefix(16))))\(read.count > 16 ? " …" : ""), which a \(d.uuid) cannot hold"
+            } else if p.descriptorReads[d.handle] == nil {
+                comment += "; its value before any write is not in the capture"
             }
-            if p.writableDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription || writableAuxiliaries {
+            if p.writtenDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription {
                 entry += ", permissions: [read, write]"
             }
             lines.append(entry + " }    # \(comment)")

@@ -266,6 +266,12 @@ struct StepEmitter {
         } else {
             comment(timed.start, "connecting to \(connection.peer.address); LE Connection Complete, handle 0x\(hex(connection.handle)), at \(connection.established)")
         }
+        // A new link starts with every CCCD at 0x0000 (they are per central, Core Vol 3 Part G 3.3.3.3).
+        for s in peripherals[p].database.services {
+            for ch in s.characteristics {
+                for d in ch.descriptors where d.uuid == .clientCharacteristicConfiguration { values[p][d.handle] = nil }
+            }
+        }
         lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s }")
         lines.append("  - expect: { connected: \(peripherals[p].id) }")
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
@@ -328,8 +334,8 @@ struct StepEmitter {
         case let .read(handle, value):
             read(p, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         case let .write(handle, value, command):
-            if !command, peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
-                return writeDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+            if !command, !peripherals[p].isValueHandle(handle), let place = peripherals[p].descriptorPlace(handle) {
+                return writeDescriptor(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
             }
             guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
                 comment(op.start, "a write to handle 0x\(hex(handle)), which discovery did not find (\(YAMLValues.hex(value))); not reproduced")
@@ -359,21 +365,12 @@ struct StepEmitter {
                 if !command || ch.properties & 0x04 != 0 { values[p][handle] = value }
             }
         case let .configure(handle, value):
-            guard let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle), let ref = peripherals[p].reference(ch.valueHandle) else { return }
-            let bits = value.first ?? 0
-            comment(op.start, "Write Request to \(ref)'s CCCD (handle 0x\(hex(handle))): \(YAMLValues.hex(value))")
-            defer { lines += flawed }
-            if op.error != nil, !failed(o) {
-                notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
+            guard let place = peripherals[p].descriptorPlace(handle) else {
+                comment(op.start, "a write of \(YAMLValues.hex(value)) to the CCCD at handle 0x\(hex(handle)), which the scenario's characteristic does not have; not reproduced")
+                notes.append("\(op.start): a CCCD write at handle 0x\(hex(handle)) (\(YAMLValues.hex(value))) on a characteristic the scenario cannot name, or without notify or indicate (on the connection to \(id))")
+                return
             }
-            if bits & 0x03 == 0 {
-                lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
-            } else if bits & 0x03 == 0x03 || (bits & 0x03 == 0x02 && ch.properties & 0x10 != 0) {
-                // Both, or indications where notify is offered too: subscribe's type says which.
-                lines.append("  - subscribe: { characteristic: \(ref), type: \(bits & 0x03 == 0x03 ? "both" : "indications")\(pk) }")
-            } else {
-                lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
-            }
+            configure(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         case let .unsupported(text):
             comment(op.start, "\(text): not reproduced")
             notes.append("\(op.start): \(text) (on the connection to \(id))")
@@ -389,8 +386,8 @@ struct StepEmitter {
 
     private mutating func read(_ p: Int, handle: UInt16, value: [UInt8], op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
         let pk = key(p)
-        if peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
-            return readDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+        if !peripherals[p].isValueHandle(handle), let place = peripherals[p].descriptorPlace(handle) {
+            return readDescriptor(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         }
         guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
             comment(op.start, "a read of handle 0x\(hex(handle)), which discovery did not find; not reproduced")
@@ -452,55 +449,85 @@ struct StepEmitter {
 
     // MARK: Descriptors
 
-    /// How steps name the characteristic that has a descriptor at `handle`, and the descriptor's type.
-    private func descriptor(_ p: Int, _ handle: UInt16) -> (ref: String, uuid: BluetoothUUID)? {
-        for s in peripherals[p].database.services {
-            for c in s.characteristics {
-                if let d = c.descriptors.first(where: { $0.handle == handle }), let ref = peripherals[p].reference(c.valueHandle) { return (ref, d.uuid) }
-            }
+    /// A Write Request to a CCCD (Core Vol 3 Part G 3.3.3.3, 4.10): `unsubscribe` for 0x0000,
+    /// `subscribe` (with the `type` that writes exactly the capture's bits) for what the
+    /// characteristic offers, and for any other value the descriptor write itself, which sends
+    /// exactly those octets. A value the lab's server refuses comes here only with the error the
+    /// capture shows (`ScenarioWriter.omission` leaves out one the device accepted).
+    private mutating func configure(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                    op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let pk = key(p)
+        let ref = place.ref
+        let properties = place.characteristic.properties
+        comment(op.start, "Write Request to \(ref)'s CCCD (handle 0x\(hex(handle))): \(YAMLValues.hex(value))")
+        let natural = op.error != nil && !failed(o) && ImportedPeripheral.configurationError(value, properties: properties) == op.error
+        if op.error != nil, !failed(o), !natural {
+            comment(op.start, "the write got ATT error \(op.error!.name), which the lab's server does not give; not reproduced")
+            notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
+            return
         }
-        return nil
+        let notify = properties & 0x10 != 0, indicate = properties & 0x20 != 0
+        let single = value.count == 2 && value[1] == 0 ? value[0] : nil
+        switch single {
+        case 0x00?:
+            lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
+        case 0x01? where notify, 0x02? where indicate && !notify:
+            // What `subscribe` writes untold: notifications, or indications when only those are offered.
+            lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
+        case 0x02? where indicate, 0x03? where indicate && notify:
+            lines.append("  - subscribe: { characteristic: \(ref), type: \(single == 0x03 ? "both" : "indications")\(pk) }")
+        default:
+            lines.append("  - write: { characteristic: \(ref), descriptor: 2902, value: \(YAMLValues.hex(value))\(pk) }")
+        }
+        lines += flawed
+        if natural, let error = op.error { lines.append("  - expect: { error: \(error.name) }") }
+        if op.error == nil, !failed(o) { values[p][handle] = value }
     }
 
-    /// A read of a descriptor: the step, and the value it expects when the lab's server holds it
-    /// (the declared descriptors and 0x2900, whose value the scenario sets from this read).
-    private mutating func readDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
-        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
-        if let error = op.error {
+    /// A read of a descriptor the scenario's characteristic has: the step, and the value it
+    /// expects when the lab's descriptor holds what the capture read.
+    private mutating func readDescriptor(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                         op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let ref = place.ref
+        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(place.uuid) at handle 0x\(hex(handle))")
+        if let error = op.error, !failed(o) {
             comment(op.start, "the read got ATT error \(error.name); not reproduced")
-            notes.append("\(op.start): a read of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(place.uuid) got ATT error \(error.name), which the importer cannot reproduce")
             return
         }
-        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid))\(key(p)) }")
-        guard uuid != .clientCharacteristicConfiguration, uuid != .serverCharacteristicConfiguration else {
-            lines.append("  # the lab's peripheral keeps this configuration itself; the capture read \(YAMLValues.hex(value))")
+        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(place.uuid))\(key(p)) }")
+        if failed(o) {
+            lines += flawed
             return
         }
-        if let current = values[p][handle] {
-            guard current == value else {
-                lines.append("  # the capture read \(YAMLValues.hex(value)), which no write the capture shows explains; not checked")
-                return
-            }
-        } else {
-            peripherals[p].initialValues[handle] = value
-            values[p][handle] = value
+        defer { lines += flawed }
+        let current = values[p][handle] ?? peripherals[p].initialDescriptorValue(place, handle: handle)
+        guard current == value else {
+            lines.append("  # the capture read \(YAMLValues.hex(value)); the lab's descriptor holds \(YAMLValues.hex(current)) here, so the value is not checked")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(place.uuid) gave \(YAMLValues.hex(value)), which the scenario's descriptor does not hold there")
+            return
         }
+        values[p][handle] = value
         lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
     }
 
-    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3).
-    private mutating func writeDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
-        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
-        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3). One the
+    /// device accepted and the lab's server refuses has no step (`ScenarioWriter.omission`).
+    private mutating func writeDescriptor(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                          op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let ref = place.ref
+        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(place.uuid) at handle 0x\(hex(handle))")
+        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(place.uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+        lines += flawed
+        if failed(o) { return }
         if let error = op.error {
-            if error == .writeNotPermitted {
-                lines.append("  - expect: { error: write-not-permitted }")
+            if peripherals[p].labWriteError(place, handle: handle, value: value) == error {
+                lines.append("  - expect: { error: \(error.name) }")
             } else {
-                notes.append("\(op.start): the write of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+                notes.append("\(op.start): the write of \(ref)'s descriptor \(place.uuid) got ATT error \(error.name), which the importer cannot reproduce")
             }
             return
         }
-        peripherals[p].writableDescriptors.insert(handle)
         values[p][handle] = value
     }
 

@@ -306,6 +306,31 @@ final class HostileValueImportTests: XCTestCase {
         XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 
+    /// Descriptors a characteristic's properties do not announce (2900 without extended-properties,
+    /// 2903 without broadcast, a CCCD without notify or indicate), which the lab does not lay out:
+    /// no step names them, and a user description the lab keeps read-only is not written.
+    func testDescriptorsThePropertiesDoNotAnnounceGetNoSteps() throws {
+        // 2A9D's declaration with properties [read] instead of [broadcast, read, indicate, extended-properties].
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0x02, 0x0C, 0x00, 0x9D, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertFalse(result.yaml.contains("descriptor: 2900"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("descriptor: 2903"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("which the scenario's characteristic does not have"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("which the device accepted and the lab's server refuses (write-not-permitted)"), result.yaml)
+        let replay = ScenarioRunner().run(try Scenario.parse(result.yaml, file: "hostile.yaml"))
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
+    /// A CCCD write of a value no characteristic can take (a reserved bit), which the device
+    /// accepted: the lab's server refuses it, so it has no step and is listed.
+    func testACCCDValueTheLabRefusesIsListed() throws {
+        let (result, _) = try importAndLoad(try patched("gatt-cccd-written-directly", [0x12, 0x0D, 0x00, 0x03, 0x00], [0x12, 0x0D, 0x00, 0x03, 0x01]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("a write of hex:03 01 to FFF1's descriptor 2902, which the device accepted and the lab's server refuses (value-not-allowed)"),
+                      result.yaml)
+        XCTAssertFalse(result.yaml.contains("type: both"), result.yaml)
+    }
+
     func testImpossibleConnectionParametersAreListed() throws {
         // LE Connection Update Complete: interval 1.25 ms, latency 500, timeout 10 ms.
         try importAndReplay(try patched("link-connection-update", [0x03, 0x00, 0x01, 0x00, 0x50, 0x00, 0x04, 0x00, 0x58, 0x02],
