@@ -239,12 +239,19 @@ struct ImportedPeripheral {
         return lines
     }
 
-    /// RSSI: the median of what the reports carried.
-    var rssi: Int? {
+    /// The median of the RSSI its reports carried.
+    var reportedRSSI: Int? {
         let values = reports.compactMap(\.rssi).map(Int.init).sorted()
         guard !values.isEmpty else { return nil }
         return min(20, max(-127, values[values.count / 2]))
     }
+
+    /// The weakest `rssi:` the lab's receivers always hear: their sensitivity is -100 dBm and the
+    /// sim adds ±2 dB of noise to every reading (docs/scenarios.md, "The radio").
+    static let weakestHeard = -98
+
+    /// RSSI (`rssi:`): the median of what the reports carried, no weaker than the lab hears.
+    var rssi: Int? { reportedRSSI.map { max($0, Self.weakestHeard) } }
 }
 
 extension String {

@@ -21,6 +21,9 @@ struct ScenarioWriter {
     var peripherals: [ImportedPeripheral] = []
     /// Connection index → peripheral index.
     var owner: [Int] = []
+    /// Failed connection attempt index → peripheral index (nil: no peer address, or a
+    /// peripheral's capture).
+    var failedOwner: [Int?] = []
     var flawPlan = FlawPlan()
 
     init(transcript: HCITranscript, sessions: [GATTSession], source: String, format: CaptureFile.Format, recordCount: Int) {
@@ -99,6 +102,10 @@ struct ScenarioWriter {
                 }
             }
         }
+        for f in transcript.failedConnections {
+            // A device the central tried to connect to: seen advertising, or remembered (never seen).
+            failedOwner.append(peripheralSide ? nil : f.peer.map { index(for: $0) })
+        }
         var taken: Set<LEAddress> = Set(peripherals.map(\.address).filter { $0.type == .public || $0.address.isValidRandomStatic })
         for i in peripherals.indices {
             let a = peripherals[i].address
@@ -122,6 +129,9 @@ struct ScenarioWriter {
             let values = peripherals[i].reports.compactMap(\.rssi).map(Int.init)
             if let low = values.min(), let high = values.max(), high - low > 10 {
                 peripherals[i].notes.append("its advertising reports' RSSI ranged from \(low) to \(high) dBm; the scenario gives it one (the median)")
+            }
+            if let median = peripherals[i].reportedRSSI, median < ImportedPeripheral.weakestHeard {
+                peripherals[i].notes.append("its advertising reports' RSSI (\(median) dBm) is below what the lab's receivers hear (-100 dBm, with ±2 dB of noise); the scenario gives it \(ImportedPeripheral.weakestHeard)")
             }
         }
         var used: Set<String> = ["central"]
@@ -204,6 +214,10 @@ struct ScenarioWriter {
     enum Item {
         case scan(Int)
         case connect(Int)
+        /// A connection attempt that gave no connection (`transcript.failedConnections`).
+        case failedConnect(Int)
+        /// HCI Read RSSI on a connection: `connections[connection].rssiReads[index]`.
+        case rssiRead(connection: Int, index: Int)
         case operation(connection: Int, index: Int)
         /// The central's LE Connection Update, completed by the connection's update `update`.
         case connectionUpdate(connection: Int, update: Int)
@@ -220,9 +234,9 @@ struct ScenarioWriter {
         var order: Int {
             switch self {
             case .scan: return 0
-            case .connect: return 1
+            case .connect, .failedConnect: return 1
             case .parameterPolicy: return 2
-            case .operation, .connectionUpdate: return 3
+            case .operation, .connectionUpdate, .rssiRead: return 3
             case .disconnect, .missedInstant: return 4
             case .powerOn: return 5
             }
@@ -404,6 +418,9 @@ struct ScenarioWriter {
             if let (start, end) = centralDisconnect(c) {
                 items.append(Timed(item: .disconnect(c), start: start, end: end))
             }
+            if !connection.capturedOnPeripheral {
+                for (k, r) in connection.rssiReads.enumerated() { items.append(Timed(item: .rssiRead(connection: c, index: k), start: r.mark, end: r.mark)) }
+            }
             if let (lastHeard, left) = missedInstant(c) {
                 items.append(Timed(item: .missedInstant(connection: c), start: lastHeard, end: left))
             }
@@ -416,6 +433,9 @@ struct ScenarioWriter {
             }
         }
         items += parameterPolicies()
+        for (k, f) in transcript.failedConnections.enumerated() {
+            items.append(Timed(item: .failedConnect(k), start: f.requested, end: f.ended))
+        }
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
     }
 
@@ -468,6 +488,12 @@ struct ScenarioWriter {
         findWriteErrors()
 
         var steps = StepEmitter(writer: self)
+        if let first = items.first, case .scan = first.item, first.start.time >= 50_000 {
+            // Advertisers start at the lab's start: a scan that began later meets their events in
+            // another phase (what a duty-cycled scan hears depends on it).
+            steps.comment(first.start, "the first scan began \(CaptureMark.seconds(first.start.time)) after the capture's first record")
+            steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: first.start.time))")
+        }
         for (i, timed) in items.enumerated() {
             if case .connectionUpdate = timed.item {
                 // A link lost while the central's update ran: the central's side of an update

@@ -72,6 +72,8 @@ struct StepEmitter {
         switch timed.item {
         case let .scan(i): scan(i, timed)
         case let .connect(c): connect(c, timed)
+        case let .failedConnect(k): failedConnect(k, timed)
+        case let .rssiRead(c, k): rssiRead(c, k, timed)
         case let .operation(c, k): operation(c, k, writer.sessions[c].operations[k])
         case let .disconnect(c):
             let p = writer.owner[c]
@@ -217,11 +219,26 @@ struct StepEmitter {
         for r in reports {
             if let p = peripherals.firstIndex(where: { $0.address == ImportedPeripheral.normalized(r.address) }), !seen.contains(p) { seen.append(p) }
         }
+        let scan = writer.transcript.scans[i]
+        let duty = Self.dutyCycle(interval: scan.interval, window: scan.window, defaultUnits: 16)
         var wanted: [Int: Bool] = [:]
+        var missed: [Int] = []
         for p in peripherals.indices where !peripherals[p].reports.isEmpty || !peripherals[p].connections.isEmpty {
+            if !seen.contains(p), duty.cycled, advertising[p] {
+                // A scan that listens part of the time misses advertisers by their phase: not
+                // hearing one says nothing of whether it still advertised.
+                missed.append(p)
+                continue
+            }
             wanted[p] = seen.contains(p)
         }
         setAdvertising(wanted, at: timed.start)
+        for p in missed {
+            let every = peripherals[p].advertisingInterval.map { " (every \(YAMLValues.duration(microseconds: $0 * 1000)))" } ?? ""
+            comment(timed.start, "\(peripherals[p].id) advertised\(every) but this scan, listening \(duty.text), did not hear it: which events a duty-cycled scan hears depends on their phase, so nothing is expected of it")
+        }
+        if let note = duty.note { notes.append("\(timed.start): the scan's \(note)") }
+        if scan.passive { notes.append("\(timed.start): the scan was passive (no scan requests); the lab's scans are active") }
         var filter: [String] = []
         if !filterServices.isEmpty { filter.append("services: [\(filterServices.map(YAMLValues.uuid).joined(separator: ", "))]") }
         if !filterNames.isEmpty { filter.append("names: [\(filterNames.map(YAMLValues.quoted).joined(separator: ", "))]") }
@@ -231,6 +248,7 @@ struct StepEmitter {
         let hearing = seen.map { (peripherals[$0].advertisingInterval ?? 100) * 1000 + 10_000 }.max() ?? 0
         let duration = max(1_000, timed.end.time - timed.start.time, hearing)
         filter.append("for: \(YAMLValues.duration(microseconds: duration))")
+        if let keys = duty.keys { filter.append("interval: \(keys.interval), window: \(keys.window)") }
         comment(timed.start, "scanning (LE Set Scan Enable) until \(timed.end); \(reports.count) advertising report\(reports.count == 1 ? "" : "s") from \(seen.count) device\(seen.count == 1 ? "" : "s")")
         lines.append("  - scan: { \(filter.joined(separator: ", ")) }")
         for p in seen {
@@ -272,9 +290,76 @@ struct StepEmitter {
                 for d in ch.descriptors where d.uuid == .clientCharacteristicConfiguration { values[p][d.handle] = nil }
             }
         }
-        lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s }")
+        let initiator = Self.dutyCycle(interval: connection.scanInterval, window: connection.scanWindow, defaultUnits: 96)
+        if let note = initiator.note { notes.append("\(timed.start): the initiator's \(note)") }
+        let keys = initiator.keys.map { ", scan-interval: \($0.interval), scan-window: \($0.window)" } ?? ""
+        lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s\(keys) }")
         lines.append("  - expect: { connected: \(peripherals[p].id) }")
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
+    }
+
+    /// A scan's or an initiator's duty cycle (LE_Scan_Interval, LE_Scan_Window in 0.625 ms units,
+    /// Core Vol 4 Part E 7.8.10, 7.8.12) as the step's keys, when it differs from the lab's default
+    /// (`defaultUnits` for both) and the format can hold it (4 to 0x4000 units, the window no
+    /// longer than the interval; else a note).
+    static func dutyCycle(interval: UInt16?, window: UInt16?, defaultUnits: UInt16)
+        -> (keys: (interval: String, window: String)?, cycled: Bool, text: String, note: String?) {
+        guard let interval, let window else { return (nil, false, "", nil) }
+        let text = "\(YAMLValues.scanDuration(units: window)) every \(YAMLValues.scanDuration(units: interval))"
+        guard (4...0x4000).contains(interval), (4...0x4000).contains(window), window <= interval else {
+            return (nil, false, text, "interval and window (\(text)) are outside what LE Set Scan Parameters allows; the lab listens all the time")
+        }
+        let keys = (interval, window) == (defaultUnits, defaultUnits) ? nil
+            : (YAMLValues.scanDuration(units: interval), YAMLValues.scanDuration(units: window))
+        return (keys, window < interval, text, nil)
+    }
+
+    /// A connection attempt that gave no connection. One the central's host gave up on (LE Create
+    /// Connection Cancel, then LE Connection Complete with Unknown Connection Identifier, Core Vol
+    /// 4 Part E 7.8.13) is a `connect` with that timeout and `connect-failed: timeout`: the device
+    /// was not connectable then, so it stops advertising first. Other failures are listed.
+    private mutating func failedConnect(_ k: Int, _ timed: ScenarioWriter.Timed) {
+        let f = writer.transcript.failedConnections[k]
+        let status = "\(f.status.name) (0x\(hex8(f.status.rawValue)))"
+        guard let p = writer.failedOwner[k] else {
+            let why = writer.peripheralSide ? "the capturing host also tried to be a central" : "it named no address (the Filter Accept List)"
+            comment(timed.start, "a connection attempt that failed with \(status); not reproduced")
+            notes.append("\(timed.start): a connection attempt failed with \(status), and \(why); not reproduced")
+            return
+        }
+        let id = peripherals[p].id
+        guard f.status == .unknownConnectionIdentifier, let cancelled = f.cancelled else {
+            comment(timed.start, "connecting to \(id) failed with \(status) at \(f.ended); not reproduced")
+            notes.append("\(timed.start): connecting to \(id) failed with \(status); the lab's central gives up a connect only at its timeout, so this is not reproduced")
+            return
+        }
+        let connectable = peripherals[p].advertisement?.connectable ?? (peripherals[p].scanResponse != nil || !peripherals[p].connections.isEmpty)
+        if connectable { setAdvertising([p: false], at: timed.start) }
+        comment(timed.start, "connecting to \(peripherals[p].address.address); the central gave up at \(cancelled) (LE Create Connection Cancel), no connection")
+        let initiator = Self.dutyCycle(interval: f.scanInterval, window: f.scanWindow, defaultUnits: 96)
+        if let note = initiator.note { notes.append("\(timed.start): the initiator's \(note)") }
+        let keys = initiator.keys.map { ", scan-interval: \($0.interval), scan-window: \($0.window)" } ?? ""
+        lines.append("  - connect: { peripheral: \(id), within: \(YAMLValues.duration(microseconds: cancelled.time - f.requested.time))\(keys) }")
+        lines.append("  - expect: { connect-failed: { peripheral: \(id), reason: timeout } }")
+    }
+
+    /// HCI Read RSSI on a central's link: `expect: { rssi: { from: link } }` reads it again, around
+    /// what the capture read and the peripheral's `rssi:` (the sim adds ±2 dB of noise); RSSI
+    /// values are the sim's, so the scenario then needs it.
+    private mutating func rssiRead(_ c: Int, _ k: Int, _ timed: ScenarioWriter.Timed) {
+        let p = writer.owner[c]
+        let id = peripherals[p].id
+        let read = Int(writer.transcript.connections[c].rssiReads[k].rssi)
+        let declared = peripherals[p].rssi ?? -60
+        comment(timed.start, "HCI Read RSSI on the link to \(id): \(read) dBm")
+        guard abs(read - declared) <= 10 else {
+            lines.append("  # the scenario's \(id) is at \(declared) dBm (its advertising reports'); not checked")
+            notes.append("\(timed.start): the link's RSSI read \(read) dBm, more than 10 dB from \(id)'s advertising reports (\(declared) dBm), which give the scenario's one RSSI")
+            return
+        }
+        requiresSim = true
+        let low = max(-127, min(read, declared) - 2), high = min(20, max(read, declared) + 2)
+        lines.append("  - expect: { rssi: { peripheral: \(id), at-least: \(low), at-most: \(high), from: link } }")
     }
 
     private func isGAPOrGATT(_ p: Int, _ handle: UInt16) -> (BluetoothUUID, BluetoothUUID)? {
