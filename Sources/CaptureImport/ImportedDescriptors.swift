@@ -50,7 +50,7 @@ extension ImportedPeripheral {
         for s in database.services {
             for c in s.characteristics {
                 guard let d = c.descriptors.first(where: { $0.handle == handle }) else { continue }
-                guard c.descriptors.first(where: { $0.uuid == d.uuid })?.handle == handle, let ref = reference(c.valueHandle) else { return nil }
+                guard c.descriptors.first(where: { $0.uuid == d.uuid })?.handle == handle, let ref = reference(c, in: s) else { return nil }
                 let has: [BluetoothUUID]
                 if Self.labServices.contains(s.uuid) {
                     has = c.uuid == BluetoothUUID(uuid16: 0x2A05) ? [.clientCharacteristicConfiguration] : []

@@ -100,6 +100,12 @@ struct ImportedPeripheral {
     /// Nil when the scenario does not have that characteristic.
     func reference(_ valueHandle: UInt16) -> String? {
         guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
+        return reference(c, in: service)
+    }
+
+    /// How steps name `c` of `service` (two characteristics may claim one value handle in a
+    /// damaged capture: this one, not the first with its value handle).
+    func reference(_ c: DiscoveredDatabase.Characteristic, in service: DiscoveredDatabase.Service) -> String? {
         let declared = declaredServices
         var holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }.map(\.uuid)
         if let lab = Self.labService(of: c.uuid) { holders.append(lab) }
@@ -107,7 +113,7 @@ struct ImportedPeripheral {
             // The lab's own characteristic, where the lab serves it.
             guard Self.labService(of: c.uuid) == service.uuid else { return nil }
         } else {
-            guard declared.contains(where: { s in s.characteristics.contains { $0.valueHandle == valueHandle } }) else { return nil }
+            guard declared.contains(where: { s in s.start == service.start && s.characteristics.contains { $0.declarationHandle == c.declarationHandle } }) else { return nil }
         }
         return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
     }

@@ -321,6 +321,15 @@ final class HostileValueImportTests: XCTestCase {
         XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 
+    /// Two characteristics claiming one value handle (2A9D's declaration pointing at GAP's Device
+    /// Name, 0x0003): the descriptors found after 2A9D are named as 2A9D's, not Device Name's.
+    func testDescriptorsBelongToTheirOwnCharacteristicWhenValueHandlesCollide() throws {
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0xA3, 0x03, 0x00, 0x9D, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("- read: { characteristic: 2A9D, descriptor: 2900 }"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("characteristic: 2A00, descriptor"), result.yaml)
+    }
+
     /// A CCCD write of a value no characteristic can take (a reserved bit), which the device
     /// accepted: the lab's server refuses it, so it has no step and is listed.
     func testACCCDValueTheLabRefusesIsListed() throws {
