@@ -506,6 +506,20 @@ struct ScenarioWriter {
                 for k in early { steps.emitLinkLoss(segments[i][k], before: timed) }
                 for k in early.reversed() { segments[i].remove(at: k) }
             }
+            if case let .operation(c, k) = timed.item, steps.outcome(c, k).cutShort {
+                // What ended the link while the request waited goes before the step, at its time.
+                var lost: [Int] = []
+                for (n, e) in segments[i].enumerated() {
+                    switch e {
+                    case let .disconnect(cc, _, reason) where cc == c && reason != .connectionTimeout: steps.emitEarlyDisconnect(e, before: timed)
+                    case let .linkLoss(cc, _, _) where cc == c:
+                        steps.emitLinkLoss(e, before: timed, during: "the request below")
+                        lost.append(n)
+                    default: break
+                    }
+                }
+                for n in lost.reversed() { segments[i].remove(at: n) }
+            }
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil

@@ -179,7 +179,10 @@ extension StepEmitter {
                                         "  - expect: { disconnected: { reason: connection-timeout, within: \(within(max(mark.time, replay)))\(key(p)) } }"))
                     continue
                 }
-                if Self.peripheralReasons.contains(reason.rawValue) {
+                if earlyActions.contains(mark) {
+                    // Already scheduled before the step it cut short (`emitEarlyDisconnect`).
+                    if !Self.peripheralReasons.contains(reason.rawValue) { notes.append("\(mark): the link to \(peripherals[p].id) ended with \(reason.name) (0x\(hex8(reason.rawValue))), which a peripheral cannot send; the scenario has the peripheral disconnect instead") }
+                } else if Self.peripheralReasons.contains(reason.rawValue) {
                     act(p, at: mark, "{ disconnect: { reason: \(reason.name) } }")
                 } else {
                     act(p, at: mark, "disconnect")
@@ -216,18 +219,33 @@ extension StepEmitter {
         }
     }
 
+    /// The peripheral's disconnect that cut the request of `timed` short: scheduled before the
+    /// step, with its delay into it, so that it comes while the request waits (its flaw never
+    /// answers it). Its expectation stays after the step (`emitSegment`).
+    mutating func emitEarlyDisconnect(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed) {
+        guard case let .disconnect(c, mark, reason) = e else { return }
+        let id = peripherals[writer.owner[c]].id
+        var list: [String] = []
+        appendDelay(&list, from: timed.start.time, to: mark.time)
+        list.append(Self.peripheralReasons.contains(reason.rawValue) ? "{ disconnect: { reason: \(reason.name) } }" : "disconnect")
+        comment(mark, "\(id) hung up while the request below waited for its answer")
+        lines.append("  - peripheral: { \(id): [\(list.joined(separator: ", "))] }")
+        earlyActions.insert(mark)
+    }
+
     /// A link loss that came while the step `timed` was running (a connection update, which the
     /// central completes on its own): `link-loss` before the step, `after` the time into it. The
     /// central's capture cannot tell whether the peripheral's link layer had taken the update;
     /// if it had not, it left with Instant Passed (0x28) on its side, as the header says.
-    mutating func emitLinkLoss(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed) {
+    mutating func emitLinkLoss(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed, during what: String = "the connection update below") {
         guard case let .linkLoss(c, mark, end) = e else { return }
         let id = peripherals[writer.owner[c]].id
         requiresSim = true
         let after = max(0, mark.time - timed.start.time)
-        lines.append("  # \(mark): the link to \(id) lost its radio path here, during the connection update below: both ends timed out (Connection Timeout, 0x08) at \(end)")
+        lines.append("  # \(mark): the link to \(id) lost its radio path here, during \(what): both ends timed out (Connection Timeout, 0x08) at \(end)")
         lines.append(after >= 1000 ? "  - link-loss: { peripheral: \(id), after: \(YAMLValues.duration(microseconds: after - after % 1000)) }"
                                    : "  - link-loss: \(id)")
+        guard what == "the connection update below" else { return }
         notes.append("\(mark): the link to \(id) was lost while a connection update ran, and the central's capture cannot show whether \(id) had taken the update: the scenario loses the link there, so \(id) times out (0x08) where it may have left with Instant Passed (0x28) on hearing the central again")
     }
 

@@ -17,6 +17,8 @@ struct StepEmitter {
     var discoveredEver: Set<Int> = []
     /// A step or action that needs the embedded simulator was written (`requires: [sim]`).
     var requiresSim = false
+    /// Peripheral events whose action went before the step they cut short.
+    var earlyActions: Set<CaptureMark> = []
     /// The capture time the last segment's closing `wait` reaches (it waits for actions nothing
     /// expects), when it wrote one as its last line.
     var waitedUntil: Int64?
@@ -179,7 +181,7 @@ struct StepEmitter {
     }
 
     /// Whether the operation ended in a failure its flaws reproduce (no value, no success to expect).
-    private func failed(_ o: OperationOutcome) -> Bool { o.rejected != nil || o.timedOut != nil || o.expectsError }
+    func failed(_ o: OperationOutcome) -> Bool { o.rejected != nil || o.timedOut != nil || o.expectsError || o.cutShort }
 
     /// The expectations the peripheral's flaws call for right after the operation's step: the
     /// damaged answer, the transaction timeout, the ATT error, the slowest response's time.
@@ -193,6 +195,11 @@ struct StepEmitter {
             out.append("  - expect: { att-timeout: { request: \(name.hasPrefix("0x") ? "any" : name)\(key(p)) } }")
         }
         if o.expectsError, let error { out.append("  - expect: { error: \(error.name) }") }
+        if o.cutShort {
+            // Right after the step, naming the peripheral (docs/scenarios.md, "When the link cuts a step short").
+            let reason = o.cutShortReason.map { ", reason: \($0.name)" } ?? ""
+            out.append("  - expect: { link-lost: { peripheral: \(peripherals[p].id)\(reason) } }")
+        }
         if let (least, most) = o.responseTime {
             let atLeast = least - least % 1000
             var bounds = atLeast >= 1000 ? ["at-least: \(YAMLValues.duration(microseconds: atLeast))"] : []
@@ -430,6 +437,8 @@ struct StepEmitter {
             lines.append("  - write: { characteristic: \(ref), value: \(YAMLValues.value(value)), type: \(command ? "command" : "request")\(pk) }")
             lines += flawed
             if failed(o) {
+                // Whether the request crossed before the link ended is not in the capture.
+                if o.cutShort { return }
                 // The request reached the peripheral, whose flaw answered it instead of its server.
                 lines.append("  - expect: { write-sent-as: request }")
                 if !o.expectsError {
@@ -480,7 +489,9 @@ struct StepEmitter {
         }
         let step = writer.multi ? "  - read: { characteristic: \(ref)\(pk) }" : "  - read: \(ref)"
         if failed(o) {
-            comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)): \(o.rejected != nil ? "an answer the central rejects" : o.timedOut != nil ? "never answered" : "Error Response \(op.error?.name ?? "?")")")
+            let what = o.rejected != nil ? "an answer the central rejects" : o.timedOut != nil ? "never answered"
+                : o.cutShort ? "never answered before the link ended" : "Error Response \(op.error?.name ?? "?")"
+            comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)): \(what)")
             lines.append(step)
             lines += flawed
             return

@@ -394,6 +394,17 @@ final class FlawRoundTripTests: XCTestCase {
         XCTAssertLessThan(loss.lowerBound, update.lowerBound, "the link is lost while the update runs:\n\(imported)")
     }
 
+    /// A read the meter's disconnect cut short: the request is never answered (`no-response`), the
+    /// meter hangs up while it is outstanding, and the step expects `link-lost`, from either side.
+    func testARequestTheLinksEndCutShortIsCutShortAgain() throws {
+        let original = try Scenario.load(path: repositoryRoot + "/scenarios/regressions/read-cut-short-by-disconnect.yaml")
+        let expected = ["- { request: read, characteristic: 2A18, count: 1, no-response: true }",
+                        "- expect: { link-lost: { peripheral: meter, reason: remote-user-terminated } }",
+                        "- expect: { disconnected: { reason: remote-user-terminated, within: "]
+        try roundTrip(original, central: expected + ["- peripheral: { meter: [{ delay: 120ms }, { disconnect: { reason: remote-user-terminated } }] }\n  # record"],
+                      peripheralSide: expected)
+    }
+
     func testADroppedAnswerIsMissingAgain() throws {
         try roundTrip(try field("link-dropped-write-response"),
                       central: ["- { request: write, characteristic: FFD1, count: 1, no-response: true }", "- expect: { att-timeout: { request: write } }"],
