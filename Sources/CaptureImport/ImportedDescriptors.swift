@@ -182,6 +182,9 @@ extension ScenarioWriter {
         default: return nil
         }
         let what = value == nil ? "a read" : "a write"
+        if let value, value.count > 512 {
+            return "a write of \(value.count) octets to handle 0x\(hex(handle)), more than an attribute holds (512, Core Vol 3 Part F 3.2.9)"
+        }
         if peripheral.isValueHandle(handle) {
             guard peripheral.reference(handle) == nil else { return nil }
             return "\(what) of handle 0x\(hex(handle)), a characteristic the scenario cannot name (a second one with its UUID, or one of the GAP or GATT service the lab serves itself)"

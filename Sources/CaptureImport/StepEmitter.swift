@@ -527,6 +527,13 @@ struct StepEmitter {
             lines.append("  - expect: { error: \(error.name) }")
             return
         }
+        guard value.count <= 512 else {
+            // No attribute holds more (Core Vol 3 Part F 3.2.9): the lab's value cannot be this one.
+            comment(op.start, "ATT Read Request for \(ref): the read gave \(value.count) octets, more than an attribute holds (512); not checked")
+            lines.append(step)
+            notes.append("\(op.start): the read of \(ref) gave \(value.count) octets, more than an attribute holds (512, Core Vol 3 Part F 3.2.9); the scenario neither declares nor expects it")
+            return
+        }
         if let current = values[p][handle] {
             if current != value {
                 comment(op.start, "the value changed without a write or a notification the capture shows")
