@@ -221,8 +221,8 @@ extension ScenarioSession {
         case .command:
             lastOperation = (step, nil)
             guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
-                throw StepFailure(kind: .operation, expected: "a Write Command of \(w.value.count) octets to \(w.characteristic)",
-                                  seen: "the value does not fit a Write Command (at most ATT_MTU - 3 = \(connection.client.mtu - 3) octets) or the link is closed")
+                throw StepFailure(kind: .operation, expected: "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)",
+                                  seen: Self.unsentCommand(w.value.count, mtu: connection.client.mtu, bearer: connection.bearer.state))
             }
             // Like CoreBluetooth's writeWithoutResponse, done once it has left the host.
             let crossed = try waitFor("the Write Command to cross the central's HCI", within: Expectation.defaultWithin) {
@@ -254,6 +254,19 @@ extension ScenarioSession {
         if let handle {
             let key = LinkObservations.Key(peripheral: id, handle: handle)
             notificationMarks[key] = enable ? before ?? 0 : observations.arrivals(id, handle).count
+        }
+    }
+
+    /// Why a Write Command could not be sent, the one reason that applies: the value is longer
+    /// than ATT_MTU - 3 (Core Vol 3 Part F 3.4.5.3), or the bearer is closed, or it failed after a
+    /// transaction timeout and sends nothing more (Part F 3.3.3).
+    static func unsentCommand(_ octets: Int, mtu: Int, bearer: ATTBearer.State) -> String {
+        switch bearer {
+        case .closed: return "the link is closed: the ATT bearer to the peripheral is gone"
+        case .failed: return "the ATT bearer sends nothing more after a transaction timeout (Core Vol 3 Part F 3.3.3)"
+        case .open:
+            return "\(octets) octets do not fit a Write Command at ATT_MTU \(mtu) (at most ATT_MTU - 3 = \(mtu - 3) octets); "
+                + "exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts"
         }
     }
 
