@@ -97,4 +97,22 @@ final class TruthfulTextTests: XCTestCase {
         let subscribed = try failure(band + "  - subscribe: FEE1\n  - expect: { notification: FEE1 }\n")
         XCTAssertEqual(subscribed.seen, "no notification of FEE1 arrived since step 4")
     }
+
+    /// A discovery response the central rejects says what is wrong with it, not "out of order or
+    /// without a UUID" / "malformed or out of order".
+    func testARejectedDiscoveryResponseSaysWhatIsWrong() throws {
+        func discoveryNote(_ flaw: String) throws -> String? {
+            let text = band.replacingOccurrences(of: "central:", with: "    flaws: [\(flaw)]\ncentral:")
+                .replacingOccurrences(of: "  - discover: all\n", with: "  - discover: all\n  - expect: { malformed-response: any }\n")
+            let result = try ScenarioText.run(text)
+            XCTAssertEqual(result.verdict, "passed")
+            return result.steps.first { $0.step.text == "discover: all" }?.note
+        }
+        let backwards = try XCTUnwrap(discoveryNote("{ request: read-by-group-type, count: 1, malformed: hex:11 06 0a 00 05 00 00 18 }"))
+        XCTAssertTrue(backwards.contains("Read By Group Type Response entry 0x000a..0x0005 ends before it starts"), backwards)
+        let early = try XCTUnwrap(discoveryNote("{ request: read-by-group-type, count: 1, malformed: hex:11 06 00 00 05 00 00 18 }"))
+        XCTAssertTrue(early.contains("Read By Group Type Response entry 0x0000..0x0005 is out of order: it starts before 0x0001"), early)
+        let declaration = try XCTUnwrap(discoveryNote("{ request: read-by-type, count: 1, malformed: hex:09 07 02 00 02 01 00 00 2a }"))
+        XCTAssertTrue(declaration.contains("characteristic declaration at 0x0002 is malformed: its value handle 0x0001 is not after the declaration"), declaration)
+    }
 }
