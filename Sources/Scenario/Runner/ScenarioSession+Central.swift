@@ -7,7 +7,7 @@ import GATT
 import HCI
 import Host
 
-/// The scripted central's steps (SCENARIO-FORMAT.md "Central steps").
+/// The scripted central's steps (docs/scenarios.md section 5).
 extension ScenarioSession {
     func execute(_ step: CentralStep, position: Int) throws {
         if try executeExternal(step, position: position) { return }

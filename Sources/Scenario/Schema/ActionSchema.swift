@@ -27,7 +27,7 @@ enum ActionSite: Equatable {
     var answersRequest: Bool { self == .onWrite || self == .onRead }
 }
 
-/// Reads peripheral actions (SCENARIO-FORMAT.md "Peripheral actions") for one peripheral.
+/// Reads peripheral actions (docs/scenarios.md section 7) for one peripheral.
 struct ActionSchema {
     let r: SchemaReader
     let catalog: PeripheralCatalog

@@ -3,7 +3,7 @@ import BLERuntime
 import BLEWire
 import YAMLSubset
 
-/// Reads `central:` (SCENARIO-FORMAT.md "Central steps") into `CentralStep`s.
+/// Reads `central:` (docs/scenarios.md section 5) into `CentralStep`s.
 ///
 /// Which peripheral a step talks to is settled here, before anything runs: the one it names
 /// (`peripheral: ID`), else the only one connected at that point of the script (connections

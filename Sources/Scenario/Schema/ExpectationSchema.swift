@@ -4,7 +4,7 @@ import BLERuntime
 import HCI
 import YAMLSubset
 
-/// Reads `expect: {…}` (SCENARIO-FORMAT.md "Central steps", "Rules that make steps unambiguous").
+/// Reads `expect: {…}` (docs/scenarios.md sections 6 and 8).
 /// One expectation per step; `notification` takes `value`, `count`, `within` and `in-order`
 /// beside it.
 struct ExpectationSchema {

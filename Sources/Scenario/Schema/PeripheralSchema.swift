@@ -4,7 +4,7 @@ import BLEWire
 import GATT
 import YAMLSubset
 
-/// Reads `peripherals:` (SCENARIO-FORMAT.md "Shape") into `PeripheralSpec`s and the catalog of
+/// Reads `peripherals:` (docs/scenarios.md section 3) into `PeripheralSpec`s and the catalog of
 /// what each one serves.
 struct PeripheralSchema {
     let r: SchemaReader

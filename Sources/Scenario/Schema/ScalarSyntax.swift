@@ -6,8 +6,7 @@ import GATT
 import HCI
 import YAMLSubset
 
-/// The scalar forms of the format (SCENARIO-FORMAT.md "Durations and UUIDs", "Properties",
-/// "Rules"), as pure parsers over text. Nil means "not that form"; the schema reports it.
+/// The scalar forms of the format (docs/scenarios.md section 4), as pure parsers over text. Nil means "not that form"; the schema reports it.
 public enum ScalarSyntax {
     /// `250ms`, `1s`, `1.5s`, `2m` (also `us`, `µs` and `h`); never negative.
     public static func duration(_ text: String) -> TimeSpan? {
