@@ -290,13 +290,24 @@ struct ScenarioWriter {
                 guard let first = echoes.first ?? nil, echoes.allSatisfy({ $0 == first }),
                       let target = peripherals[p].reference(first.handle) else { continue }
                 let value = first.prefix.isEmpty ? "written" : "[\(YAMLValues.value(first.prefix)), written]"
-                peripherals[p].onWrite[handle] = ["{ \(first.indication ? "indicate" : "notify"): \(target), value: \(value) }"]
+                peripherals[p].onWrite[handle] = [Self.sendAction(first.indication, to: target, handle: first.handle,
+                                                                  properties: peripherals[p].database.characteristic(valueHandle: first.handle)?.1.properties,
+                                                                  value: value)]
                 let seen = marks[p]?[handle] ?? []
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "each of the \(echoes.count) write\(echoes.count == 1 ? "" : "s") was echoed by \(first.indication ? "an indication" : "a notification") of \(target) (first at \(seen.first.map { "\($0)" } ?? "?"))")
                 for m in seen { triggered.insert(m) }
             }
         }
+    }
+
+    /// The action that sends what the capture shows: `notify`/`indicate` of the characteristic when
+    /// it offers that property, else `notify-handle`/`indicate-handle` of its value handle (a
+    /// firmware that sends regardless; a scenario's `notify` needs the property).
+    static func sendAction(_ indication: Bool, to ref: String, handle: UInt16, properties: UInt8?, value: String) -> String {
+        let kind = indication ? "indicate" : "notify"
+        if let properties, properties & (indication ? 0x20 : 0x10) != 0 { return "{ \(kind): \(ref), value: \(value) }" }
+        return "{ \(kind)-handle: { handle: 0x\(hex(handle)), value: \(value) } }"
     }
 
     /// A characteristic subscribed once whose notifications then came at a regular interval:
@@ -308,7 +319,8 @@ struct ScenarioWriter {
                 let ops = sessions[c].operations
                 for (k, op) in ops.enumerated() {
                     guard case let .configure(handle, value) = op.kind, op.error == nil, value.first.map({ $0 & 0x03 != 0 }) == true,
-                          let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle) else { continue }
+                          let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle),
+                          ch.properties & 0x10 != 0 else { continue }   // notify-every needs notify
                     // Until the next write of this CCCD, or the end of the connection.
                     let until = ops[(k + 1)...].first { later in
                         if case let .configure(h, _) = later.kind { return h == handle }

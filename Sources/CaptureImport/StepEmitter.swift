@@ -202,7 +202,11 @@ struct StepEmitter {
             if op.error != nil {
                 notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
             }
-            if bits & 0x03 == 0 {
+            if ch.properties & 0x30 == 0 {
+                // A CCCD under a characteristic that offers neither notify nor indicate: the lab
+                // gives such a characteristic none, so a subscribe to it would not validate.
+                notes.append("\(op.start): the central wrote a CCCD of \(ref), which offers neither notify nor indicate; not reproduced")
+            } else if bits & 0x03 == 0 {
                 lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
             } else {
                 if bits & 0x03 == 0x02 && ch.properties & 0x10 != 0 {
@@ -321,7 +325,9 @@ struct StepEmitter {
                 if !order.contains(p) { order.append(p) }
                 appendDelay(&actions[p, default: []], from: lastTime[p] ?? base, to: n.mark.time)
                 lastTime[p] = n.mark.time
-                actions[p, default: []].append("{ \(n.indication ? "indicate" : "notify"): \(ref), value: \(YAMLValues.value(n.value)) }")
+                actions[p, default: []].append(ScenarioWriter.sendAction(n.indication, to: ref, handle: n.handle,
+                                                                         properties: peripherals[p].database.characteristic(valueHandle: n.handle)?.1.properties,
+                                                                         value: YAMLValues.value(n.value)))
             case let .disconnect(c, mark, reason):
                 let p = writer.owner[c]
                 first = first ?? mark
