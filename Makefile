@@ -2,15 +2,19 @@
 SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
+PYTHON3 ?= python3
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all
+	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all soak
 
 all: build
 
 # The Debian packages the build and tests need beyond Swift (libdbus-1-dev, pkg-config and
 # dbus-daemon, for the DBus module and its tests); apt-installs the missing ones, else quiet.
+# Every target that builds Swift depends on it (directly, or through a make it runs); the
+# others install what they need themselves (vm/fetch.sh: QEMU, btvirt, bluez; venv:
+# python3-venv; vm-probe-bin: libc6-dev; soak: stress-ng).
 deps:
 	@bash tools/install-deps.sh
 
@@ -18,10 +22,17 @@ build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 # Unit tests of every layer plus the in-process end-to-end tests (a few minutes at most).
-# TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them.
+# TierTests need RootCanal and Bumble (the venv): `make test-tiers` runs them. Ends with the
+# failed tests by name and one line `N passed, N failed`, counted from the xUnit results
+# (TEST_RESULTS); fails when a test failed or none ran.
+TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
+TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --parallel --skip TierTests $(SWIFT_FLAGS)
+	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
+	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
+	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
+	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
@@ -41,14 +52,15 @@ bench: deps
 # Socket tier (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
 # tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
 # itself (logs in build/tiers/logs). Real controllers run in real time: a suite takes ~90 s.
-PYTHON3 ?= python3
 VENV ?= $(BUILD_DIR)/venv
 WITH_CONTROLLERS = $(PYTHON3) tools/with_controllers.py --venv $(VENV) --log-dir $(BUILD_DIR)/tiers/logs
 # Where blelab and the tests find the venv and put the helpers' logs.
 TIER_ENV = BUILD_DIR=$(abspath $(BUILD_DIR)) VENV=$(abspath $(VENV))
 BLELAB = $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab
 
+# python3-venv (ensurepip) is apt-installed when the interpreter lacks it.
 venv:
+	@$(PYTHON3) -c 'import ensurepip, venv' 2>/dev/null || bash tools/install-deps.sh python3-venv
 	BUILD_DIR=$(BUILD_DIR) VENV=$(VENV) PYTHON=$(PYTHON3) bash tools/setup-venv.sh
 
 # TierTests: interop with Bumble's host stack, captures in tshark, faults, process cleanup,
@@ -61,13 +73,13 @@ test-tiers: deps venv
 # build/e2e-rootcanal/ and build/e2e-bumble/, as `make e2e` does for the sim.
 E2E_ROOTCANAL_DIR ?= $(BUILD_DIR)/e2e-rootcanal
 E2E_BUMBLE_DIR ?= $(BUILD_DIR)/e2e-bumble
-e2e-rootcanal: venv
+e2e-rootcanal: deps venv
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_ROOTCANAL_DIR) && mkdir -p $(E2E_ROOTCANAL_DIR)
 	$(TIER_ENV) $(BLELAB) run scenarios --transport rootcanal \
 		--junit $(E2E_ROOTCANAL_DIR)/junit.xml --json $(E2E_ROOTCANAL_DIR)/timeline.json --capture $(E2E_ROOTCANAL_DIR)/captures
 
-e2e-bumble: venv
+e2e-bumble: deps venv
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_BUMBLE_DIR) && mkdir -p $(E2E_BUMBLE_DIR)
 	$(TIER_ENV) $(BLELAB) run scenarios --transport bumble \
@@ -78,8 +90,21 @@ e2e-socket: venv
 	@status=0; $(MAKE) --no-print-directory e2e-rootcanal || status=1; \
 	$(MAKE) --no-print-directory e2e-bumble || status=1; exit $$status
 
+# The hostile peer (docs/tiers.md, "A hostile peer"): Bumble on RootCanal sends malformed and
+# out-of-order L2CAP, LE signaling, SMP and ATT to `blelab hostile`, HOSTILE_ROUNDS seeded rounds
+# per role (BLELab as peripheral, then as central) from HOSTILE_SEED; prints the hostile_* figures
+# and fails on a crash, a hang, an unreported violation, an unexpected report or a wrong answer.
+# The default takes ~30 s; timelines and report.json in build/hostile/.
+.PHONY: hostile
+HOSTILE_ROUNDS ?= 100
+HOSTILE_SEED ?= 1
+hostile: deps venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(TIER_ENV) $(VENV)/bin/python tools/hostile_peer.py --blelab $(BLELAB) \
+		--rounds $(HOSTILE_ROUNDS) --seed $(HOSTILE_SEED) --out $(BUILD_DIR)/hostile
+
 # Per tier: helper start/stop, one scan→notify flow, the whole suite, in wall time (release build).
-bench-tiers: venv
+bench-tiers: deps venv
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
 	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble scenarios
 
@@ -109,6 +134,7 @@ vm-fetch:
 
 vm-probe-bin: $(VM_DIR)/probe/hci_reset
 $(VM_DIR)/probe/hci_reset: vm/probe/hci_reset.c
+	@bash tools/install-deps.sh libc6-dev
 	mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -static -o $@ $<
 
@@ -119,12 +145,12 @@ vm-probe: vm-probe-bin
 		$(abspath $(VM_DIR))/probe/hci_reset link $${BLELAB_HCI//,/ }'
 
 # Every scenario on btvirt's controllers in the VM: build/e2e-vhci/junit.xml and captures/.
-e2e-vhci:
+e2e-vhci: deps
 	SWIFT=$(SWIFT) vm/e2e-vhci.sh scenarios
 
 # The vhci tier's figures, in the micro-VM (software emulation here, so the host stack itself
 # runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite.
-bench-vhci:
+bench-vhci: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
 	@n=$$(vm/count-controllers.sh scenarios); \
 	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
@@ -132,7 +158,7 @@ bench-vhci:
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
 # scenarios/bluez, plus vm/bluez/failures, in the micro-VM: build/e2e-bluez/ (docs/vhci.md).
-e2e-bluez:
+e2e-bluez: deps
 	SWIFT=$(SWIFT) vm/e2e-bluez.sh
 
 # Every tier: the sim, RootCanal and Bumble over sockets, btvirt in the micro-VM, BlueZ there.
@@ -157,6 +183,20 @@ verdicts: deps
 # The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
 e2e-docker:
 	docker/e2e-docker.sh
+
+# Flakes, under load: `make test` SOAK_RUNS times in a row while stress-ng keeps every core
+# busy, then every scenario in scenarios/ SOAK_REPEATS times on the sim (--repeat), twice, so
+# that each scenario+seed runs twice. Prints flaky_tests (tests that failed in some runs but not
+# all, named) and scenario_flakes (scenario+seed whose verdict varied, or that failed); fails
+# unless both are 0 (and no test failed in every run). Hours with the defaults; not in .ci/run.
+SOAK_RUNS ?= 20
+SOAK_REPEATS ?= 1000
+SOAK_DIR ?= $(BUILD_DIR)/soak
+# (The recipe leaves the MAKE variable out: make -n runs a line that names it, soak and all.)
+soak: deps
+	@bash tools/install-deps.sh stress-ng
+	SWIFT=$(SWIFT) PYTHON3=$(PYTHON3) SOAK_RUNS=$(SOAK_RUNS) SOAK_REPEATS=$(SOAK_REPEATS) \
+		SOAK_DIR=$(SOAK_DIR) SWIFT_FLAGS="$(SWIFT_FLAGS)" bash tools/soak.sh
 
 clean:
 	rm -rf .build $(BUILD_DIR)

@@ -31,8 +31,11 @@ let package = Package(
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "Scenario"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
-        .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "Transport", "BLERuntime"]),
-        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"]),
+        // `blelab hostile` (LabTiers/Hostile): BLELab's host in one role against a hostile peer.
+        .target(name: "LabTiers", dependencies: ["Scenario", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
+        // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
+        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab"], plugins: ["BuildInfo"]),
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that `swift build` needs beyond the Swift toolchain, when missing:
+# tools/install-deps.sh [PACKAGE…] — installs, when missing, the Debian packages that
+# `swift build` needs beyond the Swift toolchain, plus the PACKAGEs a make target names:
 #   libdbus-1-dev  headers and libdbus-1 for the CDBus system-library target (the DBus module)
 #   pkg-config     how SwiftPM finds dbus-1's flags (CDBus declares pkgConfig: "dbus-1")
 #   dbus-daemon    the private bus that Tests/DBusTests start for each test
-# Quiet when everything is present; uses sudo only when not root. On a machine without dpkg it
-# only checks, and says what to install.
+# (make vm-probe-bin adds libc6-dev for a static C program, make soak stress-ng, make venv
+# python3-venv.) Quiet when everything is present; uses sudo only when not root. On a machine
+# without dpkg it only checks the build's three, and says what to install.
 set -euo pipefail
 
-packages=(libdbus-1-dev pkg-config dbus-daemon)
+packages=(libdbus-1-dev pkg-config dbus-daemon "$@")
 
 installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
@@ -15,10 +17,12 @@ installed() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   if pkg-config --exists dbus-1 2>/dev/null && command -v dbus-daemon >/dev/null 2>&1; then
+    [ $# -eq 0 ] && exit 0
+    echo "install-deps: not a Debian system; make sure these (Debian names) are installed: $*" >&2
     exit 0
   fi
   echo "install-deps: not a Debian system; install libdbus-1 headers, pkg-config and dbus-daemon" \
-       "with your package manager (pkg-config must find dbus-1)" >&2
+       "with your package manager (pkg-config must find dbus-1)${*:+, and $*}" >&2
   exit 1
 fi
 

@@ -237,6 +237,8 @@ N=$((K + 1))
 HCI="$(seq -s, 1 "$K")"
 say "$N controllers: hci0 for BlueZ, hci-user:$HCI for BLELab's devices"
 
+# The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
+bash tools/install-deps.sh
 say "swift build -c release --static-swift-stdlib --product blelab"
 "$SWIFT" build -c release --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"

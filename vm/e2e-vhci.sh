@@ -25,6 +25,8 @@ N="$(vm/count-controllers.sh "$@")"
 HCI="$(seq -s, 0 $((N - 1)))"
 say "the scenarios need $N controllers: hci-user:$HCI"
 
+# The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
+bash tools/install-deps.sh
 say "swift build -c release --static-swift-stdlib --product blelab"
 "$SWIFT" build -c release --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"

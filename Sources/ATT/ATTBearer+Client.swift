@@ -30,14 +30,25 @@ extension ATTBearer {
     }
 
     /// Exchange MTU (Part F, 3.4.2): offers `preferredMTU` and completes with the new ATT_MTU,
-    /// min(client Rx MTU, server Rx MTU), never below 23.
+    /// min(client Rx MTU, server Rx MTU), never below 23. Part F, 3.4.2.1 allows the request once
+    /// per connection: a second call sends nothing and fails with `.mtuAlreadyExchanged`. ATT_MTU
+    /// never shrinks: an answer that would lower the ATT_MTU the server role already agreed on is
+    /// a violation (`.shrinkingMTU`) and ATT_MTU stays.
     public func exchangeMTU(completion: @escaping (Result<Int, ATTError>) -> Void) {
+        guard state == .open else { return completion(.failure(unusableError(.exchangeMTURequest))) }
+        guard !sentMTURequest else { return completion(.failure(.mtuAlreadyExchanged(mtu: mtu))) }
+        sentMTURequest = true
         let offered = preferredMTU
         send(request: .exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: offered))) { [weak self] result in
             switch result {
             case let .success(.exchangeMTUResponse(response)):
                 guard let self else { return completion(.failure(.linkLost(reason: 0x16))) }
-                self.setMTU(ATTBearer.negotiatedMTU(offered, response.serverRxMTU))
+                let negotiated = ATTBearer.negotiatedMTU(offered, response.serverRxMTU)
+                if negotiated < self.mtu {
+                    self.violation(.shrinkingMTU(current: self.mtu, offered: negotiated))
+                } else {
+                    self.setMTU(negotiated)
+                }
                 completion(.success(self.mtu))
             case let .success(other):
                 completion(.failure(.unexpectedResponse(request: .exchangeMTURequest, received: other.opcode)))

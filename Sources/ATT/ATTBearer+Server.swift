@@ -50,24 +50,58 @@ extension ATTBearer {
         ATTErrorResponse(requestOpcode: request, handle: handle, error: error).encoded
     }
 
-    func enqueueIncoming(_ request: IncomingRequest) {
-        incomingQueue.append(request)
-        pumpIncoming()
+    /// Queues what arrived for the server, to be handed over in a later turn of the loop. A
+    /// request while another is pending (queued, or handed over and unanswered) breaks Part F,
+    /// 3.3.2: the bearer is dropped, as BlueZ drops it.
+    func enqueueIncoming(_ item: Incoming) {
+        let opcode: ATTOpcode?
+        switch item {
+        case let .request(pdu): opcode = pdu.opcode
+        case let .reject(o, _, _): opcode = o
+        case .command: opcode = nil
+        }
+        if let opcode {
+            if let pending = queuedRequest ?? activeIncoming?.opcode {
+                let what = ATTProtocolViolation.pipelinedRequest(pending: pending, received: opcode)
+                violation(what)
+                dropBearer(what)
+                return
+            }
+            queuedRequest = opcode
+        }
+        incomingQueue.append(item)
+        guard !pumpScheduled else { return }
+        pumpScheduled = true
+        loop.execute { [weak self] in
+            guard let self else { return }
+            self.pumpScheduled = false
+            self.pumpIncoming()
+        }
     }
 
-    /// Hands requests to the server one at a time; a server answering synchronously is handled
-    /// by this loop rather than by recursion.
+    /// Hands what arrived to the server in order: commands at once, requests one at a time; a
+    /// server answering synchronously is handled by this loop rather than by recursion.
     func pumpIncoming() {
         guard !pumpingIncoming else { return }
         pumpingIncoming = true
         defer { pumpingIncoming = false }
-        while state == .open, activeIncoming == nil, let next = incomingQueue.popFirst() {
+        while state == .open, let next = incomingQueue.first {
+            if case let .command(command) = next {
+                _ = incomingQueue.popFirst()
+                server?.attBearer(self, didReceiveCommand: command)
+                continue
+            }
+            guard activeIncoming == nil else { return }
+            _ = incomingQueue.popFirst()
+            queuedRequest = nil
             nextIncomingID &+= 1
             let id = nextIncomingID
             switch next {
-            case let .reject(opcode, error):
+            case .command:
+                continue
+            case let .reject(opcode, error, handle):
                 activeIncoming = (id, opcode)
-                answerIncoming(id: id, with: ATTBearer.errorResponse(to: opcode, handle: 0x0000, error: error))
+                answerIncoming(id: id, with: ATTBearer.errorResponse(to: opcode, handle: handle, error: error))
             case let .request(request):
                 activeIncoming = (id, request.opcode)
                 if let interceptor = requestInterceptor,
@@ -85,8 +119,18 @@ extension ATTBearer {
         let responder = ATTResponder(bearer: self, id: id, requestOpcode: request.opcode, alteration: alteration)
         if case let .exchangeMTURequest(mtuRequest) = request {
             // The new ATT_MTU governs everything after the response (Part F, 3.4.2.2); set it
-            // first so that a peer answering synchronously already meets it.
-            setMTU(ATTBearer.negotiatedMTU(mtuRequest.clientRxMTU, preferredMTU))
+            // first so that a peer answering synchronously already meets it. A repeated request
+            // (Part F, 3.4.2.1: once per connection) is answered as real servers answer it, with
+            // this side's Rx MTU, but ATT_MTU stays; it never shrinks.
+            let negotiated = ATTBearer.negotiatedMTU(mtuRequest.clientRxMTU, preferredMTU)
+            if answeredMTURequests > 0 {
+                violation(.repeatedMTUExchange(clientRxMTU: mtuRequest.clientRxMTU, mtu: mtu), pdu: request.encoded)
+            } else if negotiated < mtu {
+                violation(.shrinkingMTU(current: mtu, offered: negotiated), pdu: request.encoded)
+            } else {
+                setMTU(negotiated)
+            }
+            answeredMTURequests += 1
             responder.respond(.exchangeMTUResponse(ATTExchangeMTUResponse(serverRxMTU: preferredMTU)))
         } else if let server {
             server.attBearer(self, didReceiveRequest: request, responder: responder)
@@ -102,8 +146,8 @@ extension ATTBearer {
         pumpIncoming()
     }
 
-    /// True while a request handed to the server awaits its answer.
-    public var isAnsweringRequest: Bool { activeIncoming != nil }
+    /// True while a request that arrived awaits its answer.
+    public var isAnsweringRequest: Bool { activeIncoming != nil || queuedRequest != nil }
 
     /// Sends a Handle Value Notification (Part F, 3.4.7.1) at once; a value longer than
     /// ATT_MTU - 3 is truncated to its first ATT_MTU - 3 octets. False when the bearer is not open.

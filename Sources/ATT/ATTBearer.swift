@@ -6,7 +6,9 @@ public protocol ATTServerDelegate: AnyObject {
     /// A request (never Exchange MTU, which the bearer answers itself). Answer through `responder`,
     /// now or later; requests are handed over one at a time, in order, so answers go out in order.
     func attBearer(_ bearer: ATTBearer, didReceiveRequest request: ATTPDU, responder: ATTResponder)
-    /// A Write Command (never answered). Signed Write Commands are dropped by the bearer.
+    /// A Write Command (never answered), in arrival order with the requests. Signed Write
+    /// Commands never arrive here: the bearer ignores them, reporting
+    /// `ATTProtocolViolation.unverifiedSignedWrite`.
     func attBearer(_ bearer: ATTBearer, didReceiveCommand command: ATTPDU)
     /// The bearer was closed; nothing more will arrive.
     func attBearerDidClose(_ bearer: ATTBearer, error: ATTError)
@@ -33,12 +35,23 @@ extension ATTClientDelegate {
 ///
 /// - Client role: at most one request outstanding (Part F, 3.3.2); later requests wait in order.
 ///   Each response or Error Response completes the outstanding request.
-/// - Server role: requests go to `server` one at a time; answers may come later and are sent in
-///   order. Unknown requests get Request Not Supported, malformed ones Invalid PDU; commands that
-///   are not understood are ignored (Part F, 3.3).
+/// - Server role: what the peer sends is handed to `server` in arrival order, in a later turn of
+///   the loop (as BlueZ's server answers from its main loop); the answer may come later still. A
+///   request is pending from its arrival until its answer was sent. Unknown requests get Request
+///   Not Supported, malformed ones Invalid PDU with the handle they carried (Part F, 3.4.1.1);
+///   commands that are not understood are ignored (Part F, 3.3).
+/// - A request that arrives while another is pending breaks Part F, 3.3.2 (the client must wait
+///   for the response): like BlueZ (src/shared/att.c shuts the channel down) the bearer gives up —
+///   everything pending fails with `.protocolViolation`, nothing more is sent — and asks its owner
+///   to end the link (`onDropLink`).
+/// - Exchange MTU (Part F, 3.4.2): the client role sends it at most once; the server role answers
+///   a repeated one, as BlueZ, Bumble and Zephyr do, but ATT_MTU never changes after the first
+///   exchange and never shrinks.
 /// - Indications are sent one at a time and completed by the peer's confirmation.
 /// - A request or indication unanswered for `transactionTimeout` (30 s, Part F, 3.3.3) fails the
 ///   bearer: everything pending fails with `.timeout`, nothing more is sent, `onFailure` is called.
+/// - Every protocol violation of the peer is counted and reported to the violation observers
+///   (`observeViolations`), with the octets and what the bearer did about it.
 ///
 /// All time comes from `loop`; the bearer is not thread-safe and lives on the loop's thread.
 public final class ATTBearer {
@@ -49,7 +62,8 @@ public final class ATTBearer {
 
     public enum State: Equatable {
         case open
-        /// A transaction timed out; the bearer is unusable until the link is closed.
+        /// A transaction timed out, or the peer broke the protocol in a way that ends the bearer;
+        /// the bearer is unusable until the link is closed (`failure` says why).
         case failed
         case closed
     }
@@ -81,18 +95,28 @@ public final class ATTBearer {
 
     /// The HCI reason given to `close(reason:)`, once closed.
     public internal(set) var closeReason: UInt8?
+    /// Why the bearer failed (`state == .failed`): `.timeout` or `.protocolViolation`.
+    public internal(set) var failure: ATTError?
 
     public weak var server: ATTServerDelegate?
     public weak var client: ATTClientDelegate?
 
-    /// Called once when a transaction timeout fails the bearer; the owner should drop the link.
+    /// Called once when the bearer fails: a transaction timeout (`.timeout`), or a violation that
+    /// ends the bearer (`.protocolViolation`, after which `onDropLink` is called too).
     public var onFailure: ((ATTError) -> Void)?
+    /// Called once when the peer broke the protocol in a way real stacks answer by dropping the
+    /// bearer (`ATTProtocolViolation.Consequence.linkDropped`): the owner ends the link. GAP's
+    /// `Connection` does, with Remote User Terminated Connection (0x13).
+    public var onDropLink: ((ATTProtocolViolation) -> Void)?
     /// Called when an MTU exchange changes the ATT_MTU.
     public var onMTUChanged: ((Int) -> Void)?
     /// Observation hooks, each PDU as octets. They cost one nil check when unset.
     public var onPDUSent: (([UInt8]) -> Void)?
     public var onPDUReceived: (([UInt8]) -> Void)?
-    public var onProtocolViolation: ((ATTProtocolViolation) -> Void)?
+    /// Everyone who asked to hear of the peer's violations (`observeViolations`), in order.
+    var violationObservers: [(ATTViolationEvent) -> Void] = []
+    /// The PDU being received, for violation reports.
+    var receiving: [UInt8] = []
     /// Sees each request before the server role answers it (Exchange MTU included); returning true
     /// takes the request over: answer it through the request's responder, `serve` it later, or
     /// never (a flawed peer; the bearer then answers nothing more until the link closes, as
@@ -110,17 +134,27 @@ public final class ATTBearer {
     var requestQueue = FIFO<PendingRequest>()
     var requestTimer: LoopTimer?
 
+    /// Our Exchange MTU Request was sent (Part F, 3.4.2.1: once per connection).
+    var sentMTURequest = false
+
     // Server role.
-    enum IncomingRequest {
+    enum Incoming {
         case request(ATTPDU)
         /// Answered with an Error Response without bothering the server (unknown or malformed).
-        case reject(ATTOpcode, ATTErrorCode)
+        case reject(ATTOpcode, ATTErrorCode, handle: UInt16)
+        case command(ATTPDU)
     }
-    var incomingQueue = FIFO<IncomingRequest>()
+    /// What arrived and was not yet handed to the server, in order.
+    var incomingQueue = FIFO<Incoming>()
+    /// The request waiting in `incomingQueue`, if any (at most one: a second is a violation).
+    var queuedRequest: ATTOpcode?
     /// The transaction the server is answering, if any.
     var activeIncoming: (id: UInt64, opcode: ATTOpcode)?
     var nextIncomingID: UInt64 = 0
     var pumpingIncoming = false
+    var pumpScheduled = false
+    /// Exchange MTU Requests the server role answered.
+    var answeredMTURequests = 0
 
     struct PendingIndication {
         let handle: UInt16
@@ -172,6 +206,7 @@ public final class ATTBearer {
         guard state == .open else { return }
         counters.pdusReceived &+= 1
         if let hook = onPDUReceived { hook(pdu) }
+        receiving = pdu
         guard let first = pdu.first else {
             violation(.emptyPDU)
             return
@@ -188,7 +223,7 @@ public final class ATTBearer {
             decoded = try ATTPDU(decoding: pdu)
         } catch {
             let reason = error as? DecodeError ?? .truncated(needed: 1, available: 0, at: 0)
-            receivedMalformed(ATTOpcode(first), reason)
+            receivedMalformed(ATTOpcode(first), reason, pdu)
             return
         }
         dispatch(decoded)
@@ -207,10 +242,12 @@ public final class ATTBearer {
              .prepareWriteRequest, .executeWriteRequest:
             enqueueIncoming(.request(pdu))
         case .writeCommand:
-            server?.attBearer(self, didReceiveCommand: pdu)
-        case .signedWriteCommand:
-            // Signing is not supported; a server ignores commands it does not support (Part F, 3.3).
+            enqueueIncoming(.command(pdu))
+        case let .signedWriteCommand(command):
+            // No pairing, so no CSRK to verify the signature with: ignored (Part F, 3.4.5.4), and
+            // reported, never dropped silently.
             counters.ignoredCommands &+= 1
+            violation(.unverifiedSignedWrite(handle: command.handle))
         case let .handleValueNotification(notification):
             counters.notificationsReceived &+= 1
             client?.attBearer(self, didReceiveNotification: notification.handle, value: notification.value)
@@ -221,19 +258,24 @@ public final class ATTBearer {
             receivedConfirmation()
         case let .unknown(opcode, _):
             switch opcode.method {
-            case .request: enqueueIncoming(.reject(opcode, .requestNotSupported))
-            case .command: counters.ignoredCommands &+= 1
+            case .request:
+                // Part F, 3.4.1.1: a request that is not supported names handle 0x0000.
+                if !opcode.isDefined { violation(.unknownOpcode(opcode)) }
+                enqueueIncoming(.reject(opcode, .requestNotSupported, handle: 0x0000))
+            case .command:
+                counters.ignoredCommands &+= 1
+                if !opcode.isDefined { violation(.unknownOpcode(opcode)) }
             case .response: receivedResponse(pdu, answering: nil)
             case .notification, .indication, .confirmation: violation(.unsupported(opcode))
             }
         }
     }
 
-    private func receivedMalformed(_ opcode: ATTOpcode, _ error: DecodeError) {
+    private func receivedMalformed(_ opcode: ATTOpcode, _ error: DecodeError, _ octets: [UInt8]) {
         violation(.malformed(opcode, error))
         switch opcode.method {
         case .request:
-            enqueueIncoming(.reject(opcode, .invalidPDU))
+            enqueueIncoming(.reject(opcode, .invalidPDU, handle: ATTBearer.handleInError(ofMalformed: octets)))
         case .response:
             // A response can only answer the outstanding request (Part F, 3.3.2), so a malformed
             // one ends it, whichever response opcode it carries; with none outstanding it is
@@ -246,10 +288,38 @@ public final class ATTBearer {
         }
     }
 
-    /// Counts and reports a protocol violation (also for layers above that find one in a PDU).
+    /// Counts and reports a protocol violation in the PDU being received (also for layers above
+    /// that find one in a PDU the bearer handed them).
     public func violation(_ what: ATTProtocolViolation) {
+        violation(what, pdu: what == .emptyPDU ? [] : receiving)
+    }
+
+    /// Counts and reports a violation carried by `pdu`.
+    func violation(_ what: ATTProtocolViolation, pdu: [UInt8]) {
         counters.protocolViolations &+= 1
-        onProtocolViolation?(what)
+        guard !violationObservers.isEmpty else { return }
+        let event = ATTViolationEvent(violation: what, pdu: pdu)
+        for observer in violationObservers { observer(event) }
+    }
+
+    /// Calls `observer` with every protocol violation of the peer, before the bearer acts on it,
+    /// for as long as the bearer lives. Observers are called in the order they were added.
+    public func observeViolations(_ observer: @escaping (ATTViolationEvent) -> Void) {
+        violationObservers.append(observer)
+    }
+
+    /// The Attribute Handle In Error for a malformed request (Part F, 3.4.1.1: the handle in the
+    /// request that caused the error): the first handle its parameters carry, when the octets
+    /// reach that far; 0x0000 for requests without one (Exchange MTU, Execute Write).
+    static func handleInError(ofMalformed octets: [UInt8]) -> UInt16 {
+        guard octets.count >= 3, let opcode = octets.first else { return 0x0000 }
+        switch ATTOpcode(opcode) {
+        case .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest, .readRequest, .readBlobRequest,
+             .readMultipleRequest, .readByGroupTypeRequest, .writeRequest, .prepareWriteRequest, .readMultipleVariableRequest:
+            return UInt16(octets[1]) | UInt16(octets[2]) << 8
+        default:
+            return 0x0000
+        }
     }
 
     // MARK: Ending
@@ -268,15 +338,33 @@ public final class ATTBearer {
 
     /// What an operation started on a bearer that is not open fails with.
     func unusableError(_ opcode: ATTOpcode) -> ATTError {
-        state == .failed ? .timeout(opcode) : .linkLost(reason: closeReason ?? 0x16)
+        if state == .failed {
+            if case let .protocolViolation(v)? = failure { return .protocolViolation(v) }
+            return .timeout(opcode)
+        }
+        return .linkLost(reason: closeReason ?? 0x16)
     }
 
     /// A transaction timed out (Part F, 3.3.3).
     func transactionTimedOut(_ opcode: ATTOpcode) {
         guard state == .open else { return }
         state = .failed
+        failure = .timeout(opcode)
         failEverything { .timeout($0) }
         onFailure?(.timeout(opcode))
+    }
+
+    /// Gives the bearer up after a violation that ends it: everything pending fails with
+    /// `.protocolViolation`, nothing more is sent or received, and the owner is asked to end the
+    /// link.
+    func dropBearer(_ what: ATTProtocolViolation) {
+        guard state == .open else { return }
+        state = .failed
+        let error = ATTError.protocolViolation(what)
+        failure = error
+        failEverything { _ in error }
+        onFailure?(error)
+        onDropLink?(what)
     }
 
     /// Fails every pending request and indication, outstanding ones first, each in order.
@@ -294,6 +382,7 @@ public final class ATTBearer {
         outstandingIndication = nil
         indications += indicationQueue.drain()
         _ = incomingQueue.drain()
+        queuedRequest = nil
         activeIncoming = nil
         for request in requests { request.completion(.failure(error(request.opcode))) }
         for indication in indications { indication.completion?(.failure(error(.handleValueIndication))) }

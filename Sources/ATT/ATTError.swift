@@ -16,6 +16,13 @@ public enum ATTError: Error, Equatable, CustomStringConvertible {
     case unexpectedResponse(request: ATTOpcode, received: ATTOpcode)
     /// The PDU would not fit the bearer's current ATT_MTU.
     case exceedsMTU(size: Int, mtu: Int)
+    /// The bearer gave up because the peer broke the protocol in a way real stacks answer by
+    /// dropping the bearer (a request sent before the previous one was answered, Part F, 3.3.2).
+    /// Everything pending fails with it; the link is being ended.
+    case protocolViolation(ATTProtocolViolation)
+    /// This side already sent its Exchange MTU Request on the bearer, which Part F, 3.4.2.1 allows
+    /// once per connection; nothing was sent. `mtu` is the ATT_MTU in use.
+    case mtuAlreadyExchanged(mtu: Int)
 
     /// The error code when the peer answered with an Error Response.
     public var errorCode: ATTErrorCode? {
@@ -32,35 +39,9 @@ public enum ATTError: Error, Equatable, CustomStringConvertible {
         case let .unexpectedResponse(request, received):
             return "unexpected \(received.name) while waiting for the response to \(request.name)"
         case let .exceedsMTU(size, mtu): return "PDU of \(size) octets exceeds ATT_MTU \(mtu)"
-        }
-    }
-}
-
-/// Something the peer sent that broke the protocol and was dropped (or answered Invalid PDU).
-/// Reported through `ATTBearer.onProtocolViolation` for debugging and failure reports.
-public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
-    /// An empty L2CAP payload: no opcode at all.
-    case emptyPDU
-    /// A known opcode whose parameters did not decode.
-    case malformed(ATTOpcode, DecodeError)
-    /// A response with no request outstanding.
-    case unsolicitedResponse(ATTOpcode)
-    /// A response of the wrong kind for the outstanding request (it fails that request with
-    /// `ATTError.unexpectedResponse`).
-    case unexpectedResponse(request: ATTOpcode, received: ATTOpcode)
-    /// A Handle Value Confirmation with no indication outstanding.
-    case unsolicitedConfirmation
-    /// A notification-like PDU BLELab does not implement (Multiple Handle Value Notification).
-    case unsupported(ATTOpcode)
-
-    public var description: String {
-        switch self {
-        case .emptyPDU: return "empty ATT PDU"
-        case let .malformed(opcode, error): return "malformed \(opcode.name): \(error)"
-        case let .unsolicitedResponse(opcode): return "\(opcode.name) with no request outstanding"
-        case let .unexpectedResponse(request, received): return "\(received.name) in answer to a \(request.name)"
-        case .unsolicitedConfirmation: return "Handle Value Confirmation with no indication outstanding"
-        case let .unsupported(opcode): return "\(opcode.name) is not supported"
+        case let .protocolViolation(violation): return "the bearer was dropped (\(violation))"
+        case let .mtuAlreadyExchanged(mtu):
+            return "Exchange MTU was already sent on this connection (ATT_MTU \(mtu)); Core Vol 3 Part F 3.4.2.1 allows it once"
         }
     }
 }

@@ -68,6 +68,15 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         }
     }
 
+    /// Whether Core 5.4 defines this opcode (Part F, 3.4.8, Table 3.37), implemented by BLELab
+    /// or not. Any other opcode is a protocol violation (`ATTProtocolViolation.unknownOpcode`).
+    public var isDefined: Bool {
+        switch rawValue {
+        case 0x01...0x13, 0x16...0x19, 0x1B, 0x1D, 0x1E, 0x20, 0x21, 0x23, 0x52, 0xD2: return true
+        default: return false
+        }
+    }
+
     /// For a request, the opcode of the response that answers it (Part F, 3.4.8).
     public var responseOpcode: ATTOpcode? {
         switch rawValue {

@@ -76,6 +76,10 @@ public final class BlueZCentral: ExternalCentral {
             switch step.action {
             case .fault:
                 return "step \(step.index) (\(step.text)) changes the air, which only the sim can do; bluetoothd runs on a real controller"
+            case .readDescriptor, .writeDescriptor:
+                return "step \(step.index) (\(step.text)) reads or writes a descriptor, which this central's BlueZ mapping does not do yet"
+            case .subscribe where step.subscription != nil:
+                return "step \(step.index) (\(step.text)) picks what the CCCD enables; StartNotify chooses by itself"
             case let .expect(e):
                 if case .flaw = e {
                     return "step \(step.index) (\(step.text)) checks how BLELab's own central handled a flawed peer; bluetoothd's handling is not observable that way"
@@ -541,7 +545,7 @@ public final class BlueZCentral: ExternalCentral {
         readsInFlight.insert(path)
         client.characteristic(path).readValue { [self] result in
             readsInFlight.remove(path)
-            completion(result.mapError { self.describe($0, doing: "ReadValue of \(ref)") })
+            completion(result.mapError { self.gattCallFailed($0, doing: "ReadValue of \(ref)", path: path, ref: ref, address: address) })
         }
     }
 
@@ -550,7 +554,7 @@ public final class BlueZCentral: ExternalCentral {
         guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let path: DBusObjectPath
         do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
-        if write.acquire { return acquireWrite(write.value, path: path, ref: ref, completion: completion) }
+        if write.acquire { return acquireWrite(write.value, path: path, ref: ref, address: address, completion: completion) }
         let flags = (try? tree[path]?[BlueZName.gattCharacteristic]?["Flags"]?.asStrings()) ?? []
         let type: BlueZGattCharacteristic.WriteType?
         switch write.type {
@@ -560,18 +564,18 @@ public final class BlueZCentral: ExternalCentral {
         case .default: type = nil
         }
         client.characteristic(path).writeValue(write.value, type: type) { result in
-            completion(result.mapError { self.describe($0, doing: "WriteValue of \(ref)") })
+            completion(result.mapError { self.gattCallFailed($0, doing: "WriteValue of \(ref)", path: path, ref: ref, address: address) })
         }
     }
 
     /// AcquireWrite: a SOCK_SEQPACKET whose every datagram bluetoothd sends as a Write Command.
-    private func acquireWrite(_ value: [UInt8], path: DBusObjectPath, ref: CharacteristicRef,
+    private func acquireWrite(_ value: [UInt8], path: DBusObjectPath, ref: CharacteristicRef, address: LEAddress,
                               completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
         client!.connection.call(destination: service, path: path, interface: BlueZName.gattCharacteristic, member: "AcquireWrite",
                                 arguments: [.propertyMap([:])], replySignature: "hq", timeout: callTimeout) { result in
             switch result {
             case let .failure(error):
-                completion(.failure(self.describe(error, doing: "AcquireWrite of \(ref)")))
+                completion(.failure(self.gattCallFailed(error, doing: "AcquireWrite of \(ref)", path: path, ref: ref, address: address)))
             case let .success(values):
                 guard let fd = try? values[0].asUnixFD(), let mtu = try? values[1].asUInt16() else {
                     return completion(.failure(.failed("AcquireWrite of \(ref) answered without a descriptor")))
@@ -605,7 +609,7 @@ public final class BlueZCentral: ExternalCentral {
             characteristic.acquireNotify { [self] result in
                 switch result {
                 case let .failure(error):
-                    completion(.failure(self.describe(error, doing: "AcquireNotify of \(ref)")))
+                    completion(.failure(self.gattCallFailed(error, doing: "AcquireNotify of \(ref)", path: path, ref: ref, address: address)))
                 case let .success((fd, _)):
                     watchAcquired(fd: fd, path: path, address: address, ref: ref)
                     completion(.success(()))
@@ -618,7 +622,9 @@ public final class BlueZCentral: ExternalCentral {
         let call = enable ? characteristic.startNotify : characteristic.stopNotify
         call { [self] result in
             if case .failure = result, enable { subscribed.remove(path) }
-            completion(result.mapError { self.describe($0, doing: "\(enable ? "StartNotify" : "StopNotify") of \(ref)") })
+            completion(result.mapError {
+                self.gattCallFailed($0, doing: "\(enable ? "StartNotify" : "StopNotify") of \(ref)", path: path, ref: ref, address: address)
+            })
         }
     }
 
@@ -643,6 +649,24 @@ public final class BlueZCentral: ExternalCentral {
     }
 
     // MARK: Errors
+
+    /// What a failed call on the characteristic object at `path` tells the step. A call can
+    /// reach bluetoothd just after it removed the object: the link ended, Connected false has
+    /// been seen here, and the InterfacesRemoved of the GATT objects were still on their way
+    /// when the step called. bluetoothd then answers UnknownObject. D-Bus delivers one sender's
+    /// messages in order, and bluetoothd emits InterfacesRemoved as it unregisters an object
+    /// (gdbus flushes them in object_path_unref), so by the time that answer arrives the
+    /// removal is known here: the step is told what it is told when the removal came first
+    /// (`characteristicPath`), whichever won the race.
+    private func gattCallFailed(_ error: DBusError, doing what: String, path: DBusObjectPath, ref: CharacteristicRef,
+                                address: LEAddress) -> ExternalRoleError {
+        if case let .remote(reply) = error,
+           reply.name == "org.freedesktop.DBus.Error.UnknownObject" || reply.name == "org.freedesktop.DBus.Error.UnknownMethod",
+           tree[path]?[BlueZName.gattCharacteristic] == nil {
+            do { _ = try characteristicPath(ref, on: address) } catch let gone as ExternalRoleError { return gone } catch {}
+        }
+        return describe(error, doing: what)
+    }
 
     /// `what` names the call; only ReadValue and WriteValue answers carry an ATT error from the
     /// peer (a refused StartNotify or Acquire* is bluetoothd's own answer, no PDU exchanged).

@@ -536,6 +536,8 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     // MARK: Actions
 
+    public var connectedCentrals: [LEAddress] { connectedDevices.keys.sorted().compactMap { connectedDevices[$0] } }
+
     public func perform(_ actions: [PeripheralAction], site: String) {
         run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
     }

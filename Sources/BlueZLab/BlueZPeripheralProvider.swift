@@ -82,6 +82,10 @@ public enum BlueZPeripheralSupport {
                     + "([GATT] ExchangeMTU), not from a GATT application"
             }
         }
+        if let c = spec.characteristics.first(where: { !$0.characteristic.extendedProperties.isEmpty })?.characteristic {
+            return "\(c.uuid) sets extended properties \(c.extendedProperties); bluetoothd builds the 0x2900 descriptor from "
+                + "GattCharacteristic1 flags this mapping does not pass"
+        }
         if let advertising = spec.advertising, let flags = advertising.flags, flags & 0x01 != 0 {
             return "advertising flags 0x\(hex2(flags)) ask for LE Limited Discoverable; bluetoothd builds the Flags AD itself and "
                 + "LEAdvertisement1 can only ask for General Discoverable"

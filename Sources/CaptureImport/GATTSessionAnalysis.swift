@@ -1,79 +1,6 @@
 import ATT
 import BLEWire
 
-/// A peripheral's GATT database as the central discovered it (Core 5.4, Vol 3, Part G, 4.4–4.7):
-/// what the capture shows, with the peripheral's handles.
-public struct DiscoveredDatabase: Hashable, Sendable {
-    public struct Service: Hashable, Sendable {
-        public var uuid: BluetoothUUID
-        public var start: UInt16
-        public var end: UInt16
-        public var characteristics: [Characteristic]
-    }
-
-    public struct Characteristic: Hashable, Sendable {
-        public var uuid: BluetoothUUID
-        public var declarationHandle: UInt16
-        public var valueHandle: UInt16
-        /// The declaration's Characteristic Properties octet (Part G, 3.3.1.1).
-        public var properties: UInt8
-        public var descriptors: [Descriptor]
-    }
-
-    public struct Descriptor: Hashable, Sendable {
-        public var uuid: BluetoothUUID
-        public var handle: UInt16
-    }
-
-    public var services: [Service] = []
-
-    /// The characteristic whose value handle is `handle`.
-    public func characteristic(valueHandle handle: UInt16) -> (service: Service, characteristic: Characteristic)? {
-        for s in services { for c in s.characteristics where c.valueHandle == handle { return (s, c) } }
-        return nil
-    }
-
-    /// The characteristic whose Client Characteristic Configuration descriptor is at `handle`.
-    public func characteristic(configurationHandle handle: UInt16) -> (service: Service, characteristic: Characteristic)? {
-        for s in services {
-            for c in s.characteristics where c.descriptors.contains(where: { $0.handle == handle && $0.uuid == .clientCharacteristicConfiguration }) {
-                return (s, c)
-            }
-        }
-        return nil
-    }
-
-    mutating func addService(_ uuid: BluetoothUUID, start: UInt16, end: UInt16) {
-        guard !services.contains(where: { $0.start == start }) else { return }
-        services.append(Service(uuid: uuid, start: start, end: end, characteristics: []))
-        services.sort { $0.start < $1.start }
-    }
-
-    mutating func addCharacteristic(declaration: UInt16, value: [UInt8]) {
-        // Characteristic declaration value (Part G, 3.3.1): Properties (1), Value Handle (2), UUID (2 or 16).
-        guard value.count == 5 || value.count == 19 else { return }
-        var r = ByteReader(value)
-        guard let properties = try? r.readUInt8(), let valueHandle = try? r.readUInt16LE(),
-              let uuid = try? r.readUUID(width: value.count - 3) else { return }
-        guard let s = services.firstIndex(where: { $0.start <= declaration && declaration <= $0.end }),
-              !services[s].characteristics.contains(where: { $0.declarationHandle == declaration }) else { return }
-        services[s].characteristics.append(Characteristic(uuid: uuid, declarationHandle: declaration, valueHandle: valueHandle,
-                                                          properties: properties, descriptors: []))
-        services[s].characteristics.sort { $0.declarationHandle < $1.declarationHandle }
-    }
-
-    mutating func addDescriptor(handle: UInt16, uuid: BluetoothUUID) {
-        // Find Information may cover declarations and values too (a client that asks for a whole
-        // service's range): only what lies after a characteristic's value is a descriptor of it.
-        if [BluetoothUUID.primaryService, .secondaryService, .include, .characteristic].contains(uuid) { return }
-        guard let s = services.firstIndex(where: { $0.start <= handle && handle <= $0.end }),
-              let c = services[s].characteristics.lastIndex(where: { $0.valueHandle < handle }) else { return }
-        guard !services[s].characteristics[c].descriptors.contains(where: { $0.handle == handle }) else { return }
-        services[s].characteristics[c].descriptors.append(Descriptor(uuid: uuid, handle: handle))
-        services[s].characteristics[c].descriptors.sort { $0.handle < $1.handle }
-    }
-}
-
 /// What the central did on a connection, in order, as the capture's ATT PDUs show it.
 public struct GATTOperation: Sendable {
     public enum Kind: Sendable {
@@ -98,6 +25,11 @@ public struct GATTOperation: Sendable {
     public var error: ATTErrorCode?
     /// The request was never answered before the capture or the connection ended.
     public var unanswered = false
+    /// The answer the central rejected (a response that does not decode, or not of the kind the
+    /// request calls for, Core 5.4, Vol 3, Part F, 3.3.2): its octets. It ended the operation.
+    public var rejected: [UInt8]?
+    /// For a discovery: the primary services it found, in handle order.
+    public var found: [BluetoothUUID] = []
 }
 
 /// A notification or indication the peripheral sent.
@@ -108,25 +40,101 @@ public struct ValueNotification: Hashable, Sendable {
     public var indication: Bool
 }
 
+/// One request of the central and what became of it: the unit the peripheral's flaws act on
+/// (docs/scenarios.md, Flawed peripherals).
+public struct ATTExchange: Sendable {
+    public enum Answer: Hashable, Sendable {
+        /// The response the request calls for.
+        case response
+        case error(ATTErrorCode)
+        /// A response the central rejected (does not decode, or of another kind): its octets.
+        case rejected([UInt8])
+        /// No answer before the capture or the connection ended.
+        case none
+    }
+
+    public var request: ATTPDU
+    /// When the request crossed the capturing host's HCI (sent by the central, or received by the peripheral).
+    public var sent: CaptureMark
+    public var answer: Answer = .none
+    public var answered: CaptureMark?
+    /// The operation it belongs to (index into `GATTSession.operations`).
+    public var operation: Int?
+    /// Part of the central's re-discovery after this Service Changed (index into `serviceChanges`).
+    public var serviceChange: Int?
+    /// The central sent another request before any answer came (which ATT forbids, Part F, 3.3.2).
+    public var superseded = false
+}
+
+/// An ATT PDU from the peripheral outside any transaction that is neither a notification nor an
+/// indication of a value: a response nobody asked for, a damaged notification, an unknown opcode.
+public struct UnsolicitedPDU: Hashable, Sendable {
+    public var mark: CaptureMark
+    public var bytes: [UInt8]
+}
+
+/// A Service Changed indication (0x2A05 in service 0x1801, Core 5.4, Vol 3, Part G, 7.1) and
+/// what the central's re-discovery of its range found.
+public struct ServiceChange: Sendable {
+    public var mark: CaptureMark
+    public var start: UInt16
+    public var end: UInt16
+    /// What the central had discovered when the indication came.
+    public var before: DiscoveredDatabase
+    /// What the central's re-discovery found: the primary services declared in the range, with
+    /// their characteristics and descriptors.
+    public var found = DiscoveredDatabase()
+    /// The central re-discovered the range (its requests follow the indication).
+    public var rediscovered = false
+    /// When the re-discovery's last answer came.
+    public var rediscoveryEnd: CaptureMark?
+}
+
 /// One connection's ATT traffic turned into the database, the central's operations and the
 /// peripheral's notifications.
 public struct GATTSession: Sendable {
     public var database = DiscoveredDatabase()
     public var operations: [GATTOperation] = []
     public var notifications: [ValueNotification] = []
+    /// Every request of the central, in order, with its answer.
+    public var exchanges: [ATTExchange] = []
+    public var unsolicited: [UnsolicitedPDU] = []
+    public var serviceChanges: [ServiceChange] = []
     public var notes: [String] = []
 
+    /// Whether `pdu` is one of the discovery requests (Part G, 4.4–4.7).
+    static func isDiscovery(_ pdu: ATTPDU) -> Bool {
+        switch pdu {
+        case let .readByGroupTypeRequest(r): return r.groupType == .primaryService
+        case let .findByTypeValueRequest(r): return r.attributeType == .primaryService
+        case let .readByTypeRequest(r): return r.attributeType == .characteristic || r.attributeType == .include
+        case .findInformationRequest: return true
+        default: return false
+        }
+    }
+
     /// Reads `records` (one connection's ATT PDUs, in capture order). Never fails: a PDU that does
-    /// not decode, or an answer to nothing, is noted and skipped.
+    /// not decode, or an answer to nothing, is kept for the scenario writer (a peripheral's damaged
+    /// answer may be the very bug being imported) or noted.
     public static func analyse(_ records: [ATTRecord]) -> GATTSession {
         var session = GATTSession()
-        var pending: (request: ATTPDU, mark: CaptureMark)?
+        var pending: Int?                  // index into exchanges of the outstanding request
         var discovery: Int?                // index of the discovery operation in progress
+        var discoveryHasGroupType = false
+        var discoveryHasContents = false
         var longRead: Int?                 // index of a read that Read Blob Requests continue
         var prepared: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
         var preparedStart: CaptureMark?
+        var preparedExchanges: [Int] = []   // the Prepare Write Requests of the queued write in progress
+        var rediscovery: Int?
+        var rediscoveryStart: UInt16 = 0              // the Service Changed whose re-discovery is running
+        var awaitingRediscovery: Int?      // a Service Changed whose re-discovery may start with the next request
 
-        func closeDiscovery() { discovery = nil }
+        func closeDiscovery() {
+            discovery = nil
+            discoveryHasGroupType = false
+            discoveryHasContents = false
+        }
 
         func discoveryStep(_ mark: CaptureMark, services: Bool, all: Bool, uuid: BluetoothUUID?) {
             if let i = discovery {
@@ -143,32 +151,133 @@ public struct GATTSession: Sendable {
             discovery = session.operations.count - 1
         }
 
+        func append(_ op: GATTOperation) -> Int {
+            session.operations.append(op)
+            return session.operations.count - 1
+        }
+
+        /// The operation a request starts or continues, for an answer that ends it abnormally
+        /// (rejected, or never answered): the discovery it is part of, or a new operation.
+        func operation(for x: Int, rejected: [UInt8]?, unanswered: Bool, at mark: CaptureMark) -> Int? {
+            let request = session.exchanges[x].request
+            let start = session.exchanges[x].sent
+            func op(_ kind: GATTOperation.Kind) -> Int {
+                var o = GATTOperation(kind: kind, start: preparedStart ?? start, end: mark, unanswered: unanswered)
+                o.rejected = rejected
+                return append(o)
+            }
+            if isDiscovery(request), let i = discovery {
+                session.operations[i].end = mark
+                session.operations[i].rejected = rejected
+                session.operations[i].unanswered = unanswered
+                closeDiscovery()
+                return i
+            }
+            defer {
+                for q in preparedExchanges { session.exchanges[q].operation = session.operations.count - 1 }
+                longRead = nil; prepared = []; preparedStart = nil; preparedExchanges = []
+            }
+            switch request {
+            case let .readRequest(r):
+                return op(.read(handle: r.handle, value: []))
+            case let .readBlobRequest(r):
+                if let i = longRead, case let .read(handle, _) = session.operations[i].kind, handle == r.handle {
+                    session.operations[i].end = mark
+                    session.operations[i].rejected = rejected
+                    session.operations[i].unanswered = unanswered
+                    return i
+                }
+                return op(.unsupported("Read Blob Request handle 0x\(hex(r.handle)) offset \(r.offset) without a Read Request before it"))
+            case let .writeRequest(w):
+                let isConfiguration = session.database.characteristic(configurationHandle: w.handle) != nil
+                return op(isConfiguration ? .configure(handle: w.handle, value: w.value) : .write(handle: w.handle, value: w.value, command: false))
+            case let .prepareWriteRequest(w):
+                let parts = prepared + [(w.handle, w.offset, w.partValue)]
+                guard parts.allSatisfy({ $0.handle == w.handle }) else { return op(.unsupported("a queued write of \(parts.count) parts")) }
+                return op(.write(handle: w.handle, value: parts.sorted { $0.offset < $1.offset }.flatMap(\.value), command: false))
+            case .executeWriteRequest:
+                guard let first = prepared.first, prepared.allSatisfy({ $0.handle == first.handle }) else {
+                    return op(.unsupported("\(request.opcode.name)"))
+                }
+                return op(.write(handle: first.handle, value: prepared.sorted { $0.offset < $1.offset }.flatMap(\.value), command: false))
+            case let .exchangeMTURequest(r):
+                return op(.mtu(client: r.clientRxMTU, server: nil))
+            default:
+                return op(.unsupported("\(request.opcode.name)"))
+            }
+        }
+
+        func addService(_ uuid: BluetoothUUID, start: UInt16, end: UInt16, x: Int) {
+            session.database.addService(uuid, start: start, end: end)
+            if let sc = session.exchanges[x].serviceChange { session.serviceChanges[sc].found.addService(uuid, start: start, end: end) }
+            if let i = discovery, !session.operations[i].found.contains(uuid) { session.operations[i].found.append(uuid) }
+        }
+
         for record in records {
-            let pdu: ATTPDU
-            do { pdu = try ATTPDU(decoding: record.bytes) } catch {
-                session.notes.append("\(record.mark): a malformed ATT PDU from the \(record.fromCentral ? "central" : "peripheral") "
-                                     + "(\(describe(record.bytes))) was skipped: \(error)")
+            guard let first = record.bytes.first else {
+                session.notes.append("\(record.mark): an empty ATT PDU from the \(record.fromCentral ? "central" : "peripheral") was skipped")
                 continue
             }
+            let opcode = ATTOpcode(first)
+            let decoded: ATTPDU?
+            var decodeError = ""
+            do { decoded = try ATTPDU(decoding: record.bytes) } catch {
+                decoded = nil
+                decodeError = "\(error)"
+            }
             if record.fromCentral {
+                guard let pdu = decoded else {
+                    session.notes.append("\(record.mark): a malformed ATT PDU from the central (\(describe(record.bytes))) was skipped: \(decodeError)")
+                    continue
+                }
                 switch pdu.opcode.method {
                 case .request:
                     if let p = pending {
                         // Listed once, by the scenario writer, as a step it cannot reproduce.
-                        session.operations.append(GATTOperation(kind: .unsupported("\(p.request) (never answered)"), start: p.mark,
-                                                                end: p.mark, unanswered: true))
+                        session.exchanges[p].superseded = true
+                        session.exchanges[p].operation = append(GATTOperation(
+                            kind: .unsupported("\(session.exchanges[p].request) (never answered; the central sent another request)"),
+                            start: session.exchanges[p].sent, end: session.exchanges[p].sent, unanswered: true))
                     }
-                    pending = (pdu, record.mark)
+                    session.exchanges.append(ATTExchange(request: pdu, sent: record.mark))
+                    let x = session.exchanges.count - 1
+                    pending = x
+                    // The central's re-discovery after Service Changed (Part G, 7.1): its Read By
+                    // Group Type for the range, then characteristics and descriptors; no step.
+                    if let sc = awaitingRediscovery ?? rediscovery {
+                        var continues = false
+                        if case let .readByGroupTypeRequest(r) = pdu, r.groupType == .primaryService {
+                            continues = awaitingRediscovery != nil || r.range.start > rediscoveryStart
+                            if awaitingRediscovery != nil { rediscoveryStart = r.range.start }
+                        } else if awaitingRediscovery == nil, isDiscovery(pdu) {
+                            continues = true
+                        }
+                        awaitingRediscovery = nil
+                        rediscovery = continues ? sc : nil
+                        if continues {
+                            session.exchanges[x].serviceChange = sc
+                            session.serviceChanges[sc].rediscovered = true
+                            closeDiscovery()
+                            longRead = nil
+                            continue
+                        }
+                    }
                     switch pdu {
                     case let .readByGroupTypeRequest(r) where r.groupType == .primaryService:
+                        // A new Discover All Primary Services starts from 0x0001.
+                        if discovery != nil, r.range.start == 0x0001, discoveryHasGroupType || discoveryHasContents { closeDiscovery() }
                         discoveryStep(record.mark, services: true, all: true, uuid: nil)
+                        discoveryHasGroupType = true
                     case let .findByTypeValueRequest(r) where r.attributeType == .primaryService:
+                        if discovery != nil, r.range.start == 0x0001, discoveryHasContents { closeDiscovery() }
                         let uuid = try? { var rd = ByteReader(r.value); return try rd.readUUID(width: r.value.count) }()
                         discoveryStep(record.mark, services: true, all: false, uuid: uuid)
                     case let .readByTypeRequest(r) where r.attributeType == .characteristic || r.attributeType == .include:
                         discoveryStep(record.mark, services: false, all: false, uuid: nil)
+                        discoveryHasContents = true
                     case .findInformationRequest:
                         discoveryStep(record.mark, services: false, all: false, uuid: nil)
+                        discoveryHasContents = true
                     case let .readBlobRequest(r):
                         closeDiscovery()
                         if let i = longRead, case let .read(handle, value) = session.operations[i].kind, handle == r.handle,
@@ -184,6 +293,7 @@ public struct GATTSession: Sendable {
                 case .command:
                     closeDiscovery()
                     longRead = nil
+                    rediscovery = nil
                     switch pdu {
                     case let .writeCommand(w):
                         session.operations.append(GATTOperation(kind: .write(handle: w.handle, value: w.value, command: true),
@@ -200,58 +310,101 @@ public struct GATTSession: Sendable {
                 continue
             }
             // From the peripheral.
+            guard let pdu = decoded else {
+                switch opcode.method {
+                case .response:
+                    if let p = pending {
+                        // A damaged answer ends the request outstanding (Part F, 3.3.2), as the lab's central takes it.
+                        session.exchanges[p].answer = .rejected(record.bytes)
+                        session.exchanges[p].answered = record.mark
+                        pending = nil
+                        if session.exchanges[p].serviceChange != nil { rediscovery = nil; continue }
+                        session.exchanges[p].operation = operation(for: p, rejected: record.bytes, unanswered: false, at: record.mark)
+                    } else {
+                        session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
+                    }
+                case .notification, .indication, .confirmation:
+                    session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
+                default:
+                    // A damaged request or command of the peripheral: sent as it is.
+                    session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
+                }
+                continue
+            }
             switch pdu {
             case let .handleValueNotification(n):
                 session.notifications.append(ValueNotification(mark: record.mark, handle: n.handle, value: n.value, indication: false))
                 continue
             case let .handleValueIndication(n):
-                session.notifications.append(ValueNotification(mark: record.mark, handle: n.handle, value: n.value, indication: true))
+                if let changed = session.database.serviceChangedValueHandle, n.handle == changed, n.value.count == 4 {
+                    // Service Changed: Start of Affected Attribute Handle Range (2), End (2).
+                    let start = UInt16(n.value[0]) | UInt16(n.value[1]) << 8
+                    let end = UInt16(n.value[2]) | UInt16(n.value[3]) << 8
+                    session.serviceChanges.append(ServiceChange(mark: record.mark, start: start, end: end, before: session.database))
+                    awaitingRediscovery = session.serviceChanges.count - 1
+                    rediscovery = nil
+                } else {
+                    session.notifications.append(ValueNotification(mark: record.mark, handle: n.handle, value: n.value, indication: true))
+                }
                 continue
             default: break
             }
-            guard pdu.opcode.method == .response else { continue }   // the peripheral's requests to the central's server
-            guard let (request, start) = pending else {
-                session.notes.append("\(record.mark): \(pdu.opcode.name) answered no request; skipped")
+            guard pdu.opcode.method == .response else {
+                // The peripheral's own requests and commands to the central (its GATT server), and
+                // opcodes no one defined: sent as they are (`send-pdu`).
+                session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
                 continue
             }
+            guard let p = pending else {
+                session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
+                continue
+            }
+            let request = session.exchanges[p].request
+            let fits: Bool
+            if case let .errorResponse(e) = pdu { fits = e.requestOpcode == request.opcode } else { fits = request.opcode.responseOpcode == pdu.opcode }
             pending = nil
-            var error: ATTErrorCode?
-            if case let .errorResponse(e) = pdu {
-                guard e.requestOpcode == request.opcode else {
-                    session.notes.append("\(record.mark): an Error Response for \(e.requestOpcode.name) answered \(request.opcode.name)")
-                    continue
-                }
-                error = e.error
-            } else if request.opcode.responseOpcode != pdu.opcode {
-                session.notes.append("\(record.mark): \(pdu.opcode.name) answered \(request.opcode.name); skipped")
+            session.exchanges[p].answered = record.mark
+            guard fits else {
+                session.exchanges[p].answer = .rejected(record.bytes)
+                if session.exchanges[p].serviceChange != nil { rediscovery = nil; continue }
+                session.exchanges[p].operation = operation(for: p, rejected: record.bytes, unanswered: false, at: record.mark)
                 continue
             }
+            var error: ATTErrorCode?
+            if case let .errorResponse(e) = pdu { error = e.error }
+            session.exchanges[p].answer = error.map(ATTExchange.Answer.error) ?? .response
             let end = record.mark
+            let countBefore = session.operations.count
+            var continued: Int?
             switch (request, pdu) {
             case let (.readByGroupTypeRequest(r), .readByGroupTypeResponse(resp)) where r.groupType == .primaryService:
                 for e in resp.entries where e.value.count == 2 || e.value.count == 16 {
                     var rd = ByteReader(e.value)
-                    if let uuid = try? rd.readUUID(width: e.value.count) {
-                        session.database.addService(uuid, start: e.handle, end: e.endGroupHandle)
-                    }
+                    if let uuid = try? rd.readUUID(width: e.value.count) { addService(uuid, start: e.handle, end: e.endGroupHandle, x: p) }
                 }
             case let (.findByTypeValueRequest(r), .findByTypeValueResponse(resp)) where r.attributeType == .primaryService:
                 var rd = ByteReader(r.value)
                 if let uuid = try? rd.readUUID(width: r.value.count) {
-                    for range in resp.handles { session.database.addService(uuid, start: range.start, end: range.end) }
+                    for range in resp.handles { addService(uuid, start: range.start, end: range.end, x: p) }
                 }
             case let (.readByTypeRequest(r), .readByTypeResponse(resp)) where r.attributeType == .characteristic:
-                for e in resp.entries { session.database.addCharacteristic(declaration: e.handle, value: e.value) }
+                for e in resp.entries {
+                    session.database.addCharacteristic(declaration: e.handle, value: e.value)
+                    if let sc = session.exchanges[p].serviceChange { session.serviceChanges[sc].found.addCharacteristic(declaration: e.handle, value: e.value) }
+                }
             case let (.findInformationRequest, .findInformationResponse(resp)):
-                for e in resp.entries { session.database.addDescriptor(handle: e.handle, uuid: e.uuid) }
+                for e in resp.entries {
+                    session.database.addDescriptor(handle: e.handle, uuid: e.uuid)
+                    if let sc = session.exchanges[p].serviceChange { session.serviceChanges[sc].found.addDescriptor(handle: e.handle, uuid: e.uuid) }
+                }
             case (.exchangeMTURequest(let r), _):
                 var server: UInt16?
                 if case let .exchangeMTUResponse(resp) = pdu { server = resp.serverRxMTU }
-                session.operations.append(GATTOperation(kind: .mtu(client: r.clientRxMTU, server: server), start: start, end: end, error: error))
+                session.operations.append(GATTOperation(kind: .mtu(client: r.clientRxMTU, server: server), start: session.exchanges[p].sent, end: end, error: error))
             case (.readRequest(let r), _):
                 var value: [UInt8] = []
                 if case let .readResponse(resp) = pdu { value = resp.value }
-                session.operations.append(GATTOperation(kind: .read(handle: r.handle, value: value), start: start, end: end, error: error))
+                session.operations.append(GATTOperation(kind: .read(handle: r.handle, value: value), start: session.exchanges[p].sent, end: end, error: error))
                 longRead = error == nil ? session.operations.count - 1 : nil
             case (.readBlobRequest(let r), _):
                 if let i = longRead, case let .read(handle, value) = session.operations[i].kind, handle == r.handle {
@@ -261,50 +414,77 @@ public struct GATTSession: Sendable {
                         session.operations[i].error = error
                     }
                     session.operations[i].end = end
+                    continued = i
                 } else {
                     session.operations.append(GATTOperation(kind: .unsupported("Read Blob Request handle 0x\(hex(r.handle)) offset \(r.offset) without a Read Request before it"),
-                                                            start: start, end: end, error: error))
+                                                            start: session.exchanges[p].sent, end: end, error: error))
                 }
             case (.readByTypeRequest(let r), _) where r.attributeType != .characteristic && r.attributeType != .include:
                 // Read Using Characteristic UUID (Part G, 4.8.2).
                 if case let .readByTypeResponse(resp) = pdu, let first = resp.entries.first {
-                    session.operations.append(GATTOperation(kind: .read(handle: first.handle, value: first.value), start: start, end: end))
+                    session.operations.append(GATTOperation(kind: .read(handle: first.handle, value: first.value), start: session.exchanges[p].sent, end: end))
                 } else {
                     session.operations.append(GATTOperation(kind: .unsupported("Read By Type Request for \(r.attributeType) in \(r.range)"),
-                                                            start: start, end: end, error: error))
+                                                            start: session.exchanges[p].sent, end: end, error: error))
                 }
             case (.writeRequest(let w), _):
                 let isConfiguration = session.database.characteristic(configurationHandle: w.handle) != nil
                 let kind: GATTOperation.Kind = isConfiguration ? .configure(handle: w.handle, value: w.value)
                     : .write(handle: w.handle, value: w.value, command: false)
-                session.operations.append(GATTOperation(kind: kind, start: start, end: end, error: error))
+                session.operations.append(GATTOperation(kind: kind, start: session.exchanges[p].sent, end: end, error: error))
             case (.prepareWriteRequest(let w), _):
-                if prepared.isEmpty { preparedStart = start }
-                if error == nil { prepared.append((w.handle, w.offset, w.partValue)) } else {
+                if prepared.isEmpty { preparedStart = session.exchanges[p].sent }
+                if error == nil {
+                    prepared.append((w.handle, w.offset, w.partValue))
+                    preparedExchanges.append(p)
+                } else {
                     session.operations.append(GATTOperation(kind: .write(handle: w.handle, value: w.partValue, command: false),
-                                                            start: preparedStart ?? start, end: end, error: error))
+                                                            start: preparedStart ?? session.exchanges[p].sent, end: end, error: error))
+                    for q in preparedExchanges { session.exchanges[q].operation = session.operations.count - 1 }
                     prepared = []
+                    preparedExchanges = []
                 }
             case (.executeWriteRequest(let x), _):
                 if x.flags == .write, let first = prepared.first, prepared.allSatisfy({ $0.handle == first.handle }) {
                     let value = prepared.sorted { $0.offset < $1.offset }.flatMap(\.value)
                     session.operations.append(GATTOperation(kind: .write(handle: first.handle, value: value, command: false),
-                                                            start: preparedStart ?? start, end: end, error: error))
+                                                            start: preparedStart ?? session.exchanges[p].sent, end: end, error: error))
                 } else if !prepared.isEmpty {
                     session.operations.append(GATTOperation(kind: .unsupported("a reliable or cancelled queued write of \(prepared.count) parts"),
-                                                            start: preparedStart ?? start, end: end, error: error))
+                                                            start: preparedStart ?? session.exchanges[p].sent, end: end, error: error))
+                }
+                if session.operations.count > countBefore {
+                    for q in preparedExchanges { session.exchanges[q].operation = session.operations.count - 1 }
                 }
                 prepared = []
+                preparedExchanges = []
             case (.readByGroupTypeRequest, _), (.findByTypeValueRequest, _), (.readByTypeRequest, _), (.findInformationRequest, _):
-                break   // discovery's ends (Attribute Not Found) and other answers
+                // Attribute Not Found ends a discovery procedure; any other error fails it (Part G, 4.4–4.7).
+                if let error, error != .attributeNotFound, session.exchanges[p].serviceChange == nil, let i = discovery {
+                    session.operations[i].error = error
+                    session.operations[i].end = end
+                    session.exchanges[p].operation = i
+                    closeDiscovery()
+                    continue
+                }
             default:
-                session.operations.append(GATTOperation(kind: .unsupported("\(request.opcode.name)"), start: start, end: end, error: error))
+                session.operations.append(GATTOperation(kind: .unsupported("\(request.opcode.name)"), start: session.exchanges[p].sent, end: end, error: error))
             }
-            if let i = discovery { session.operations[i].end = end }
+            if let sc = session.exchanges[p].serviceChange {
+                session.serviceChanges[sc].rediscoveryEnd = end
+                continue
+            }
+            if let i = discovery {
+                session.operations[i].end = end
+                session.exchanges[p].operation = i
+            } else if let i = continued {
+                session.exchanges[p].operation = i
+            } else if session.operations.count > countBefore {
+                session.exchanges[p].operation = session.operations.count - 1
+            }
         }
-        if let p = pending {
-            session.operations.append(GATTOperation(kind: .unsupported("\(p.request) (never answered)"), start: p.mark, end: p.mark,
-                                                    unanswered: true))
+        if let p = pending, session.exchanges[p].serviceChange == nil {
+            session.exchanges[p].operation = operation(for: p, rejected: nil, unanswered: true, at: session.exchanges[p].sent)
         }
         return session
     }

@@ -55,8 +55,18 @@ public struct CapturedConnection: Sendable {
     /// LE (Extended) Create Connection, when the capture has it.
     public var requested: CaptureMark?
     public var established: CaptureMark
-    /// Units of 1.25 ms.
+    /// Units of 1.25 ms, as LE Connection Complete set it.
     public var interval: UInt16
+    /// Peripheral latency (connection events) and supervision timeout (units of 10 ms), as LE
+    /// Connection Complete set them.
+    public var latency: UInt16 = 0
+    public var supervisionTimeout: UInt16 = 500
+    /// LE Connection Update Complete events, in order (Core 5.4, Vol 4, Part E, 7.7.65.3).
+    public var parameterUpdates: [ParameterUpdate] = []
+    /// Requests for new parameters: the capturing host's LE Connection Update commands, L2CAP
+    /// Connection Parameter Update Requests either side sent, LE Remote Connection Parameter
+    /// Request events, in order.
+    public var parameterRequests: [ParameterRequest] = []
     /// HCI Disconnect sent by the central.
     public var disconnectRequested: CaptureMark?
     public var disconnected: CaptureMark?
@@ -69,9 +79,55 @@ public struct CapturedConnection: Sendable {
     public var endedByReset = false
     /// The reason the capturing host's HCI Disconnect gave (what the other side was told).
     public var requestedReason: HCIStatus?
+    /// The last ACL packet on this connection, either way (when the peer was last heard or spoken to).
+    public var lastTraffic: CaptureMark?
     public var att: [ATTRecord] = []
     /// Other L2CAP traffic worth a comment (SMP pairing, signaling), once per kind.
     public var notes: [String] = []
+}
+
+/// New connection parameters in force from `mark` (LE Connection Update Complete).
+public struct ParameterUpdate: Hashable, Sendable {
+    public var mark: CaptureMark
+    public var status: HCIStatus
+    /// Units of 1.25 ms, connection events, units of 10 ms.
+    public var interval: UInt16
+    public var latency: UInt16
+    public var supervisionTimeout: UInt16
+}
+
+/// A request for new connection parameters seen in the capture.
+public struct ParameterRequest: Hashable, Sendable {
+    public enum Kind: Hashable, Sendable {
+        /// HCI LE Connection Update sent by the capturing host (Vol 4, Part E, 7.8.18).
+        case hciCommand
+        /// L2CAP Connection Parameter Update Request (Vol 3, Part A, 4.20).
+        case l2cap
+        /// LE Remote Connection Parameter Request event: the peer's link layer asked (7.7.65.6).
+        case remoteLinkLayer
+    }
+    public var mark: CaptureMark
+    public var kind: Kind
+    /// Asked by the central (else by the peripheral).
+    public var byCentral: Bool
+    public var intervalMin: UInt16
+    public var intervalMax: UInt16
+    public var latency: UInt16
+    public var supervisionTimeout: UInt16
+    /// For an L2CAP request: the other side's Connection Parameter Update Response accepted it
+    /// (nil: no response seen).
+    public var accepted: Bool?
+}
+
+extension CapturedConnection {
+    /// Interval (1.25 ms units), latency and supervision timeout (10 ms units) in force at `mark`.
+    public func parameters(at mark: CaptureMark) -> (interval: UInt16, latency: UInt16, timeout: UInt16) {
+        var current = (interval, latency, supervisionTimeout)
+        for u in parameterUpdates where u.status == .success && u.mark <= mark {
+            current = (u.interval, u.latency, u.supervisionTimeout)
+        }
+        return current
+    }
 }
 
 /// The HCI stream of a central's capture, decoded: scans, advertising reports, connections and
@@ -120,6 +176,7 @@ public enum HCIStreamAnalysis {
         static let leSetAdvertisingEnable: UInt16 = 0x200A
         static let leSetScanEnable: UInt16 = 0x200C
         static let leCreateConnection: UInt16 = 0x200D
+        static let leConnectionUpdate: UInt16 = 0x2013
         static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
         static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
         static let leSetExtendedAdvertisingData: UInt16 = 0x2037
@@ -190,7 +247,7 @@ public enum HCIStreamAnalysis {
         func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
 
         func connected(handle: UInt16, status: HCIStatus, role: ConnectionRole, peer: LEAddress, interval: UInt16,
-                       mark: CaptureMark, packet: CaptureFile.Packet) throws {
+                       latency: UInt16, timeout: UInt16, mark: CaptureMark, packet: CaptureFile.Packet) throws {
             guard status == .success else {
                 note("a connection attempt failed with \(status.name) (\(mark))")
                 pendingCreate = nil
@@ -201,6 +258,8 @@ public enum HCIStreamAnalysis {
             var connection = CapturedConnection(handle: handle, peer: peer, requested: role == .peripheral ? nil : pendingCreate,
                                                 established: mark, interval: interval)
             connection.capturedOnPeripheral = role == .peripheral
+            connection.latency = latency
+            connection.supervisionTimeout = timeout
             t.connections.append(connection)
             open[handle] = t.connections.count - 1
             pendingCreate = nil
@@ -247,6 +306,17 @@ public enum HCIStreamAnalysis {
                         }
                     case Opcode.leCreateConnection, Opcode.leExtendedCreateConnection:
                         pendingCreate = mark
+                    case Opcode.leConnectionUpdate:
+                        // 7.8.18: Connection_Handle (2), Interval_Min (2), Interval_Max (2), Max_Latency (2),
+                        // Supervision_Timeout (2), Min_CE_Length (2), Max_CE_Length (2).
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        if let i = open[handle] {
+                            t.connections[i].parameterRequests.append(ParameterRequest(
+                                mark: mark, kind: .hciCommand, byCentral: !t.connections[i].capturedOnPeripheral,
+                                intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
+                                supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                        }
                     case Opcode.disconnect:
                         var r = ByteReader(params)
                         let handle = try r.readUInt16LE() & 0x0FFF
@@ -316,7 +386,25 @@ public enum HCIStreamAnalysis {
                         t.reports += try extendedReports(params, mark: mark, scan: scanning)
                     case let .leMeta(.connectionComplete(c)):
                         try connected(handle: c.handle, status: c.status, role: c.role, peer: c.peer, interval: c.connectionInterval,
-                                      mark: mark, packet: p)
+                                      latency: c.peripheralLatency, timeout: c.supervisionTimeout, mark: mark, packet: p)
+                    case let .leMeta(.connectionUpdateComplete(u)):
+                        if let i = open[u.handle] {
+                            t.connections[i].parameterUpdates.append(ParameterUpdate(
+                                mark: mark, status: u.status, interval: u.connectionInterval, latency: u.peripheralLatency,
+                                supervisionTimeout: u.supervisionTimeout))
+                        }
+                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x06:
+                        // LE Remote Connection Parameter Request (7.7.65.6): Connection_Handle (2),
+                        // Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2). The peer's
+                        // link layer asks (LL_CONNECTION_PARAM_REQ); on a central's capture, the peripheral.
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        if let i = open[handle] {
+                            t.connections[i].parameterRequests.append(ParameterRequest(
+                                mark: mark, kind: .remoteLinkLayer, byCentral: t.connections[i].capturedOnPeripheral,
+                                intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
+                                supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                        }
                     case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
                         // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
                         // with the local and peer resolvable private addresses after the peer's.
@@ -329,8 +417,10 @@ public enum HCIStreamAnalysis {
                         let address = try r.readAddress()
                         try r.skip(12)
                         let interval = try r.readUInt16LE()
+                        let latency = try r.readUInt16LE()
+                        let timeout = try r.readUInt16LE()
                         try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
-                                      interval: interval, mark: mark, packet: p)
+                                      interval: interval, latency: latency, timeout: timeout, mark: mark, packet: p)
                     case let .commandComplete(c) where c.opcode.rawValue == 0x1009 && c.returnParameters.count == 7 && c.returnParameters[0] == 0:
                         var r = ByteReader(c.returnParameters, from: 1)
                         publicAddress = try r.readAddress()
@@ -351,6 +441,7 @@ public enum HCIStreamAnalysis {
                     // On a peripheral's capture the central is the other side.
                     let sentHere = p.direction == .hostToController
                     let fromCentral = t.connections[i].capturedOnPeripheral ? !sentHere : sentHere
+                    t.connections[i].lastTraffic = mark
                     var state = reassembly[acl.handle]?[fromCentral] ?? Reassembly()
                     var notes = t.connections[i].notes
                     let frame = state.feed(acl.data, boundary: acl.boundary, mark: mark, notes: &notes)
@@ -360,6 +451,8 @@ public enum HCIStreamAnalysis {
                     switch frame.cid {
                     case 0x0004:
                         t.connections[i].att.append(ATTRecord(mark: frame.start, fromCentral: fromCentral, bytes: frame.payload))
+                    case 0x0005:
+                        signaling(frame.payload, fromCentral: fromCentral, mark: frame.start, connection: &t.connections[i])
                     case 0x0006:
                         let text = "the link was paired or encrypted (SMP, from \(frame.start)); the lab's links are not encrypted, so this is not reproduced"
                         if !t.connections[i].notes.contains(where: { $0.hasPrefix("the link was paired") }) { t.connections[i].notes.append(text) }
@@ -394,6 +487,35 @@ public enum HCIStreamAnalysis {
             throw CaptureError.nothingToImport(packets: file.packets.count)
         }
         return t
+    }
+
+    /// LE signaling (Core 5.4, Vol 3, Part A, 4): Code (1), Identifier (1), Length (2), Data. Only
+    /// the Connection Parameter Update Request (0x12: Interval_Min, Interval_Max, Latency, Timeout,
+    /// 2 octets each) and its Response (0x13: Result, 0 accepted) matter here; one signaling frame
+    /// may carry several commands.
+    static func signaling(_ payload: [UInt8], fromCentral: Bool, mark: CaptureMark, connection: inout CapturedConnection) {
+        var r = ByteReader(payload)
+        while r.remaining >= 4 {
+            guard let code = try? r.readUInt8(), (try? r.readUInt8()) != nil, let length = try? r.readUInt16LE(),
+                  let data = try? r.readBytes(count: Int(length)) else {
+                connection.notes.append("an LE signaling frame at \(mark) does not decode; it is not reproduced")
+                return
+            }
+            var d = ByteReader(data)
+            switch code {
+            case 0x12:
+                guard let min = try? d.readUInt16LE(), let max = try? d.readUInt16LE(), let latency = try? d.readUInt16LE(),
+                      let timeout = try? d.readUInt16LE() else { continue }
+                connection.parameterRequests.append(ParameterRequest(mark: mark, kind: .l2cap, byCentral: fromCentral, intervalMin: min,
+                                                                     intervalMax: max, latency: latency, supervisionTimeout: timeout))
+            case 0x13:
+                guard let result = try? d.readUInt16LE(),
+                      let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
+                connection.parameterRequests[i].accepted = result == 0
+            default:
+                continue
+            }
+        }
     }
 
     /// LE Extended Advertising Report (Core 5.4, Vol 4, Part E, 7.7.65.13): Num_Reports, then per

@@ -15,8 +15,10 @@ struct ImportedPeripheral {
     var declaredInterval: Int64?
     var database = DiscoveredDatabase()
     var connections: [Int] = []
-    /// Initial values by value handle, from the first read (or first notification).
+    /// Initial values by value (or descriptor) handle, from the first read (or first notification).
     var initialValues: [UInt16: [UInt8]] = [:]
+    /// Descriptor handles the central wrote successfully.
+    var writableDescriptors: Set<UInt16> = []
     var deviceName: String?
     /// Trigger actions by value handle, as flow-mapping lines.
     var onWrite: [UInt16: [String]] = [:]
@@ -25,6 +27,14 @@ struct ImportedPeripheral {
     /// Comments for a characteristic's triggers (where they came from).
     var triggerNotes: [UInt16: [String]] = [:]
     var notes: [String] = []
+    /// Its `flaws:` rules, as flow mappings (docs/scenarios.md, Flawed peripherals).
+    var flaws: [(comments: [String], text: String)] = []
+    /// Its receive MTU (`mtu:`), when its Exchange MTU Response gave another than the lab's 247.
+    var mtu: Int?
+    /// What Service Changed indications changed, in order.
+    var databaseChanges: [DatabaseChange] = []
+    /// Start handles of services a change added (declared by `add-service`, not in `gatt:`).
+    var addedServiceStarts: Set<UInt16> = []
 
     /// An address as the scenario writes it: random, or public (identity and other types fold into
     /// these by their low bit).
@@ -62,6 +72,11 @@ struct ImportedPeripheral {
             out.append(s)
         }
         return out
+    }
+
+    /// The declared services it has from the start (its `gatt:`): those no Service Changed added.
+    var initialServices: [DiscoveredDatabase.Service] {
+        declaredServices.filter { !addedServiceStarts.contains($0.start) }
     }
 
     /// GAP (1800) and GATT (1801): every simulated peripheral serves them itself, with Device

@@ -12,7 +12,8 @@ import HCI
 /// and delays, right after the step it followed. docs/import.md describes the rules.
 struct ScenarioWriter {
     let transcript: HCITranscript
-    let sessions: [GATTSession]
+    /// Mutable for the flaw plan: an operation left to time out ends 30 s after its request.
+    var sessions: [GATTSession]
     let source: String
     let format: CaptureFile.Format
     let recordCount: Int
@@ -20,6 +21,7 @@ struct ScenarioWriter {
     var peripherals: [ImportedPeripheral] = []
     /// Connection index → peripheral index.
     var owner: [Int] = []
+    var flawPlan = FlawPlan()
 
     init(transcript: HCITranscript, sessions: [GATTSession], source: String, format: CaptureFile.Format, recordCount: Int) {
         self.transcript = transcript
@@ -28,6 +30,27 @@ struct ScenarioWriter {
         self.format = format
         self.recordCount = recordCount
         buildPeripherals()
+        planServiceChanges()
+        planFlaws()
+        planMTU()
+    }
+
+    /// A peripheral whose Exchange MTU Response gave another receive MTU than the lab's 247 gets
+    /// it as its `mtu:` (Core 5.4, Vol 3, Part F, 3.4.2.2).
+    private mutating func planMTU() {
+        for p in peripherals.indices {
+            var servers: [UInt16] = []
+            for c in peripherals[p].connections {
+                for op in sessions[c].operations {
+                    if case let .mtu(_, server?) = op.kind { servers.append(server) }
+                }
+            }
+            guard let first = servers.first else { continue }
+            if servers.contains(where: { $0 != first }) {
+                peripherals[p].notes.append("its Exchange MTU Responses gave different receive MTUs (\(servers.map(String.init).joined(separator: ", "))); the scenario gives it the first")
+            }
+            if first != 247 { peripherals[p].mtu = min(517, max(23, Int(first))) }
+        }
     }
 
     // MARK: Peripherals
@@ -92,6 +115,14 @@ struct ScenarioWriter {
                 peripherals[i].notes.append("it used the private address \(a.address); the scenario leaves the address to the lab")
             }
         }
+        // The scenario has one RSSI per peripheral (the median): a spread wider than the sim's
+        // noise is a device that moved, or a path that changed (docs/import.md).
+        for i in peripherals.indices {
+            let values = peripherals[i].reports.compactMap(\.rssi).map(Int.init)
+            if let low = values.min(), let high = values.max(), high - low > 10 {
+                peripherals[i].notes.append("its advertising reports' RSSI ranged from \(low) to \(high) dBm; the scenario gives it one (the median)")
+            }
+        }
         var used: Set<String> = ["central"]
         for i in peripherals.indices {
             let name = peripherals[i].advertisedNames.first
@@ -122,9 +153,13 @@ struct ScenarioWriter {
     func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
-            guard connection.disconnectRequested == nil, !connection.endedByReset, let done = connection.disconnected else { return nil }
+            guard connection.disconnectRequested == nil, !connection.endedByReset, connection.reason != .connectionTimeout,
+                  let done = connection.disconnected else { return nil }
             return (done, done)
         }
+        // The central's own controller reset (Bluetooth turned off): the closest the lab's central
+        // comes is to disconnect there.
+        if connection.endedByReset, connection.disconnectRequested == nil, let mark = connection.disconnected { return (mark, mark) }
         guard let requested = connection.disconnectRequested else { return nil }
         return (requested, connection.disconnected ?? requested)
     }
@@ -133,8 +168,15 @@ struct ScenarioWriter {
     func peripheralDisconnect(_ c: Int) -> (mark: CaptureMark, reason: HCIStatus)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
-            // The peripheral's own HCI Disconnect, or its controller reset (powered off).
-            if connection.endedByReset, let mark = connection.disconnected { return (mark, .remoteDeviceTerminatedPowerOff) }
+            // The peripheral's own HCI Disconnect; its controller reset (it lost power, and the
+            // central's supervision timer ran out); or its supervision timer running out.
+            if connection.endedByReset, connection.disconnected != nil {
+                // It went silent after its last packet; the reset came when it powered on again.
+                return (connection.lastTraffic ?? connection.established, .connectionTimeout)
+            }
+            if connection.disconnectRequested == nil, connection.reason == .connectionTimeout, let mark = connection.disconnected {
+                return (mark, .connectionTimeout)
+            }
             guard let requested = connection.disconnectRequested else { return nil }
             return (connection.disconnected ?? requested, connection.requestedReason ?? .remoteUserTerminatedConnection)
         }
@@ -150,14 +192,19 @@ struct ScenarioWriter {
         case scan(Int)
         case connect(Int)
         case operation(connection: Int, index: Int)
+        /// The central's LE Connection Update, completed by the connection's update `update`.
+        case connectionUpdate(connection: Int, update: Int)
         case disconnect(Int)
+        /// The peripheral's controller reset after it had lost power on this connection: it comes back.
+        case powerOn(connection: Int)
 
         var order: Int {
             switch self {
             case .scan: return 0
             case .connect: return 1
-            case .operation: return 2
+            case .operation, .connectionUpdate: return 2
             case .disconnect: return 3
+            case .powerOn: return 4
             }
         }
     }
@@ -168,17 +215,79 @@ struct ScenarioWriter {
         var end: CaptureMark
     }
 
-    /// Something the peripheral did, attributed to the step it followed.
+    /// Something the peripheral did (or the air did to its link), attributed to the step it followed.
     enum PeerEvent {
         case notification(connection: Int, ValueNotification)
         case disconnect(connection: Int, mark: CaptureMark, reason: HCIStatus)
+        /// An ATT PDU outside any transaction (`send-pdu`).
+        case unsolicited(connection: Int, UnsolicitedPDU)
+        /// A Service Changed indication: `peripherals[p].databaseChanges[change]`.
+        case serviceChanged(connection: Int, change: Int, mark: CaptureMark)
+        /// The link's radio path was lost at `mark`; both ends timed out at `disconnected`.
+        case linkLoss(connection: Int, mark: CaptureMark, disconnected: CaptureMark)
+        /// The peripheral lost power after its last packet on the link, at `mark`.
+        case powerOff(connection: Int, mark: CaptureMark)
+        /// The peripheral asked for new connection parameters; `update` is what the central applied.
+        case parameterRequest(connection: Int, ParameterRequest, update: ParameterUpdate?)
 
         var mark: CaptureMark {
             switch self {
             case let .notification(_, n): return n.mark
             case let .disconnect(_, mark, _): return mark
+            case let .unsolicited(_, u): return u.mark
+            case let .serviceChanged(_, _, mark): return mark
+            case let .linkLoss(_, mark, _): return mark
+            case let .powerOff(_, mark): return mark
+            case let .parameterRequest(_, r, _): return r.mark
             }
         }
+    }
+
+    /// When what an event starts is over, as the expectations after it wait for it: the
+    /// disconnection, the central's re-discovery after Service Changed, the parameter update.
+    func settled(_ e: PeerEvent) -> Int64 {
+        switch e {
+        case let .disconnect(c, mark, _): return max(mark.time, transcript.connections[c].disconnected?.time ?? mark.time)
+        case let .serviceChanged(c, k, mark):
+            let change = peripherals[owner[c]].databaseChanges[k]
+            return max(mark.time, sessions[c].serviceChanges[change.index].rediscoveryEnd?.time ?? mark.time)
+        case let .parameterRequest(_, r, update): return max(r.mark.time, update?.mark.time ?? r.mark.time)
+        default: return e.mark.time
+        }
+    }
+
+    /// What asked for each of a connection's parameter updates: the peripheral (an L2CAP request,
+    /// or its link layer's) or the central's host; the requests no update followed.
+    func parameterChanges(_ c: Int) -> (central: [(request: ParameterRequest?, update: Int)], peripheral: [(ParameterRequest, ParameterUpdate?)]) {
+        let connection = transcript.connections[c]
+        var central: [(ParameterRequest?, Int)] = []
+        var peripheral: [(ParameterRequest, ParameterUpdate?)] = []
+        var used = 0
+        var previous = connection.established
+        for (k, u) in connection.parameterUpdates.enumerated() {
+            let asked = connection.parameterRequests[used...].filter { $0.mark >= previous && $0.mark <= u.mark }
+            used += asked.count
+            previous = u.mark
+            if let byPeripheral = asked.first(where: { !$0.byCentral }) {
+                peripheral.append((byPeripheral, u))
+            } else {
+                central.append((asked.first, k))
+            }
+        }
+        for r in connection.parameterRequests[used...] where !r.byCentral { peripheral.append((r, nil)) }
+        return (central, peripheral)
+    }
+
+    /// When the link to the peripheral was lost, for a connection that ended by supervision
+    /// timeout with neither side asking: the timeout back from the end, plus half an interval
+    /// (the last connection event heard lies within one interval of the loss).
+    func linkLoss(_ c: Int) -> (lost: CaptureMark, disconnected: CaptureMark)? {
+        let connection = transcript.connections[c]
+        guard connection.reason == .connectionTimeout, connection.disconnectRequested == nil, !connection.endedByReset,
+              let end = connection.disconnected else { return nil }
+        let (interval, _, timeout) = connection.parameters(at: end)
+        let lost = max(connection.established.time, end.time - Int64(timeout) * 10_000 + Int64(interval) * 625)
+        return (CaptureMark(record: end.record, time: lost), end)
     }
 
     func timeline() -> [Timed] {
@@ -197,6 +306,13 @@ struct ScenarioWriter {
             if let (start, end) = centralDisconnect(c) {
                 items.append(Timed(item: .disconnect(c), start: start, end: end))
             }
+            for (request, update) in parameterChanges(c).central {
+                let done = connection.parameterUpdates[update].mark
+                items.append(Timed(item: .connectionUpdate(connection: c, update: update), start: request?.mark ?? done, end: done))
+            }
+            if connection.capturedOnPeripheral, connection.endedByReset, let reset = connection.disconnected {
+                items.append(Timed(item: .powerOn(connection: c), start: reset, end: reset))
+            }
         }
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
     }
@@ -205,8 +321,22 @@ struct ScenarioWriter {
         var events: [PeerEvent] = []
         for c in transcript.connections.indices {
             events += sessions[c].notifications.map { PeerEvent.notification(connection: c, $0) }
+            events += sessions[c].unsolicited.map { PeerEvent.unsolicited(connection: c, $0) }
+            let p = owner[c]
+            for (k, change) in peripherals[p].databaseChanges.enumerated() where change.connection == c {
+                events.append(.serviceChanged(connection: c, change: k, mark: change.mark))
+            }
+            for (request, update) in parameterChanges(c).peripheral {
+                events.append(.parameterRequest(connection: c, request, update: update))
+            }
             if let (mark, reason) = peripheralDisconnect(c) {
                 events.append(.disconnect(connection: c, mark: mark, reason: reason))
+            }
+            let connection = transcript.connections[c]
+            if let (lost, end) = linkLoss(c) {
+                events.append(.linkLoss(connection: c, mark: lost, disconnected: end))
+            } else if connection.capturedOnPeripheral, connection.endedByReset {
+                events.append(.powerOff(connection: c, mark: connection.lastTraffic ?? connection.established))
             }
         }
         return events.sorted { $0.mark < $1.mark }
@@ -231,6 +361,7 @@ struct ScenarioWriter {
         }
         var triggered = Set<CaptureMark>()
         findEchoes(items: items, segments: segments, triggered: &triggered)
+        findSubscribeBursts(triggered: &triggered)
         findPeriodicNotifications(triggered: &triggered)
         findWriteErrors()
 
@@ -239,7 +370,7 @@ struct ScenarioWriter {
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil
-            let last = max(timed.end.time, segments[i].map(\.mark.time).max() ?? 0)
+            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0)
             // A peripheral's capture sees each request a link latency after the central sent it,
             // and its answer as many before the central got it: only longer pauses are the central's.
             if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
@@ -254,137 +385,12 @@ struct ScenarioWriter {
             for p in peripherals where !p.reports.isEmpty { steps.lines.append("  - expect: { discovered: \(p.id) }") }
         }
         peripherals = steps.writer.peripherals
-        return assemble(steps: steps.lines, notes: steps.notes)
-    }
-
-    /// A notification right after every accepted write of a characteristic, carrying the bytes
-    /// written (after a fixed prefix): the peripheral echoes, so `on-write` notifies `written`.
-    private mutating func findEchoes(items: [Timed], segments: [[PeerEvent]], triggered: inout Set<CaptureMark>) {
-        struct Echo: Hashable { var handle: UInt16; var prefix: [UInt8]; var indication: Bool }
-        var candidates: [Int: [UInt16: [Echo?]]] = [:]          // peripheral → written handle → echo per write
-        var marks: [Int: [UInt16: [CaptureMark]]] = [:]
-        var claimed = Set<CaptureMark>()
-        for (i, timed) in items.enumerated() {
-            guard case let .operation(c, k) = timed.item, case let .write(handle, value, command) = sessions[c].operations[k].kind,
-                  sessions[c].operations[k].error == nil else { continue }
-            let p = owner[c]
-            guard let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else { continue }
-            if command && ch.properties & 0x04 == 0 { continue }   // dropped by the server: no on-write
-            // The echo may arrive after the central's next operation has begun (a Write Command
-            // right behind a Write Request): look in this step's segment and the next one.
-            let window = segments[i] + (i + 1 < segments.count ? segments[i + 1] : [])
-            let mine = window.compactMap { e -> ValueNotification? in
-                if case let .notification(cc, n) = e, owner[cc] == p, !claimed.contains(n.mark) { return n }
-                return nil
-            }
-            var echo: Echo?
-            if let n = mine.first(where: { $0.value.count >= value.count && Array($0.value.suffix(value.count)) == value }) {
-                echo = Echo(handle: n.handle, prefix: Array(n.value.dropLast(value.count)), indication: n.indication)
-                marks[p, default: [:]][handle, default: []].append(n.mark)
-                claimed.insert(n.mark)
-            }
-            candidates[p, default: [:]][handle, default: []].append(echo)
-        }
-        for (p, byHandle) in candidates {
-            for (handle, echoes) in byHandle {
-                guard let first = echoes.first ?? nil, echoes.allSatisfy({ $0 == first }),
-                      let target = peripherals[p].reference(first.handle) else { continue }
-                let value = first.prefix.isEmpty ? "written" : "[\(YAMLValues.value(first.prefix)), written]"
-                peripherals[p].onWrite[handle] = [Self.sendAction(first.indication, to: target, handle: first.handle,
-                                                                  properties: peripherals[p].database.characteristic(valueHandle: first.handle)?.1.properties,
-                                                                  value: value)]
-                let seen = marks[p]?[handle] ?? []
-                peripherals[p].triggerNotes[handle, default: []].append(
-                    "each of the \(echoes.count) write\(echoes.count == 1 ? "" : "s") was echoed by \(first.indication ? "an indication" : "a notification") of \(target) (first at \(seen.first.map { "\($0)" } ?? "?"))")
-                for m in seen { triggered.insert(m) }
-            }
-        }
-    }
-
-    /// The action that sends what the capture shows: `notify`/`indicate` of the characteristic when
-    /// it offers that property, else `notify-handle`/`indicate-handle` of its value handle (a
-    /// firmware that sends regardless; a scenario's `notify` needs the property).
-    static func sendAction(_ indication: Bool, to ref: String, handle: UInt16, properties: UInt8?, value: String) -> String {
-        let kind = indication ? "indicate" : "notify"
-        if let properties, properties & (indication ? 0x20 : 0x10) != 0 { return "{ \(kind): \(ref), value: \(value) }" }
-        return "{ \(kind)-handle: { handle: 0x\(hex(handle)), value: \(value) } }"
-    }
-
-    /// A characteristic subscribed once whose notifications then came at a regular interval:
-    /// `on-subscribe: notify-every` with the observed values, interval and count.
-    private mutating func findPeriodicNotifications(triggered: inout Set<CaptureMark>) {
-        for p in peripherals.indices {
-            var subscriptions: [UInt16: [(connection: Int, start: CaptureMark, end: CaptureMark)]] = [:]
-            for c in peripherals[p].connections {
-                let ops = sessions[c].operations
-                for (k, op) in ops.enumerated() {
-                    guard case let .configure(handle, value) = op.kind, op.error == nil, value.first.map({ $0 & 0x03 != 0 }) == true,
-                          let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle),
-                          ch.properties & 0x10 != 0 else { continue }   // notify-every needs notify
-                    // Until the next write of this CCCD, or the end of the connection.
-                    let until = ops[(k + 1)...].first { later in
-                        if case let .configure(h, _) = later.kind { return h == handle }
-                        return false
-                    }?.start ?? transcript.connections[c].disconnected ?? CaptureMark(record: Int.max, time: Int64.max)
-                    subscriptions[ch.valueHandle, default: []].append((c, op.end, until))
-                }
-            }
-            for (handle, subs) in subscriptions where subs.count == 1 {
-                let sub = subs[0]
-                let all = sessions[sub.connection].notifications.filter { $0.handle == handle }
-                let series = all.filter { $0.mark.time >= sub.start.time && $0.mark < sub.end }
-                guard series.count >= 3, series.count == all.count, series.allSatisfy({ !$0.indication }),
-                      !series.contains(where: { triggered.contains($0.mark) }) else { continue }
-                let gaps = zip(series.dropFirst(), series).map { $0.mark.time - $1.mark.time }
-                let mean = (series.last!.mark.time - series.first!.mark.time) / Int64(gaps.count)
-                guard mean >= 50_000 else { continue }
-                let tolerance = max(35_000, mean / 10)
-                guard gaps.allSatisfy({ abs($0 - mean) <= tolerance }) else { continue }
-                let first = series[0].mark.time - sub.start.time
-                guard first >= mean / 2 && first <= mean + mean / 2 + 100_000 else { continue }
-                // Whole milliseconds; to 10 ms when the series is long enough to pin it down.
-                var intervalMs = (mean + 500) / 1000
-                if intervalMs >= 100 { intervalMs = (intervalMs + 5) / 10 * 10 }
-                guard let ref = peripherals[p].reference(handle) else { continue }
-                let values = series.map(\.value)
-                let value = values.allSatisfy({ $0 == values[0] }) ? YAMLValues.value(values[0])
-                    : "{ sequence: [\(values.map(YAMLValues.value).joined(separator: ", "))] }"
-                peripherals[p].onSubscribe[handle, default: []].append(
-                    "{ notify-every: { characteristic: \(ref), interval: \(intervalMs)ms, value: \(value), count: \(series.count) } }")
-                peripherals[p].triggerNotes[handle, default: []].append(
-                    "\(series.count) notifications every ~\(intervalMs)ms after the subscription (\(series.first!.mark) to \(series.last!.mark))")
-                for n in series { triggered.insert(n.mark) }
-            }
-        }
-    }
-
-    /// Every Write Request to a characteristic refused with the same ATT error, which its
-    /// properties do not explain: `on-write: respond-error`.
-    private mutating func findWriteErrors() {
-        for p in peripherals.indices {
-            var outcomes: [UInt16: [ATTErrorCode?]] = [:]
-            var first: [UInt16: CaptureMark] = [:]
-            for c in peripherals[p].connections {
-                for op in sessions[c].operations {
-                    guard case let .write(handle, _, command) = op.kind, !command else { continue }
-                    outcomes[handle, default: []].append(op.error)
-                    if op.error != nil, first[handle] == nil { first[handle] = op.start }
-                }
-            }
-            for (handle, errors) in outcomes {
-                guard let code = errors.first ?? nil, errors.allSatisfy({ $0 == code }), peripherals[p].onWrite[handle] == nil,
-                      let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else { continue }
-                if code == .writeNotPermitted && ch.properties & 0x08 == 0 { continue }   // the server refuses it by itself
-                peripherals[p].onWrite[handle] = ["{ respond-error: \(code.name) }"]
-                peripherals[p].triggerNotes[handle, default: []].append(
-                    "every Write Request got ATT error \(code.name) (first at \(first[handle].map { "\($0)" } ?? "?"))")
-            }
-        }
+        return assemble(steps: steps.lines, notes: flawPlan.notes + steps.notes, requiresSim: steps.requiresSim)
     }
 
     // MARK: The file
 
-    private func assemble(steps: [String], notes: [String]) -> String {
+    private func assemble(steps: [String], notes: [String], requiresSim: Bool) -> String {
         var out: [String] = []
         let seconds = CaptureMark.seconds(transcript.endTime)
         out.append("# Imported by `blelab import` from \(source)")
@@ -407,10 +413,13 @@ struct ScenarioWriter {
         }
         out.append("scenario: \(YAMLValues.quoted("Imported from " + source))")
         out.append("tags: [imported]")
-        let total = transcript.endTime
+        // A request left to time out ends 30 s after it, whenever the capture stops.
+        let total = sessions.flatMap(\.operations).map(\.end.time).reduce(transcript.endTime, max)
         let timeoutSeconds = (total + max(10_000_000, total / 2)) / 1_000_000 + 1
         out.append("timeout: \(timeoutSeconds)s")
         out.append("seed: 1")
+        // link-loss, power-off and power-on act on the simulated air (docs/scenarios.md, Faults).
+        if requiresSim { out.append("requires: [sim]") }
         out.append("")
         out.append("peripherals:")
         for p in peripherals { out += peripheralLines(p) }
@@ -428,7 +437,15 @@ struct ScenarioWriter {
         if let rssi = p.rssi { lines.append("    rssi: \(rssi)") }
         if let name = p.deviceName { lines.append("    device-name: \(YAMLValues.quoted(name))") }
         lines += p.advertiseLines(indent: "    ")
-        let services = p.declaredServices
+        if let mtu = p.mtu { lines.append("    mtu: \(mtu)                # its Exchange MTU Response") }
+        if !p.flaws.isEmpty {
+            lines.append("    flaws:")
+            for (comments, text) in p.flaws {
+                lines += comments.map { "      # \($0)" }
+                lines.append("      - \(text)")
+            }
+        }
+        let services = p.initialServices
         guard !services.isEmpty else { return lines }
         lines.append("    gatt:")
         for s in services {
@@ -436,14 +453,10 @@ struct ScenarioWriter {
             if s.characteristics.isEmpty { lines.append("        characteristics: []"); continue }
             lines.append("        characteristics:")
             for c in s.characteristics {
-                let others = c.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration }
-                var header = "          - uuid: \(YAMLValues.uuid(c.uuid))          # value handle 0x\(hex(c.valueHandle))"
-                if !others.isEmpty {
-                    header += "; descriptors \(others.map { "\($0.uuid) at 0x\(hex($0.handle))" }.joined(separator: ", ")) have no scenario key"
-                }
-                lines.append(header)
+                lines.append("          - uuid: \(YAMLValues.uuid(c.uuid))          # value handle 0x\(hex(c.valueHandle))")
                 lines.append("            properties: [\(YAMLValues.properties(c.properties).joined(separator: ", "))]")
                 if let v = p.initialValues[c.valueHandle] { lines.append("            value: \(YAMLValues.value(v))") }
+                lines += descriptorLines(c, of: p)
                 for note in p.triggerNotes[c.valueHandle] ?? [] { lines.append("            # \(note)") }
                 for (key, actions) in [("on-read", p.onRead[c.valueHandle]), ("on-write", p.onWrite[c.valueHandle]),
                                        ("on-subscribe", p.onSubscribe[c.valueHandle])] {
@@ -452,6 +465,47 @@ struct ScenarioWriter {
                     lines += actions.map { "              - \($0)" }
                 }
             }
+        }
+        return lines
+    }
+
+    /// A characteristic's `extended-properties:` and `descriptors:` (docs/scenarios.md
+    /// "Descriptors"): the descriptors the lab does not add itself, with the value the capture
+    /// read first and write permission when the central wrote one.
+    private func descriptorLines(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral) -> [String] {
+        var lines: [String] = []
+        let automatic: [BluetoothUUID] = [.clientCharacteristicConfiguration, .characteristicExtendedProperties, .serverCharacteristicConfiguration]
+        var writableAuxiliaries = false
+        if c.properties & 0x80 != 0 {
+            var bits: UInt16 = 0
+            if let d = c.descriptors.first(where: { $0.uuid == .characteristicExtendedProperties }), let v = p.initialValues[d.handle], v.count == 2 {
+                bits = UInt16(v[0]) | UInt16(v[1]) << 8
+            }
+            if c.descriptors.contains(where: { $0.uuid == .characteristicUserDescription && p.writableDescriptors.contains($0.handle) }) { bits |= 0x0002 }
+            writableAuxiliaries = bits & 0x0002 != 0
+            let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
+            if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        }
+        let declared = c.descriptors.filter { !automatic.contains($0.uuid) }
+        guard !declared.isEmpty else { return lines }
+        lines.append("            descriptors:")
+        for d in declared {
+            guard d.uuid != BluetoothUUID(uuid16: 0x2905) else {
+                lines.append("              # 0x\(hex(d.handle)) \(d.uuid) (Aggregate Format): the lab lays out its own handles; not reproduced")
+                continue
+            }
+            var entry = "              - { uuid: \(YAMLValues.uuid(d.uuid))"
+            var comment = "0x\(hex(d.handle))"
+            if let v = p.initialValues[d.handle], d.uuid != .characteristicUserDescription || String(validating: v, as: UTF8.self) != nil {
+                entry += ", value: \(YAMLValues.value(v))"
+            } else if d.uuid == BluetoothUUID(uuid16: 0x2904) {
+                entry += ", value: hex:00 00 00 00 00 00 00"
+                comment += "; its value is not in the capture"
+            }
+            if p.writableDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription || writableAuxiliaries {
+                entry += ", permissions: [read, write]"
+            }
+            lines.append(entry + " }    # \(comment)")
         }
         return lines
     }

@@ -15,6 +15,8 @@ struct StepEmitter {
     /// Per peripheral: whether it advertises now.
     var advertising: [Bool]
     var discoveredEver: Set<Int> = []
+    /// A step or action that needs the embedded simulator was written (`requires: [sim]`).
+    var requiresSim = false
     let filterServices: [BluetoothUUID]
     let filterNames: [String]
 
@@ -67,16 +69,90 @@ struct StepEmitter {
         switch timed.item {
         case let .scan(i): scan(i, timed)
         case let .connect(c): connect(c, timed)
-        case let .operation(c, k): operation(c, writer.sessions[c].operations[k])
+        case let .operation(c, k): operation(c, k, writer.sessions[c].operations[k])
         case let .disconnect(c):
             let p = writer.owner[c]
             let connection = writer.transcript.connections[c]
+            if let timeout = timedOut(c), timed.start.time >= timeout - 1_000_000, timed.start.time <= timeout + 2_000_000 {
+                // The lab's central ends the link itself once the ATT transaction timed out.
+                comment(timed.start, "the central disconnected after the ATT transaction timeout, as the lab's central does by itself")
+                lines.append("  - expect: { disconnected: { within: \(YAMLValues.duration(microseconds: max(0, timed.end.time - timeout) + 1_000_000))\(key(p)) } }")
+                return
+            }
+            if connection.endedByReset && !connection.capturedOnPeripheral {
+                notes.append("\(timed.start): the central's controller was reset (a power cycle) while connected to \(peripherals[p].id); the lab's central disconnects there instead")
+            }
             comment(timed.start, connection.capturedOnPeripheral ? "the central disconnected (Disconnection Complete, \(connection.reason?.name ?? "?"))" : "HCI Disconnect")
             lines.append(writer.multi ? "  - disconnect: \(peripherals[p].id)" : "  - disconnect")
             if connection.reason == .connectionTerminatedByLocalHost || connection.capturedOnPeripheral {
                 lines.append("  - expect: { disconnected: { reason: local-host-terminated\(key(p)) } }")
             }
+        case let .connectionUpdate(c, u):
+            let p = writer.owner[c]
+            let update = writer.transcript.connections[c].parameterUpdates[u]
+            let values = "interval: \(FlawPlan.exact(microseconds: Int64(update.interval) * 1250)), latency: \(update.latency), timeout: \(FlawPlan.exact(microseconds: Int64(update.supervisionTimeout) * 10_000))"
+            guard Self.allowed(interval: update.interval, latency: update.latency, timeout: update.supervisionTimeout) || update.status != .success else {
+                comment(timed.start, "a connection parameter update to parameters the specification does not allow; not reproduced")
+                notes.append("\(update.mark): LE Connection Update Complete with parameters the specification does not allow (\(Self.describe(update.interval, update.latency, update.supervisionTimeout))) (on the connection to \(peripherals[p].id))")
+                return
+            }
+            guard update.status == .success else {
+                comment(timed.start, "a connection parameter update that failed (\(update.status.name)); not reproduced")
+                notes.append("\(update.mark): LE Connection Update Complete with \(update.status.name) (on the connection to \(peripherals[p].id))")
+                return
+            }
+            if writer.transcript.connections[c].capturedOnPeripheral {
+                comment(timed.start, "LE Connection Update Complete: the central changed the connection parameters")
+                notes.append("\(update.mark): the central's LE Connection Update is not in a peripheral's capture, only its completion: the scenario's central asks when the update took effect, and the update's connection events come after it")
+            } else {
+                comment(timed.start, "the central asked for new connection parameters (LE Connection Update); LE Connection Update Complete at \(update.mark)")
+            }
+            lines.append("  - connection-update: { \(values)\(key(p)) }")
+            lines.append("  - expect: { connection-parameters: { \(values)\(key(p)) } }")
+        case let .powerOn(c):
+            let p = writer.owner[c]
+            requiresSim = true
+            comment(timed.start, "the peripheral's controller was reset (HCI Reset): it had lost power, and comes back")
+            lines.append("  - power-on: \(peripherals[p].id)")
+            advertising[p] = true
         }
+    }
+
+    /// When the connection's ATT transaction timed out (its last operation left unanswered), if it did.
+    private func timedOut(_ c: Int) -> Int64? {
+        var out: Int64?
+        for (k, op) in writer.sessions[c].operations.enumerated() where outcome(c, k).timedOut != nil {
+            out = max(out ?? 0, op.start.time + FlawPlan.transactionTimeout)
+        }
+        return out
+    }
+
+    func outcome(_ c: Int, _ k: Int) -> OperationOutcome {
+        writer.flawPlan.outcomes[OperationKey(connection: c, operation: k)] ?? OperationOutcome()
+    }
+
+    /// Whether the operation ended in a failure its flaws reproduce (no value, no success to expect).
+    private func failed(_ o: OperationOutcome) -> Bool { o.rejected != nil || o.timedOut != nil || o.expectsError }
+
+    /// The expectations the peripheral's flaws call for right after the operation's step: the
+    /// damaged answer, the transaction timeout, the ATT error, the slowest response's time.
+    private func flawExpectations(_ o: OperationOutcome, error: ATTErrorCode?, _ p: Int) -> [String] {
+        var out: [String] = []
+        if let bytes = o.rejected {
+            out.append("  - expect: { malformed-response: { opcode: \(FlawPlan.responseName(ATTOpcode(bytes.first ?? 0))), bytes: \(YAMLValues.hex(bytes))\(key(p)) } }")
+        }
+        if let r = o.timedOut {
+            let name = FlawPlan.requestName(r)
+            out.append("  - expect: { att-timeout: { request: \(name.hasPrefix("0x") ? "any" : name)\(key(p)) } }")
+        }
+        if o.expectsError, let error { out.append("  - expect: { error: \(error.name) }") }
+        if let (least, most) = o.responseTime {
+            let atLeast = least - least % 1000
+            var bounds = atLeast >= 1000 ? ["at-least: \(YAMLValues.duration(microseconds: atLeast))"] : []
+            bounds.append("at-most: \(YAMLValues.duration(microseconds: most))")
+            out.append("  - expect: { response-time: { \(bounds.joined(separator: ", ")) } }")
+        }
+        return out
     }
 
     /// Starts or stops peripherals' advertising so that the lab's match the capture's.
@@ -135,6 +211,9 @@ struct StepEmitter {
             discoveredEver.insert(p)
         }
         let connection = writer.transcript.connections[c]
+        if (connection.interval, connection.latency, connection.supervisionTimeout) != (24, 0, 500) {
+            notes.append("\(connection.established): the connection to \(peripherals[p].id) had interval \(FlawPlan.exact(microseconds: Int64(connection.interval) * 1250)), latency \(connection.latency), supervision timeout \(FlawPlan.exact(microseconds: Int64(connection.supervisionTimeout) * 10_000)); the lab's central connects with 30ms, 0 and 5s, so the replay's link times follow those")
+        }
         let took = connection.established.time - (connection.requested?.time ?? connection.established.time)
         let within = max(1, (took * 2 + 999_999) / 1_000_000)
         if connection.capturedOnPeripheral {
@@ -153,10 +232,23 @@ struct StepEmitter {
         return (s.uuid, c.uuid)
     }
 
-    private mutating func operation(_ c: Int, _ op: GATTOperation) {
+    private mutating func operation(_ c: Int, _ k: Int, _ op: GATTOperation) {
         let p = writer.owner[c]
         let id = peripherals[p].id
         let pk = key(p)
+        let o = outcome(c, k)
+        if let why = o.dropped {
+            comment(op.start, "\(why); not reproduced")
+            notes.append("\(op.start): \(why) (on the connection to \(id))")
+            return
+        }
+        let flawed = flawExpectations(o, error: op.error, p)
+        if let n = o.lostAnswer {
+            // A fault beyond the specification (docs/scenarios.md, Faults): the answer vanishes on the air.
+            comment(op.start, "the peripheral answered, but the central sent nothing more and disconnected 30 s later: the answer was lost on the way")
+            lines.append("  - link: { drop: { att: \(n), from: peripheral }\(pk) }")
+            requiresSim = true
+        }
         switch op.kind {
         case let .discover(all, services):
             comment(op.start, "\(all ? "discovery of all primary services" : "discovery of services \(services.map(YAMLValues.uuid).joined(separator: ", "))") until \(op.end)")
@@ -166,23 +258,49 @@ struct StepEmitter {
             } else {
                 lines.append("  - discover: { services: [\(services.map(YAMLValues.uuid).joined(separator: ", "))]\(pk) }")
             }
+            lines += flawed
+            guard !failed(o), op.error == nil else { return }
+            // What this discovery found, and (discovering all) what it missed of what the peripheral had then.
             let declared = peripherals[p].declaredServices.map(\.uuid)
-            if !declared.isEmpty {
-                lines.append("  - expect: { services: [\(declared.map(YAMLValues.uuid).joined(separator: ", "))]\(pk) }")
+            let found = declared.filter(op.found.contains)
+            if !found.isEmpty {
+                lines.append("  - expect: { services: [\(found.map(YAMLValues.uuid).joined(separator: ", "))]\(pk) }")
+            }
+            var present: [BluetoothUUID] = []
+            for s in writer.servicesPresent(p, at: op.start) where declared.contains(s.uuid) && !present.contains(s.uuid) { present.append(s.uuid) }
+            let missed = present.filter { !op.found.contains($0) }
+            if all, !missed.isEmpty {
+                lines.append("  - expect: { not-services: [\(missed.map(YAMLValues.uuid).joined(separator: ", "))]\(pk) }")
             }
         case let .mtu(client, server):
             let size = min(517, max(23, Int(client)))
             comment(op.start, "Exchange MTU: the central offered \(client)\(server.map { ", the peripheral \($0)" } ?? "")")
             lines.append(writer.multi ? "  - mtu: { size: \(size)\(pk) }" : "  - mtu: \(size)")
+            lines += flawed
+            if !failed(o), op.error == nil, let mtu = peripherals[p].mtu {
+                lines.append("  - expect: { mtu: \(min(size, mtu))\(pk) }")
+            }
         case let .read(handle, value):
-            read(p, handle: handle, value: value, op: op)
+            read(p, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         case let .write(handle, value, command):
+            if !command, peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
+                return writeDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+            }
             guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
                 comment(op.start, "a write to handle 0x\(hex(handle)), which discovery did not find (\(YAMLValues.hex(value))); not reproduced")
                 return
             }
             comment(op.start, "ATT \(command ? "Write Command (0x52)" : "Write Request (0x12)") to \(ref) at handle 0x\(hex(handle))")
             lines.append("  - write: { characteristic: \(ref), value: \(YAMLValues.value(value)), type: \(command ? "command" : "request")\(pk) }")
+            lines += flawed
+            if failed(o) {
+                // The request reached the peripheral, whose flaw answered it instead of its server.
+                lines.append("  - expect: { write-sent-as: request }")
+                if !o.expectsError {
+                    lines.append("  - expect: { peripheral-received: { characteristic: \(ref), value: \(YAMLValues.value(value)), via: request\(pk) } }")
+                }
+                return
+            }
             if let error = op.error {
                 if reproducibleWriteError(p, handle: handle, error: error, properties: ch.properties) {
                     lines.append("  - expect: { error: \(error.name) }")
@@ -199,7 +317,8 @@ struct StepEmitter {
             guard let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle), let ref = peripherals[p].reference(ch.valueHandle) else { return }
             let bits = value.first ?? 0
             comment(op.start, "Write Request to \(ref)'s CCCD (handle 0x\(hex(handle))): \(YAMLValues.hex(value))")
-            if op.error != nil {
+            defer { lines += flawed }
+            if op.error != nil, !failed(o) {
                 notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
             }
             if ch.properties & 0x30 == 0 {
@@ -208,10 +327,10 @@ struct StepEmitter {
                 notes.append("\(op.start): the central wrote a CCCD of \(ref), which offers neither notify nor indicate; not reproduced")
             } else if bits & 0x03 == 0 {
                 lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
+            } else if bits & 0x03 == 0x03 || (bits & 0x03 == 0x02 && ch.properties & 0x10 != 0) {
+                // Both, or indications where notify is offered too: subscribe's type says which.
+                lines.append("  - subscribe: { characteristic: \(ref), type: \(bits & 0x03 == 0x03 ? "both" : "indications")\(pk) }")
             } else {
-                if bits & 0x03 == 0x02 && ch.properties & 0x10 != 0 {
-                    notes.append("\(op.start): the central enabled indications of \(ref), which also offers notify; the lab's subscribe enables notifications")
-                }
                 lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
             }
         case let .unsupported(text):
@@ -227,13 +346,23 @@ struct StepEmitter {
         return peripherals[p].onWrite[handle]?.first?.hasPrefix("{ respond-error") == true
     }
 
-    private mutating func read(_ p: Int, handle: UInt16, value: [UInt8], op: GATTOperation) {
+    private mutating func read(_ p: Int, handle: UInt16, value: [UInt8], op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
         let pk = key(p)
+        if peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
+            return readDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+        }
         guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
             comment(op.start, "a read of handle 0x\(hex(handle)), which discovery did not find; not reproduced")
             return
         }
         let step = writer.multi ? "  - read: { characteristic: \(ref)\(pk) }" : "  - read: \(ref)"
+        if failed(o) {
+            comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)): \(o.rejected != nil ? "an answer the central rejects" : o.timedOut != nil ? "never answered" : "Error Response \(op.error?.name ?? "?")")")
+            lines.append(step)
+            lines += flawed
+            return
+        }
+        defer { lines += flawed }
         if let (service, uuid) = isGAPOrGATT(p, handle) {
             comment(op.start, "ATT Read Request for \(ref) (the \(service == BluetoothUUID(uuid16: 0x1800) ? "GAP" : "GATT") service)")
             lines.append(step)
@@ -280,6 +409,60 @@ struct StepEmitter {
         lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
     }
 
+    // MARK: Descriptors
+
+    /// How steps name the characteristic that has a descriptor at `handle`, and the descriptor's type.
+    private func descriptor(_ p: Int, _ handle: UInt16) -> (ref: String, uuid: BluetoothUUID)? {
+        for s in peripherals[p].database.services {
+            for c in s.characteristics {
+                if let d = c.descriptors.first(where: { $0.handle == handle }), let ref = peripherals[p].reference(c.valueHandle) { return (ref, d.uuid) }
+            }
+        }
+        return nil
+    }
+
+    /// A read of a descriptor: the step, and the value it expects when the lab's server holds it
+    /// (the declared descriptors and 0x2900, whose value the scenario sets from this read).
+    private mutating func readDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
+        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
+        if let error = op.error {
+            comment(op.start, "the read got ATT error \(error.name); not reproduced")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            return
+        }
+        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid))\(key(p)) }")
+        guard uuid != .clientCharacteristicConfiguration, uuid != .serverCharacteristicConfiguration else {
+            lines.append("  # the lab's peripheral keeps this configuration itself; the capture read \(YAMLValues.hex(value))")
+            return
+        }
+        if let current = values[p][handle] {
+            guard current == value else {
+                lines.append("  # the capture read \(YAMLValues.hex(value)), which no write the capture shows explains; not checked")
+                return
+            }
+        } else {
+            peripherals[p].initialValues[handle] = value
+            values[p][handle] = value
+        }
+        lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
+    }
+
+    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3).
+    private mutating func writeDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
+        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
+        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+        if let error = op.error {
+            if error == .writeNotPermitted {
+                lines.append("  - expect: { error: write-not-permitted }")
+            } else {
+                notes.append("\(op.start): the write of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            }
+            return
+        }
+        peripherals[p].writableDescriptors.insert(handle)
+        values[p][handle] = value
+    }
+
     private func readErrors(_ p: Int, handle: UInt16) -> [ATTErrorCode?] {
         var out: [ATTErrorCode?] = []
         for c in peripherals[p].connections {
@@ -290,85 +473,7 @@ struct StepEmitter {
         return out
     }
 
-    // MARK: What the peripheral did after a step
-
-    mutating func emitSegment(_ events: [ScenarioWriter.PeerEvent], after timed: ScenarioWriter.Timed, triggered: Set<CaptureMark>) {
-        guard !events.isEmpty else { return }
-        let base = timed.end.time
-        var actions: [Int: [String]] = [:]
-        var order: [Int] = []
-        var lastTime: [Int: Int64] = [:]
-        var arrivals: [(p: Int, handle: UInt16, values: [[UInt8]], last: Int64)] = []
-        var disconnects: [(p: Int, reason: HCIStatus, mark: CaptureMark)] = []
-        var first: CaptureMark?
-        for e in events {
-            switch e {
-            case let .notification(c, n):
-                let p = writer.owner[c]
-                guard let ref = peripherals[p].reference(n.handle) else {
-                    notes.append("\(n.mark): a \(n.indication ? "indication" : "notification") for handle 0x\(hex(n.handle)), which discovery did not find (\(YAMLValues.hex(n.value)))")
-                    continue
-                }
-                if isGAPOrGATT(p, n.handle) != nil {
-                    notes.append("\(n.mark): \(n.indication ? "an indication" : "a notification") of \(ref) (the peripheral's own GAP or GATT service, such as Service Changed) is not reproduced")
-                    continue
-                }
-                values[p][n.handle] = n.value
-                if let i = arrivals.firstIndex(where: { $0.p == p && $0.handle == n.handle }) {
-                    arrivals[i].values.append(n.value)
-                    arrivals[i].last = n.mark.time
-                } else {
-                    arrivals.append((p, n.handle, [n.value], n.mark.time))
-                }
-                guard !triggered.contains(n.mark) else { continue }
-                first = first ?? n.mark
-                if !order.contains(p) { order.append(p) }
-                appendDelay(&actions[p, default: []], from: lastTime[p] ?? base, to: n.mark.time)
-                lastTime[p] = n.mark.time
-                actions[p, default: []].append(ScenarioWriter.sendAction(n.indication, to: ref, handle: n.handle,
-                                                                         properties: peripherals[p].database.characteristic(valueHandle: n.handle)?.1.properties,
-                                                                         value: YAMLValues.value(n.value)))
-            case let .disconnect(c, mark, reason):
-                let p = writer.owner[c]
-                first = first ?? mark
-                if !order.contains(p) { order.append(p) }
-                appendDelay(&actions[p, default: []], from: lastTime[p] ?? base, to: mark.time)
-                lastTime[p] = mark.time
-                if Self.peripheralReasons.contains(reason.rawValue) {
-                    actions[p, default: []].append("{ disconnect: { reason: \(reason.name) } }")
-                } else {
-                    actions[p, default: []].append("disconnect")
-                    notes.append("\(mark): the link to \(peripherals[p].id) ended with \(reason.name) (0x\(hex8(reason.rawValue))), which a peripheral cannot send; the scenario has the peripheral disconnect instead")
-                }
-                disconnects.append((p, reason, mark))
-            }
-        }
-        if let first, !order.isEmpty {
-            comment(first, "what the peripheral sent after the step above, with the delays the capture shows")
-            let items = order.map { "\(peripherals[$0].id): [\(actions[$0]!.joined(separator: ", "))]" }
-            lines.append("  - peripheral: { \(items.joined(separator: ", ")) }")
-        }
-        for a in arrivals {
-            guard let ref = peripherals[a.p].reference(a.handle) else { continue }
-            let within = YAMLValues.duration(microseconds: max(0, a.last - base) + 1_000_000)
-            var fields = ["notification: \(ref)", "count: \(a.values.count)"]
-            if a.values.count <= 8 {
-                fields.append("in-order: [\(a.values.map(YAMLValues.value).joined(separator: ", "))]")
-            } else {
-                fields.append("value: \(YAMLValues.value(a.values.last!))")
-            }
-            fields.append("within: \(within)")
-            lines.append("  - expect: { \(fields.joined(separator: ", "))\(key(a.p)) }")
-        }
-        for d in disconnects {
-            let within = YAMLValues.duration(microseconds: max(0, d.mark.time - base) + 1_000_000)
-            let reason = Self.peripheralReasons.contains(d.reason.rawValue) ? "reason: \(d.reason.name), " : ""
-            comment(d.mark, "Disconnection Complete, reason \(d.reason.name)")
-            lines.append("  - expect: { disconnected: { \(reason)within: \(within)\(key(d.p)) } }")
-        }
-    }
-
-    private func appendDelay(_ list: inout [String], from: Int64, to: Int64) {
+    func appendDelay(_ list: inout [String], from: Int64, to: Int64) {
         let gap = to - from
         if gap >= 5_000 { list.append("{ delay: \(YAMLValues.duration(microseconds: gap - 999)) }") }
     }

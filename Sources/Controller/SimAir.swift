@@ -144,6 +144,9 @@ public final class SimAir {
                            centralHandle: initiator.freeHandle(), peripheralHandle: advertiser.freeHandle())
         initiator.links.append(LinkEntry(handle: link.centralHandle, link: link, isCentral: true))
         advertiser.links.append(LinkEntry(handle: link.peripheralHandle, link: link, isCentral: false))
+        // Ends that cannot hear each other from the start (a link fault of 100% loss) never
+        // establish the connection: it fails six intervals on (Vol 6 Part B 4.5.2).
+        link.reachabilityMayHaveChanged()
 
         initiator.sendLEMeta(.connectionComplete(LEConnectionComplete(
             handle: link.centralHandle, role: .central, peer: pdu.advertiser,

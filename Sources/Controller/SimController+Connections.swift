@@ -91,7 +91,8 @@ extension SimController {
     /// 7.1.6: Command Status; Unknown Connection Identifier (0x02) for a handle that is not
     /// connected, Invalid HCI Command Parameters for a reason the command does not allow, Command
     /// Disallowed while the connection is already being terminated. LL_TERMINATE_IND goes out at
-    /// the next connection event (Vol 6, Part B, 5.1.3).
+    /// the next connection event after the data the host handed over before it (Vol 6, Part B,
+    /// 5.1.3; `SimLink.requestTermination`).
     func disconnect(handle: UInt16, reason: HCIStatus) {
         guard let entry = linkEntry(handle: handle) else {
             sendCommandStatus(.disconnect, .unknownConnectionIdentifier)
@@ -106,8 +107,7 @@ extension SimController {
             return
         }
         sendCommandStatus(.disconnect, .success)
-        entry.link.termination = SimLink.Termination(byCentral: entry.isCentral, reason: reason)
-        entry.link.scheduleNextEvent()
+        entry.link.requestTermination(byCentral: entry.isCentral, reason: reason)
     }
 
     // MARK: Connection Update

@@ -35,10 +35,15 @@ final class SimLink {
         var timeoutUnits: UInt16
     }
 
-    /// A Disconnect waiting for its LL_TERMINATE_IND (5.1.3).
+    /// A Disconnect waiting for its LL_TERMINATE_IND (5.1.3). The PDU is queued for transmission
+    /// behind the ACL packets the initiator's host handed over before the Disconnect (`ahead`),
+    /// as a link layer sends its queue in order; what the host hands over after it is discarded
+    /// with the link.
     struct Termination {
         var byCentral: Bool
         var reason: HCIStatus
+        /// Packets still to go out before the LL_TERMINATE_IND.
+        var ahead: Int
     }
 
     /// The Connection Update (5.1.1) and Connection Parameters Request (5.1.7) procedures.
@@ -68,7 +73,9 @@ final class SimLink {
     private var anchorBase: Instant
     private var counterBase: Int64 = 0
 
-    var termination: Termination?
+    private(set) var termination: Termination?
+    /// T_Terminate (5.1.3): started when the LL_TERMINATE_IND is queued.
+    private var terminationTimer: LoopTimer?
     var update: Update?
 
     private var centralAttached = true
@@ -179,7 +186,9 @@ final class SimLink {
         func due(_ p: QueuedPacket) -> Int64 { p.readyAt <= now ? earliest : max(earliest, firstCounter(atOrAfter: p.readyAt)) }
         var peripheralAt = toCentral.first.map(due)
         var centralAt = toPeripheral.first.map(due)
-        if let termination {
+        // The initiator's LL_TERMINATE_IND goes after the packets ahead of it (the first of which is
+        // its queue's head), at once when there are none.
+        if let termination, termination.ahead == 0 {
             if termination.byCentral { centralAt = earliest } else { peripheralAt = earliest }
         }
         var instant: Int64?
@@ -228,7 +237,7 @@ final class SimLink {
         guard !isClosed, isReachable else { return }
         lastProcessed = k
 
-        if let termination {
+        if let termination, termination.ahead == 0 {
             terminate(termination)
             return
         }
@@ -259,17 +268,55 @@ final class SimLink {
             break
         }
 
-        var sent = transmit(&toPeripheral, budget: centralBudget, fromCentral: true)
-        if sent > 0 {
-            central.aclOutstanding -= sent
-            central.sendCompletedPackets(handle: centralHandle, count: sent)
+        // An initiator sends only what is ahead of its LL_TERMINATE_IND.
+        let centralLimit = termination?.byCentral == true ? termination!.ahead : Int.max
+        let peripheralLimit = termination.map { $0.byCentral ? Int.max : $0.ahead } ?? Int.max
+        let fromCentral = transmit(&toPeripheral, budget: &centralBudget, limit: centralLimit, fromCentral: true)
+        if fromCentral > 0 {
+            central.aclOutstanding -= fromCentral
+            central.sendCompletedPackets(handle: centralHandle, count: fromCentral)
         }
-        sent = transmit(&toCentral, budget: peripheralBudget, fromCentral: false)
-        if sent > 0 {
-            peripheral.aclOutstanding -= sent
-            peripheral.sendCompletedPackets(handle: peripheralHandle, count: sent)
+        let fromPeripheral = transmit(&toCentral, budget: &peripheralBudget, limit: peripheralLimit, fromCentral: false)
+        if fromPeripheral > 0 {
+            peripheral.aclOutstanding -= fromPeripheral
+            peripheral.sendCompletedPackets(handle: peripheralHandle, count: fromPeripheral)
+        }
+        if var t = termination {
+            t.ahead -= t.byCentral ? fromCentral : fromPeripheral
+            termination = t
+            // The LL_TERMINATE_IND right after the last of them, if this event has a slot left.
+            if t.ahead == 0, (t.byCentral ? centralBudget : peripheralBudget) > 0 {
+                terminate(t)
+                return
+            }
         }
         scheduleNextEvent()
+    }
+
+    /// HCI Disconnect on one end (Vol 4 Part E 7.1.6): its link layer queues LL_TERMINATE_IND
+    /// behind what its host already handed over and starts T_Terminate with the supervision
+    /// timeout's value (Vol 6 Part B 5.1.3).
+    func requestTermination(byCentral: Bool, reason: HCIStatus) {
+        termination = Termination(byCentral: byCentral, reason: reason, ahead: byCentral ? toPeripheral.count : toCentral.count)
+        terminationTimer = loop.schedule(after: .milliseconds(Int64(timeoutUnits) * 10)) { [weak self] in self?.terminationTimedOut() }
+        scheduleNextEvent()
+    }
+
+    /// T_Terminate ran out before the LL_TERMINATE_IND was acknowledged (5.1.3): the initiator
+    /// leaves the Connection state and tells its host (Connection Terminated By Local Host); the
+    /// peer hears nothing more and its supervision timer runs out (4.5.2).
+    private func terminationTimedOut() {
+        terminationTimer = nil
+        guard !isClosed, let t = termination else { return }
+        let initiator = t.byCentral ? central : peripheral
+        guard t.byCentral ? centralAttached : peripheralAttached else { return }
+        let queued = t.byCentral ? toPeripheral.count : toCentral.count
+        initiator.aclOutstanding -= queued
+        initiator.counters.aclDiscardedOnDisconnect += queued
+        initiator.removeLink(self)
+        termination = nil
+        detach(initiator)
+        initiator.sendDisconnectionComplete(handle: t.byCentral ? centralHandle : peripheralHandle, reason: .connectionTerminatedByLocalHost)
     }
 
     /// New parameters from the instant on; the instant's anchor (old interval) is the new base.
@@ -287,14 +334,13 @@ final class SimLink {
     /// Packets). Without loss an ACL packet of n PDUs takes n slots (the last may overrun the
     /// budget, as before); with loss each transmission attempt takes a slot and a lost one is
     /// resent at the next opportunity (Vol 6 Part B 4.5.9), so a packet may straddle events.
-    private func transmit(_ queue: inout FIFO<QueuedPacket>, budget: Int, fromCentral: Bool) -> Int {
+    private func transmit(_ queue: inout FIFO<QueuedPacket>, budget: inout Int, limit: Int, fromCentral: Bool) -> Int {
         let payload = max(1, air.model.llDataPayloadOctets)
         let now = loop.now
         let receiver = fromCentral ? peripheral : central
         let handle = fromCentral ? peripheralHandle : centralHandle
-        var budget = budget
         var sent = 0
-        while budget > 0, let head = queue.first, head.readyAt <= now {
+        while budget > 0, sent < limit, let head = queue.first, head.readyAt <= now {
             let pdus = Self.pduCount(head.frame, payload: payload)
             if isLossy {
                 var state = fromCentral ? fromCentralState : fromPeripheralState
@@ -346,7 +392,8 @@ final class SimLink {
 
     /// LL_TERMINATE_IND goes out and is acknowledged in this event (5.1.3): the initiator's host
     /// gets Disconnection Complete with Connection Terminated By Local Host (0x16), the peer's
-    /// host the reason given in Disconnect (Vol 4, Part E, 7.1.6). Queued data is discarded.
+    /// host the reason given in Disconnect (Vol 4, Part E, 7.1.6). What is still queued on either
+    /// side (behind the LL_TERMINATE_IND, or the peer's not sent by then) is discarded.
     private func terminate(_ t: Termination) {
         close()
         if t.byCentral {
@@ -364,6 +411,8 @@ final class SimLink {
         isClosed = true
         eventTimer?.cancel()
         eventTimer = nil
+        terminationTimer?.cancel()
+        terminationTimer = nil
         supervisionTimer?.cancel()
         supervisionTimer = nil
         if centralAttached {

@@ -210,7 +210,7 @@ extension GATTError {
         case .linkLost: return CBError(.peripheralDisconnected)
         case .noConfigurationDescriptor: return CBATTError(.attributeNotFound)
         case .valueTooLong: return CBATTError(.invalidAttributeValueLength)
-        case .protocolViolation, .invalidResponse, .preparedWriteMismatch: return CBError(.unknown)
+        case .protocolViolation, .invalidResponse, .preparedWriteMismatch, .mtuAlreadyExchanged: return CBError(.unknown)
         }
     }
 

@@ -116,7 +116,10 @@ extension BLEHost {
         do {
             data = try AdvertisingData(decoding: report.data)
         } catch {
-            onProtocolError?(.malformed("advertising data from \(report.sender) [\(report.data.spacedHex)]: \(error)"))
+            // Vol 3 Part C 11: a report whose AD structures do not parse is not used.
+            self.report(ProtocolViolation(layer: .gap, kind: .malformedAdvertisingData, handle: nil,
+                                     detail: "advertising data from \(report.sender) [\(report.data.spacedHex)]: \(error); report dropped",
+                                     octets: Array(report.data.prefix(ProtocolViolation.octetLimit))))
             return
         }
         let sender = report.sender

@@ -1,3 +1,4 @@
+import ATT
 import BLERuntime
 import BLEWire
 import GATT
@@ -46,8 +47,15 @@ public final class BLEHost {
     public var onConnection: ((Connection) -> Void)?
     /// A connection ended, with the controller's reason.
     public var onDisconnection: ((Connection, HCIStatus) -> Void)?
-    /// Packets from the controller or peer that were malformed or out of protocol; dropped.
+    /// What went wrong that is no peer's protocol violation (a controller's hardware error, an
+    /// event for a procedure not running). Violations go to `onViolation`.
     public var onProtocolError: ((HostError) -> Void)?
+    /// Observers of every ATT protocol violation a peer commits on any connection (each
+    /// connection's `ATTBearer.observeViolations`), in the order added.
+    var attViolationObservers: [(Connection, ATTViolationEvent) -> Void] = []
+    /// Every protocol violation the controller or a peer committed, typed, from every layer of
+    /// every connection (HCI, L2CAP, LE signaling, SMP, ATT), with what the host answered.
+    public var onViolation: ((ProtocolViolation) -> Void)?
     public var onStateChange: ((State) -> Void)?
 
     // Role state lives in the extensions' files.
@@ -66,8 +74,11 @@ public final class BLEHost {
         // link), and the driver may still hear from its transport (a close reported through the
         // loop, frames already queued). Without a host there is nothing to tell.
         driver.onEvent = { [weak self] event in self?.handle(event) }
-        driver.onL2CAPPDU = { [weak self] handle, pdu in self?.connections[handle]?.link.receive(pdu: pdu) }
-        driver.onProtocolError = { [weak self] error in self?.onProtocolError?(error) }
+        driver.onL2CAPPDU = { [weak self] handle, pdu in self?.receiveL2CAP(handle: handle, pdu: pdu) }
+        driver.onProtocolError = { [weak self] error in
+            guard let self else { return }
+            if case let .violation(violation) = error { self.report(violation) } else { self.onProtocolError?(error) }
+        }
         driver.onTransportClosed = { [weak self] error in self?.transportClosed(error) }
     }
 
@@ -161,6 +172,23 @@ public final class BLEHost {
 
     func requireReady() -> HostError? {
         state == .ready ? nil : .notReady
+    }
+
+    // MARK: Violations
+
+    /// Reports `violation` (from any layer) through `onViolation`.
+    public func report(_ violation: ProtocolViolation) {
+        onViolation?(violation)
+    }
+
+    private func receiveL2CAP(handle: UInt16, pdu: [UInt8]) {
+        guard let connection = connections[handle] else {
+            // Vol 4 Part E 5.4.2: ACL data belongs to a connection the controller announced.
+            return report(ProtocolViolation(layer: .hci, kind: .unknownConnectionHandle, handle: handle,
+                                            detail: "L2CAP PDU for connection handle 0x\(String(handle, radix: 16)), which this host does not have; dropped",
+                                            octets: Array(pdu.prefix(ProtocolViolation.octetLimit))))
+        }
+        connection.link.receive(pdu: pdu)
     }
 
     // MARK: Events

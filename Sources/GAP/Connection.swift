@@ -43,7 +43,19 @@ public final class Connection {
         client = GATTClient(bearer: bearer)
         serverConnection = host.gattServer.attach(bearer)
         link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
-        link.onProtocolNote = { [weak host] note in host?.onProtocolError?(.malformed(note)) }
+        // A peer that breaks ATT in a way real stacks answer by dropping the bearer (a pipelined
+        // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
+        // channel down; the peer sees Remote User Terminated Connection.
+        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: .remoteUserTerminatedConnection) }
+        // Every layer's violations reach the host's one `onViolation` (ATTViolations.swift is
+        // the join for ATT's own event); ATT's also reach `observeATTViolations`.
+        link.onViolation = { [weak host] violation in host?.report(violation) }
+        let handle = e.handle
+        bearer.observeViolations { [weak self, weak host] event in
+            guard let self, let host else { return }
+            for observer in host.attViolationObservers { observer(self, event) }
+            host.report(ProtocolViolation(att: event, handle: handle))
+        }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
@@ -52,6 +64,15 @@ public final class Connection {
 
     public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
     public var supervisionTimeoutTime: TimeSpan { .milliseconds(Int64(supervisionTimeout) * 10) }
+
+    /// The longest the ACL termination procedure can take once a host has asked for it (Core 5.4
+    /// Vol 6 Part B 5.1.3): the link layer queues LL_TERMINATE_IND and starts T_Terminate, set to
+    /// connSupervisionTimeout; it sends the PDU until the peer acknowledges it or T_Terminate runs
+    /// out, and either way the connection ends. A link layer may queue the PDU only at its next
+    /// connection event, one interval later. On a slow link this is seconds: with peripheral
+    /// latency the peripheral listens only every (latency + 1) events (4.5.1), and the supervision
+    /// timeout exceeds (1 + latency) × interval × 2 (4.5.2), which bounds it.
+    public var terminationBound: TimeSpan { supervisionTimeoutTime + intervalTime }
 
     /// Calls `observer` once when the connection ends, with the reason.
     public func whenDisconnected(_ observer: @escaping (HCIStatus) -> Void) {
@@ -128,5 +149,14 @@ public final class Connection {
 extension Connection: CustomStringConvertible {
     public var description: String {
         "connection 0x\(String(handle, radix: 16)) (\(role)) with \(peer)"
+    }
+}
+
+extension BLEHost {
+    /// Calls `observer` with every ATT protocol violation a peer commits on any of this host's
+    /// connections, present or future, before the bearer acts on it (`ATTViolationEvent` says
+    /// what it does). The hook for counting what a hostile peer does (docs/architecture.md).
+    public func observeATTViolations(_ observer: @escaping (Connection, ATTViolationEvent) -> Void) {
+        attViolationObservers.append(observer)
     }
 }

@@ -51,3 +51,36 @@ public struct CharacteristicProperties: OptionSet, Hashable, Sendable, CustomStr
     /// "[read, write-without-response, notify]".
     public var description: String { "[" + names.joined(separator: ", ") + "]" }
 }
+
+/// Characteristic Extended Properties (Core 5.4, Vol 3, Part G, 3.3.3.1, Table 3.10): the value
+/// of the 0x2900 descriptor a characteristic with the `extended-properties` property carries.
+/// Names are the kebab-case words scenario files use.
+public struct CharacteristicExtendedProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    /// Reliable Writes (Part G, 4.9.5) of the characteristic value are permitted.
+    public static let reliableWrite = CharacteristicExtendedProperties(rawValue: 0x0001)
+    /// The Characteristic User Description descriptor (0x2901) may be written (Part G, 3.3.3.2).
+    public static let writableAuxiliaries = CharacteristicExtendedProperties(rawValue: 0x0002)
+
+    /// Every extended property with its name, in bit order.
+    public static let named: [(CharacteristicExtendedProperties, String)] = [
+        (.reliableWrite, "reliable-write"), (.writableAuxiliaries, "writable-auxiliaries"),
+    ]
+
+    /// The extended property called `name`, case-insensitive.
+    public init?(name: String) {
+        let lower = name.lowercased()
+        guard let found = Self.named.first(where: { $0.1 == lower }) else { return nil }
+        self = found.0
+    }
+
+    /// The descriptor's two octets, little-endian.
+    public var littleEndianBytes: [UInt8] { [UInt8(truncatingIfNeeded: rawValue), UInt8(truncatingIfNeeded: rawValue >> 8)] }
+
+    public var names: [String] { Self.named.compactMap { contains($0.0) ? $0.1 : nil } }
+
+    public var description: String { "[" + names.joined(separator: ", ") + "]" }
+}

@@ -37,6 +37,22 @@ public struct GATTAttribute: Hashable, Sendable {
         return nil
     }
 
+    /// Whether the specification fixes the attribute's length, so that a Read Blob Request for it
+    /// is answered Attribute Not Long when it fits in ATT_MTU - 1 octets (Part F, 3.4.4.5):
+    /// declarations (Part G, 3.1-3.3.1) and the Characteristic Extended Properties, Client and
+    /// Server Characteristic Configuration (two octets each) and Presentation Format (seven)
+    /// descriptors (Part G, 3.3.3).
+    public var hasFixedLength: Bool {
+        if isDeclaration { return true }
+        switch type {
+        case .characteristicExtendedProperties, .clientCharacteristicConfiguration, .serverCharacteristicConfiguration,
+             .characteristicPresentationFormat:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// Declarations, whose value the database computes.
     public var isDeclaration: Bool {
         switch kind {

@@ -13,9 +13,11 @@ public enum GATTDatabaseError: Error, Equatable {
 ///
 /// Handles are laid out from 0x0001 in order: for each service its declaration (value: the service
 /// UUID, Part G, 3.1), then per characteristic its declaration (value: properties, value handle,
-/// UUID, Part G, 3.3.1), its value, its Client Characteristic Configuration descriptor when notify
-/// or indicate is set, then its other descriptors. By default the GAP service 0x1800 (Device Name,
-/// Appearance) and the GATT service 0x1801 (Service Changed, indicate) come first.
+/// UUID, Part G, 3.3.1), its value, the descriptors its properties require (Client Characteristic
+/// Configuration for notify or indicate, Characteristic Extended Properties for
+/// extended-properties, Server Characteristic Configuration for broadcast; see
+/// `GATTCharacteristic`), then its other descriptors. By default the GAP service 0x1800 (Device
+/// Name, Appearance) and the GATT service 0x1801 (Service Changed, indicate) come first.
 ///
 /// Services added later go after the last handle; removing one leaves its handles unused, so the
 /// handles of the others never move (clients are told through Service Changed).
@@ -110,7 +112,8 @@ public struct GATTDatabase: Sendable {
             guard c.value.count <= ATTBearer.maximumAttributeValueLength else {
                 throw GATTDatabaseError.valueTooLong(uuid: c.uuid, length: c.value.count)
             }
-            count += 2 + (needsConfiguration(c) ? 1 : 0) + c.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration }.count
+            count += 2 + GATTCharacteristic.automaticDescriptors.filter { !c.properties.isDisjoint(with: $0.1) }.count
+                + listedDescriptors(of: c).count
             for d in c.descriptors where d.value.count > ATTBearer.maximumAttributeValueLength {
                 throw GATTDatabaseError.valueTooLong(uuid: d.uuid, length: d.value.count)
             }
@@ -147,7 +150,24 @@ public struct GATTDatabase: Sendable {
                                           kind: .clientCharacteristicConfiguration, groupEndHandle: handle,
                                           characteristicValueHandle: valueHandle, configurationSlot: -1))
             }
-            for d in c.descriptors where d.uuid != .clientCharacteristicConfiguration {
+            if c.properties.contains(.extendedProperties) {
+                // Part G, 3.3.3.1: read-only, the extended properties as two octets.
+                handle += 1
+                descriptors.append(ATTHandleUUID(handle: handle, uuid: .characteristicExtendedProperties))
+                laid.append(GATTAttribute(handle: handle, type: .characteristicExtendedProperties, value: c.extendedProperties.littleEndianBytes,
+                                          kind: .descriptor(isReadable: true, isWritable: false), groupEndHandle: handle,
+                                          characteristicValueHandle: valueHandle, configurationSlot: -1))
+            }
+            if c.properties.contains(.broadcast) {
+                // Part G, 3.3.3.4: readable and writable, one value for all clients, Broadcast
+                // (bit 0) clear at first.
+                handle += 1
+                descriptors.append(ATTHandleUUID(handle: handle, uuid: .serverCharacteristicConfiguration))
+                laid.append(GATTAttribute(handle: handle, type: .serverCharacteristicConfiguration, value: [0x00, 0x00],
+                                          kind: .descriptor(isReadable: true, isWritable: true), groupEndHandle: handle,
+                                          characteristicValueHandle: valueHandle, configurationSlot: -1))
+            }
+            for d in listedDescriptors(of: c) {
                 handle += 1
                 descriptors.append(ATTHandleUUID(handle: handle, uuid: d.uuid))
                 laid.append(GATTAttribute(handle: handle, type: d.uuid, value: d.value,
@@ -190,6 +210,12 @@ public struct GATTDatabase: Sendable {
 
     private func needsConfiguration(_ c: GATTCharacteristic) -> Bool {
         !c.properties.isDisjoint(with: [.notify, .indicate])
+    }
+
+    /// The descriptors of `c` laid out as listed: all but those the database adds itself (a
+    /// listed 0x2902 is always dropped).
+    private func listedDescriptors(of c: GATTCharacteristic) -> [GATTDescriptor] {
+        c.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration && !c.addsAutomatically($0.uuid) }
     }
 
     /// Rebuilds the handle table and the configuration slots after a change.

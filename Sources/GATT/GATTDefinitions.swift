@@ -15,24 +15,52 @@ public struct GATTService: Hashable, Sendable {
     }
 }
 
-/// A characteristic definition (Part G, 3.3): declaration, value, then descriptors. A Client
-/// Characteristic Configuration descriptor is added automatically when `properties` has notify or
-/// indicate; a 0x2902 listed in `descriptors` is ignored in favour of it.
+/// A characteristic definition (Part G, 3.3): declaration, value, then descriptors. The
+/// descriptors its properties require are added automatically, in this order after the value:
+/// - the Client Characteristic Configuration (0x2902) when `properties` has notify or indicate
+///   (Part G, 3.3.3.3);
+/// - the Characteristic Extended Properties (0x2900, read-only, value `extendedProperties`) when
+///   it has `extended-properties` (Part G, 3.3.1.1 and 3.3.3.1);
+/// - the Server Characteristic Configuration (0x2903, readable and writable, 0x0000 at first)
+///   when it has `broadcast` (Part G, 3.3.1.1 and 3.3.3.4).
+/// A descriptor of one of those types listed in `descriptors` is ignored in favour of it.
 public struct GATTCharacteristic: Hashable, Sendable {
     public var uuid: BluetoothUUID
     public var properties: CharacteristicProperties
     /// The initial value (at most 512 octets, Part F, 3.2.9).
     public var value: [UInt8]
-    /// Descriptors after the automatic CCCD, in order.
+    /// Descriptors after the automatic ones, in order.
     public var descriptors: [GATTDescriptor]
+    /// The value of the 0x2900 descriptor, laid out when `properties` has `extended-properties`.
+    public var extendedProperties: CharacteristicExtendedProperties
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [],
-                descriptors: [GATTDescriptor] = []) {
+                descriptors: [GATTDescriptor] = [], extendedProperties: CharacteristicExtendedProperties = []) {
         self.uuid = uuid
         self.properties = properties
         self.value = value
         self.descriptors = descriptors
+        self.extendedProperties = extendedProperties
     }
+
+    /// The descriptors the database lays out itself, by the property that requires each.
+    static let automaticDescriptors: [(BluetoothUUID, CharacteristicProperties)] = [
+        (.clientCharacteristicConfiguration, [.notify, .indicate]),
+        (.characteristicExtendedProperties, .extendedProperties),
+        (.serverCharacteristicConfiguration, .broadcast),
+    ]
+
+    /// Whether the database lays out a descriptor of type `uuid` itself (so a listed one is ignored).
+    func addsAutomatically(_ uuid: BluetoothUUID) -> Bool {
+        Self.automaticDescriptors.contains { $0.0 == uuid && !properties.isDisjoint(with: $0.1) }
+    }
+}
+
+extension BluetoothUUID {
+    /// Characteristic Presentation Format (Part G, 3.3.3.5): seven octets.
+    public static let characteristicPresentationFormat: BluetoothUUID = 0x2904
+    /// Characteristic Aggregate Format (Part G, 3.3.3.6): a list of 0x2904 handles.
+    public static let characteristicAggregateFormat: BluetoothUUID = 0x2905
 }
 
 /// A characteristic descriptor (Part G, 3.3.3). Its access is set here, since descriptors have no

@@ -9,7 +9,8 @@ public enum GATTError: Error, Equatable, CustomStringConvertible {
     case timeout
     /// The link went away; `reason` is the HCI disconnection reason.
     case linkLost(reason: UInt8)
-    /// The peer broke the ATT protocol (malformed or unexpected response).
+    /// The peer broke the ATT protocol: a malformed or unexpected response, or a violation that
+    /// made the bearer give up (`ATTError.protocolViolation`).
     case protocolViolation(ATTError)
     /// A response decoded but its content makes no sense for the procedure (e.g. a discovery that
     /// does not progress, a characteristic declaration of the wrong length).
@@ -21,6 +22,9 @@ public enum GATTError: Error, Equatable, CustomStringConvertible {
     /// A value longer than the procedure allows (e.g. a Write Command over ATT_MTU - 3, or more
     /// than 512 octets).
     case valueTooLong(length: Int, maximum: Int)
+    /// Exchange MTU was already done on this connection (Part F, 3.4.2.1: once); nothing was
+    /// sent. `mtu` is the ATT_MTU in use.
+    case mtuAlreadyExchanged(mtu: Int)
 
     public init(_ error: ATTError) {
         switch error {
@@ -28,7 +32,8 @@ public enum GATTError: Error, Equatable, CustomStringConvertible {
         case .timeout: self = .timeout
         case let .linkLost(reason): self = .linkLost(reason: reason)
         case let .exceedsMTU(size, mtu): self = .valueTooLong(length: size, maximum: mtu)
-        case .malformedResponse, .unexpectedResponse: self = .protocolViolation(error)
+        case .malformedResponse, .unexpectedResponse, .protocolViolation: self = .protocolViolation(error)
+        case let .mtuAlreadyExchanged(mtu): self = .mtuAlreadyExchanged(mtu: mtu)
         }
     }
 
@@ -49,6 +54,8 @@ public enum GATTError: Error, Equatable, CustomStringConvertible {
             return "Prepare Write Response for handle \(hex4(handle)) offset \(offset) did not echo the request"
         case let .noConfigurationDescriptor(handle): return "characteristic \(hex4(handle)) has no CCCD"
         case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds \(maximum)"
+        case let .mtuAlreadyExchanged(mtu):
+            return "Exchange MTU was already done on this connection (ATT_MTU \(mtu)); Core Vol 3 Part F 3.4.2.1 allows one Exchange MTU Request per connection"
         }
     }
 }

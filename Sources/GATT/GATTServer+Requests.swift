@@ -95,13 +95,18 @@ extension GATTServer {
 
     /// Read Blob Request (Part F, 3.4.4.5): the part from Value Offset, at most ATT_MTU - 1 octets;
     /// Invalid Offset when the offset is past the end (an offset equal to the length reads nothing).
+    /// An attribute of a fixed length that fits in ATT_MTU - 1 octets (`hasFixedLength`: the
+    /// declarations and the configuration descriptors) is answered Attribute Not Long (0x0B), as
+    /// 3.4.4.5 allows: its whole value came with the Read Response.
     func readBlob(_ r: ATTReadBlobRequest, _ connection: GATTServerConnection, _ responder: ATTResponder) {
         guard let i = database.index(of: r.handle) else { return responder.fail(.invalidHandle, handle: r.handle) }
         let offset = Int(r.offset)
+        let fixedLength = database.attributes[i].hasFixedLength
         readAttribute(at: i, for: connection, offset: offset, opcode: .readBlobRequest) { result in
             switch result {
             case let .success(value):
                 guard offset <= value.count else { return responder.fail(.invalidOffset, handle: r.handle) }
+                if fixedLength, value.count <= responder.mtu - 1 { return responder.fail(.attributeNotLong, handle: r.handle) }
                 let end = min(value.count, offset + responder.mtu - 1)
                 responder.respond(.readBlobResponse(ATTReadBlobResponse(partValue: Array(value[offset..<end]))))
             case let .failure(code):

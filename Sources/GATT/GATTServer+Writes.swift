@@ -31,6 +31,11 @@ extension GATTServer {
         if attribute.kind == .clientCharacteristicConfiguration {
             return completion(configure(value, at: i, for: connection))
         }
+        if attribute.type == .serverCharacteristicConfiguration {
+            // Part G, 3.3.3.4: two octets; bit 0 (Broadcast) is the only one defined.
+            guard value.count == 2 else { return completion(.invalidAttributeValueLength) }
+            guard value[1] == 0, value[0] & ~0x01 == 0 else { return completion(.valueNotAllowed) }
+        }
         let handle = attribute.handle
         guard let handler = (writeHandlers.isEmpty ? nil : writeHandlers[handle]) ?? writeHandler else {
             store(value, at: handle, uuid: attribute.type, connection, method)
@@ -114,41 +119,37 @@ extension GATTServer {
         responder.respond(.prepareWriteResponse(ATTPrepareWriteResponse(handle: r.handle, offset: r.offset, partValue: r.partValue)))
     }
 
-    /// Execute Write Request (Part F, 3.4.6.3). Flags 0x00 discards the queue. Flags 0x01 puts
-    /// each attribute's parts together — each part replaces the value from its offset on, so an
-    /// offset past the value built so far is Invalid Offset and more than 512 octets is Invalid
-    /// Attribute Value Length — and only when every attribute passes are the values written, in
-    /// the order their first part was queued. The queue is empty afterwards in every case.
+    /// Execute Write Request (Part F, 3.4.6.3). Flags 0x00 discards the queue. Flags 0x01 writes
+    /// the prepared values in the order they were prepared: each part replaces the value from its
+    /// offset on, so an offset past the value built so far is Invalid Offset and more than 512
+    /// octets is Invalid Attribute Value Length. Every part is checked before anything is
+    /// written; then each run of consecutive parts for one attribute is one write (a long write
+    /// stays one write of the whole value), runs in queue order: parts A, B, A make three writes.
+    /// The queue is empty afterwards in every case.
     func executeWrite(_ r: ATTExecuteWriteRequest, _ connection: GATTServerConnection, _ responder: ATTResponder) {
         let queue = connection.preparedWrites
         connection.preparedWrites = []
         guard r.flags == .write, !queue.isEmpty else {
             return responder.respond(.executeWriteResponse(ATTExecuteWriteResponse()))
         }
-        var order: [UInt16] = []
+        // Each run of consecutive parts for one handle, with the value it leaves.
+        var runs: [(handle: UInt16, value: [UInt8])] = []
         var built: [UInt16: [UInt8]] = [:]
         for part in queue {
             guard let i = database.index(of: part.handle) else { return responder.fail(.invalidHandle, handle: part.handle) }
-            var value: [UInt8]
-            if let partial = built[part.handle] {
-                value = partial
-            } else {
-                order.append(part.handle)
-                value = currentValue(at: i, for: connection)
-            }
+            var value = built[part.handle] ?? currentValue(at: i, for: connection)
             guard part.offset <= value.count else { return responder.fail(.invalidOffset, handle: part.handle) }
             value.replaceSubrange(part.offset..., with: part.value)
             guard value.count <= ATTBearer.maximumAttributeValueLength else {
                 return responder.fail(.invalidAttributeValueLength, handle: part.handle)
             }
             built[part.handle] = value
+            if runs.last?.handle == part.handle { runs[runs.count - 1].value = value } else { runs.append((part.handle, value)) }
         }
         func step(_ k: Int) {
-            guard k < order.count else { return responder.respond(.executeWriteResponse(ATTExecuteWriteResponse())) }
-            let handle = order[k]
-            guard let i = database.index(of: handle), let value = built[handle] else {
-                return responder.fail(.invalidHandle, handle: handle)
-            }
+            guard k < runs.count else { return responder.respond(.executeWriteResponse(ATTExecuteWriteResponse())) }
+            let (handle, value) = runs[k]
+            guard let i = database.index(of: handle) else { return responder.fail(.invalidHandle, handle: handle) }
             applyWrite(value, at: i, for: connection, method: .executeWrite) { error in
                 if let error { responder.fail(error, handle: handle) } else { step(k + 1) }
             }

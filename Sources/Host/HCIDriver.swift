@@ -15,8 +15,9 @@ public final class HCIDriver {
     public var onEvent: ((HCIEvent) -> Void)?
     /// One whole L2CAP PDU (basic header included) received on `handle`.
     public var onL2CAPPDU: ((_ handle: UInt16, _ pdu: [UInt8]) -> Void)?
-    /// Something from the controller that could not be used (malformed packet, broken
-    /// fragmentation). The packet is dropped; the driver goes on.
+    /// Something from the controller that could not be used: a malformed packet, broken
+    /// fragmentation of the peer's L2CAP PDUs. Always `HostError.violation` with the layer
+    /// (`hci`, `l2cap`), the kind and the octets. The packet is dropped; the driver goes on.
     public var onProtocolError: ((HostError) -> Void)?
     /// The transport closed: everything pending has failed.
     public var onTransportClosed: ((TransportError) -> Void)?
@@ -158,14 +159,29 @@ public final class HCIDriver {
     }
 
     /// Forgets a connection: its queued fragments are dropped and, as Vol 4 Part E 4.3 says, the
-    /// buffers it held in the controller count as freed.
+    /// buffers it held in the controller count as freed. A PDU the peer began and never finished
+    /// is reported (`incomplete-frame`) and discarded.
     public func connectionClosed(handle: UInt16) {
         aclCredits += unacknowledged.removeValue(forKey: handle) ?? 0
         aclCredits = min(aclCredits, aclBufferCount)
         outbound[handle] = nil
         readyHandles.removeAll { $0 == handle }
-        reassembly[handle] = nil
+        if let unfinished = reassembly.removeValue(forKey: handle) {
+            report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
+                   "the link ended with an L2CAP PDU unfinished (\(unfinished.count) octets of \(Self.expectedLength(unfinished).map(String.init) ?? "?")); discarded")
+        }
         pumpACL()
+    }
+
+    private func report(_ layer: ProtocolViolation.Layer, _ kind: ProtocolViolation.Kind, handle: UInt16?,
+                        octets: [UInt8], _ detail: String) {
+        onProtocolError?(.violation(ProtocolViolation(layer: layer, kind: kind, handle: handle, detail: detail,
+                                                      octets: Array(octets.prefix(ProtocolViolation.octetLimit)))))
+    }
+
+    /// The whole PDU's size by its basic header (4 + Length), once the Length is there.
+    static func expectedLength(_ buffer: [UInt8]) -> Int? {
+        buffer.count >= 2 ? 4 + (Int(buffer[0]) | Int(buffer[1]) << 8) : nil
     }
 
     // MARK: Receiving
@@ -177,16 +193,18 @@ public final class HCIDriver {
             do {
                 handle(try HCIEvent(decoding: frame, from: 1))
             } catch {
-                onProtocolError?(.malformed("event [\(frame.spacedHex)]: \(error)"))
+                report(.hci, .malformedPacket, handle: nil, octets: frame, "event [\(frame.prefix(16).spacedHex)]: \(error)")
             }
         case H4PacketType.acl.rawValue:
             do {
                 receiveACL(try HCIACLData(decoding: frame, from: 1))
             } catch {
-                onProtocolError?(.malformed("ACL [\(frame.prefix(16).spacedHex)]: \(error)"))
+                let handle = frame.count >= 3 ? (UInt16(frame[1]) | UInt16(frame[2]) << 8) & 0x0FFF : nil
+                report(.hci, .malformedPacket, handle: handle, octets: frame, "ACL [\(frame.prefix(16).spacedHex)]: \(error)")
             }
         default:
-            onProtocolError?(.malformed("unexpected H4 packet type 0x\(String(indicator, radix: 16)) from the controller"))
+            report(.hci, .unexpectedPacketType, handle: nil, octets: frame,
+                   "unexpected H4 packet type 0x\(String(indicator, radix: 16)) from the controller")
         }
     }
 
@@ -210,7 +228,8 @@ public final class HCIDriver {
                 let outstanding = unacknowledged[entry.handle] ?? 0
                 let n = min(Int(entry.count), outstanding)
                 if n < Int(entry.count) {
-                    onProtocolError?(.malformed("Number Of Completed Packets reports \(entry.count) for handle 0x\(String(entry.handle, radix: 16)) with \(outstanding) outstanding"))
+                    report(.hci, .completedPacketsOvercount, handle: entry.handle, octets: [],
+                           "Number Of Completed Packets reports \(entry.count) for handle 0x\(String(entry.handle, radix: 16)) with \(outstanding) outstanding")
                 }
                 if n > 0 {
                     unacknowledged[entry.handle] = outstanding - n
@@ -224,23 +243,31 @@ public final class HCIDriver {
     }
 
     /// Reassembles L2CAP PDUs from ACL fragments using the basic header's length
-    /// (Vol 3 Part A 7.2). Broken sequences are reported and dropped, never fatal.
+    /// (Vol 3 Part A 7.2). Broken sequences are reported and dropped, never fatal:
+    /// - a continuing fragment with nothing begun: `unexpected-continuation`;
+    /// - a start while a PDU is unfinished: the unfinished one is `incomplete-frame`;
+    /// - more octets than the basic header's Length: `frame-length-mismatch`;
+    /// - PB 0b11 (a complete L2CAP PDU, BR/EDR only; Vol 4 Part E 5.4.2): `invalid-packet-boundary`.
     private func receiveACL(_ acl: HCIACLData) {
         let handle = acl.handle
         if acl.boundary.isStart {
-            if !reassembly.isEmpty, reassembly[handle] != nil {
-                onProtocolError?(.malformed("new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete; previous dropped"))
+            if !reassembly.isEmpty, let unfinished = reassembly[handle] {
+                report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
+                       "new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete "
+                       + "(\(unfinished.count) octets of \(Self.expectedLength(unfinished).map(String.init) ?? "?")); previous dropped")
             }
             deliverOrHold(handle: handle, buffer: acl.data)
         } else if acl.boundary == .continuing {
             guard var buffer = reassembly.removeValue(forKey: handle) else {
-                onProtocolError?(.malformed("continuing ACL fragment on handle 0x\(String(handle, radix: 16)) without a start; dropped"))
+                report(.l2cap, .unexpectedContinuation, handle: handle, octets: acl.data,
+                       "continuing ACL fragment on handle 0x\(String(handle, radix: 16)) without a start; dropped")
                 return
             }
             buffer.append(contentsOf: acl.data)
             deliverOrHold(handle: handle, buffer: buffer)
         } else {
-            onProtocolError?(.malformed("ACL packet boundary \(acl.boundary) is not used on LE; dropped"))
+            report(.hci, .invalidPacketBoundary, handle: handle, octets: acl.data,
+                   "ACL packet boundary \(acl.boundary) is not used on LE; dropped")
         }
     }
 
@@ -258,7 +285,8 @@ public final class HCIDriver {
             reassembly[handle] = buffer
         } else {
             reassembly[handle] = nil
-            onProtocolError?(.malformed("L2CAP PDU on handle 0x\(String(handle, radix: 16)) longer (\(buffer.count)) than its header says (\(expected)); dropped"))
+            report(.l2cap, .frameLengthMismatch, handle: handle, octets: buffer,
+                   "L2CAP PDU on handle 0x\(String(handle, radix: 16)) longer (\(buffer.count)) than its header says (\(expected)); dropped")
         }
     }
 

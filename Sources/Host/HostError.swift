@@ -24,6 +24,8 @@ public enum HostError: Error, Equatable, CustomStringConvertible {
     case timeout(String)
     /// The caller cancelled the procedure.
     case cancelled(String)
+    /// The peer or the controller broke a protocol rule (typed: layer, kind, octets, answer).
+    indirect case violation(ProtocolViolation)
 
     public var description: String {
         switch self {
@@ -37,6 +39,7 @@ public enum HostError: Error, Equatable, CustomStringConvertible {
         case let .invalidState(s): return s
         case let .timeout(s): return "\(s) timed out"
         case let .cancelled(s): return "\(s) cancelled"
+        case let .violation(v): return "protocol violation: \(v)"
         }
     }
 }

@@ -25,6 +25,8 @@ let console = Console(out: { write($0, to: stdout) }, err: { write($0, to: stder
 // --transport: sim (the default) and the socket and vhci tiers of LabTiers. Helpers the lab
 // starts (RootCanal, Bumble) report on stderr, so stdout stays the run's report.
 BLELabCLI.transportHelp = TransportCatalog.offered
+// BuildInfo.swift is written before each build by tools/build-info.sh (the BuildInfo plugin).
+BLELabCLI.version = BLELabVersion.text(commit: buildCommit, localChanges: buildHadLocalChanges, note: buildInfoNote)
 Help.transportValues = TransportCatalog.helpLines
 func backend(_ value: String) throws -> ScenarioBackend? {
     let found = try TransportCatalog.backend(for: value)
@@ -32,6 +34,11 @@ func backend(_ value: String) throws -> ScenarioBackend? {
         external.log = { write("blelab: \($0)\n", to: stderr) }
     }
     return found
+}
+
+// `blelab hostile`: BLELab's host against a hostile peer (LabTiers/Hostile, docs/tiers.md).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "hostile" {
+    exit(HostileCommand.main(Array(CommandLine.arguments.dropFirst(2)), out: { write($0, to: stdout) }, err: { write($0, to: stderr) }))
 }
 
 let cli = BLELabCLI(console: console, wallClock: {

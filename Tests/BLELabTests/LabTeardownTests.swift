@@ -15,9 +15,9 @@ final class LabTeardownTests: XCTestCase {
         let loop = rig!.lab.loop
         let (central, _) = try rig!.connect(to: rig!.serial)
         let transport = try XCTUnwrap(rig!.central.transport as? InProcessTransport)
-        weak var host = rig!.central.host
-        weak var traffic = rig!.central.traffic
-        weak var log = rig!.central.log
+        weak let host = rig!.central.host
+        weak let traffic = rig!.central.traffic
+        weak let log = rig!.central.log
         rig = nil
         XCTAssertNil(host, "the lab was the host's only owner")
         XCTAssertNil(traffic)

@@ -553,6 +553,58 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
     }
 
+    /// The race behind a flake of the test above under load: the central has seen Connected turn
+    /// false, but the InterfacesRemoved of the GATT objects are still on their way when the step
+    /// calls, so the call goes to an object bluetoothd no longer has (UnknownObject). D-Bus
+    /// delivers one sender's messages in order, so the removals are known by the time the error
+    /// reply is: the answer is the same as when they had arrived first. Here the order is made,
+    /// not left to the scheduler: the removals are sent and the read is called before the loop
+    /// runs again.
+    func testGATTCallsRacingTheObjectsRemovalSayTheObjectsWent() throws {
+        let (fake, central) = try begun()
+        let address = try connectedSensor(fake, central)
+        let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
+        fake.dropLink(sensor)
+        runUntil { !central.isConnected(address) }
+        fake.removeGATTObjects(sensor)
+        XCTAssertNotNil(central.mtu(on: address), "the central still has the GATT objects (mtu comes from them)")
+        let read: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        var text = failureText(read)
+        XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(measurementRef) under \(sensor.path) any more"), text)
+        XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
+
+        // The same for the other calls on a characteristic object.
+        try reconnect(fake, central, address)
+        fake.dropLink(sensor)
+        runUntil { !central.isConnected(address) }
+        fake.removeGATTObjects(sensor)
+        XCTAssertNotNil(central.mtu(on: address))
+        let wrote: Result<Void, ExternalRoleError>? = wait { done in
+            central.write(ExternalWrite(value: [1], type: .request, acquire: false), to: serialRef, on: address, completion: done)
+        }
+        text = failureText(wrote)
+        XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(serialRef) under \(sensor.path) any more"), text)
+
+        try reconnect(fake, central, address)
+        fake.dropLink(sensor)
+        runUntil { !central.isConnected(address) }
+        fake.removeGATTObjects(sensor)
+        XCTAssertNotNil(central.mtu(on: address))
+        let subscribed: Result<Void, ExternalRoleError>? = wait { done in
+            central.setNotifications(true, for: measurementRef, on: address, acquire: false, completion: done)
+        }
+        text = failureText(subscribed)
+        XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(measurementRef) under \(sensor.path) any more"), text)
+    }
+
+    /// Connects again and rediscovers after a drop.
+    private func reconnect(_ fake: FakeCentralBluetoothd, _ central: BlueZCentral, _ address: LEAddress) throws {
+        let connected: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
+        XCTAssertNotNil(try connected?.get())
+        let found: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
+        XCTAssertNotNil(try found?.get())
+    }
+
     func testValueHandleFromTheObjectPath() {
         XCTAssertEqual(BlueZCentral.valueHandle(ofCharacteristic: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service000a/char000b"), 0x000C)
         XCTAssertEqual(BlueZCentral.valueHandle(ofCharacteristic: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service0010/char00ff"), 0x0100)

@@ -420,11 +420,14 @@ final class BlueZPeripheralTests: XCTestCase {
         spec.onDisconnect = [.setValue(CharacteristicRef(Self.uuid("FFE1")), .bytes([0xDD]))]
         let p = try makePeripheral(spec)
         XCTAssertNil(start(p)?.peripheralFailure)
+        XCTAssertEqual(p.connectedCentrals, [], "a peripheral: step waits for a central here")
         try fake.centralConnects()
         runUntil { p.connectedDevices.count == 1 }
+        XCTAssertEqual(p.connectedCentrals, [LEAddress(string: "C0:FF:EE:00:00:01/random")!])
         let asked = loop.now
         p.perform([.disconnect(nil)], site: "step")
         runUntil { p.connectedDevices.isEmpty }
+        XCTAssertEqual(p.connectedCentrals, [])
         XCTAssertLessThan(loop.now - asked, .milliseconds(500), "the link ended at once, not after bluetoothd's 2 s")
         runUntil { !fake.blocked }
         XCTAssertEqual(fake.calls.filter { $0.hasPrefix("Blocked") || $0 == "Disconnect" }, ["Blocked true", "Blocked false"])

@@ -331,10 +331,21 @@ final class FakeCentralBluetoothd {
 
     /// The link drops: Connected and ServicesResolved turn false and the GATT objects go.
     func dropConnection(_ d: Device) {
+        dropLink(d)
+        removeGATTObjects(d)
+    }
+
+    /// The first half of `dropConnection`: Connected and ServicesResolved turn false.
+    func dropLink(_ d: Device) {
         d.connected = false
         let resolved = d.servicesResolved
         d.servicesResolved = false
         changed(d.path, BlueZName.device, resolved ? ["Connected", "ServicesResolved"] : ["Connected"])
+    }
+
+    /// The second half: the GATT objects go (InterfacesRemoved, emitted as each is unexported,
+    /// so before any error reply to a call on them, as gdbus's object_path_unref flushes them).
+    func removeGATTObjects(_ d: Device) {
         for s in d.services {
             for c in s.characteristics where c.path != "/" { connection.unexport(c.path) }
             if let servicePath = try? d.path.appending(String(format: "service%04x", s.handle)) { connection.unexport(servicePath) }

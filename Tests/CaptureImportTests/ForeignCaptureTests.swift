@@ -116,10 +116,15 @@ final class ForeignCaptureTests: XCTestCase {
         // A steady second: notify-every on subscribe, with the three values.
         XCTAssertTrue(yaml.contains("{ notify-every: { characteristic: 2A37, interval: 1000ms, value: { sequence: [hex:00 47, hex:00 48, hex:00 49] }, count: 3 } }"), yaml)
         XCTAssertTrue(yaml.contains("expect: { notification: 2A37, count: 3, in-order: [hex:00 47, hex:00 48, hex:00 49]"), yaml)
-        // The link loss: the peripheral disconnects in the scenario, and the header says why.
-        XCTAssertTrue(yaml.contains("ended with connection-timeout (0x08), which a peripheral cannot send"), yaml)
-        XCTAssertTrue(yaml.contains("  - peripheral: { ext: [{ delay: "), yaml)
-        XCTAssertTrue(yaml.contains("expect: { disconnected: { within: "), yaml)
+        // The peripheral's receive MTU of 23 (its Exchange MTU Response) comes back.
+        XCTAssertTrue(yaml.contains("    mtu: 23 "), yaml)
+        XCTAssertTrue(yaml.contains("  - expect: { mtu: 23 }"), yaml)
+        // The link loss: the radio path goes one supervision timeout (720 ms here) before the
+        // Disconnection Complete (0x08); the lab's central has 5 s, which the header says.
+        XCTAssertTrue(yaml.contains("requires: [sim]"), yaml)
+        XCTAssertTrue(yaml.contains("  - link-loss: { peripheral: ext, after: 4808ms }"), yaml)
+        XCTAssertTrue(yaml.contains("expect: { disconnected: { reason: connection-timeout, within: "), yaml)
+        XCTAssertTrue(yaml.contains("supervision timeout 720ms; the lab's central connects with 30ms, 0 and 5s"), yaml)
         let replay = ScenarioRunner().run(scenario)
         XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(yaml)")
     }

@@ -220,3 +220,84 @@ extension FuzzCorpusTests {
         print("flips: \(imported) imported, \(refused) refused")
     }
 }
+
+extension FuzzCorpusTests {
+    /// The captures of scenarios/field, central's and peripheral's, with octets flipped in their
+    /// HCI packets: what a hostile or broken device puts in a capture reaches the flaw and fault
+    /// analysis (late, missing, damaged answers, Service Changed ranges, parameter updates, link
+    /// ends). Whatever imports must give a scenario that loads; the rest is a typed error.
+    func testFlippedFieldCapturesImportToValidScenariosOrFailTyped() throws {
+        var g = Generator(state: 17)
+        var imported = 0
+        var refused = 0
+        var bases: [(String, [UInt8])] = []
+        for path in repositoryScenarioFiles() where path.contains("/scenarios/field/") {
+            let run = runWithCaptures(try Scenario.load(path: path))
+            for c in run.captures { bases.append(("\(path.split(separator: "/").last!)/\(c.device)", BTSnoopWriter.encode(c.packets))) }
+        }
+        XCTAssertGreaterThanOrEqual(bases.count, 30)
+        for (name, base) in bases {
+            // Flips after the first connection's events, where the ATT and link traffic is.
+            let records = Self.recordStarts(btsnoop: base)
+            let from = records[min(records.count - 1, records.count / 3)]
+            for n in 0..<40 {
+                var bytes = base
+                for _ in 0..<(1 + g.below(3)) {
+                    let at = from + g.below(bytes.count - from)
+                    bytes[at] ^= UInt8(1 + g.below(255))
+                }
+                do {
+                    let result = try CaptureImporter.importCapture(bytes, source: "\(name)-\(n)")
+                    XCTAssertNoThrow(try Scenario.parse(result.yaml, file: "\(name)-\(n)"), "\(name) flip \(n):\n\(result.yaml)")
+                    imported += 1
+                } catch is CaptureError {
+                    refused += 1
+                }
+            }
+        }
+        XCTAssertEqual(imported + refused, bases.count * 40)
+        print("field flips: \(imported) imported, \(refused) refused")
+    }
+}
+
+/// Values a broken device puts in a capture that the scenario format cannot hold as they are: the
+/// import still writes a scenario that loads and replays, with the value sent as it was where
+/// octets can carry it, and listed under "Not reproduced" where they cannot.
+final class HostileValueImportTests: XCTestCase {
+    /// The central's capture of a field scenario with the first `old` octets replaced by `new`.
+    private func patched(_ name: String, _ old: [UInt8], _ new: [UInt8]) throws -> [UInt8] {
+        var bytes = try centralCapture(runWithCaptures(try Scenario.load(path: repositoryRoot + "/scenarios/field/\(name).yaml")))
+        let at = try XCTUnwrap((0...(bytes.count - old.count)).first { Array(bytes[$0..<$0 + old.count]) == old }, "\(old) not in the capture")
+        bytes.replaceSubrange(at..<at + old.count, with: new)
+        return bytes
+    }
+
+    private func importAndReplay(_ bytes: [UInt8], mentions: String, contains: String? = nil, replays: Bool = true) throws {
+        let (result, scenario) = try importAndLoad(bytes, source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains(mentions), result.yaml)
+        if let contains { XCTAssertTrue(result.yaml.contains(contains), result.yaml) }
+        guard replays else { return }
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
+    func testANotificationOfHandleZeroIsSentAsItsOctets() throws {
+        try importAndReplay(try patched("att-unknown-handle-notification", [0x1B, 0xF0, 0x00, 0xFF, 0xEE], [0x1B, 0x00, 0x00, 0xFF, 0xEE]),
+                            mentions: "handle 0x0000, which no attribute has", contains: "{ send-pdu: hex:1b 00 00 ff ee }")
+    }
+
+    func testAServiceChangedRangeBackwardsIsIndicatedAsItsOctets() throws {
+        try importAndReplay(try patched("att-service-changed", [0x1D, 0x08, 0x00, 0x0D, 0x00, 0x0F, 0x00], [0x1D, 0x08, 0x00, 0x0F, 0x00, 0x00, 0x00]),
+                            mentions: "a range no handles have", contains: "{ indicate-handle: { handle: 0x0008, value: hex:0f 00 00 00 } }",
+                            // The patched capture's central still re-discovered 0x000D-0x000F, which the
+                            // backwards range does not name: no replay can do that, but the import loads.
+                            replays: false)
+    }
+
+    func testImpossibleConnectionParametersAreListed() throws {
+        // LE Connection Update Complete: interval 1.25 ms, latency 500, timeout 10 ms.
+        try importAndReplay(try patched("link-connection-update", [0x03, 0x00, 0x01, 0x00, 0x50, 0x00, 0x04, 0x00, 0x58, 0x02],
+                                        [0x03, 0x00, 0x01, 0x00, 0x01, 0x00, 0xF4, 0x01, 0x01, 0x00]),
+                            mentions: "parameters the specification does not allow")
+    }
+}

@@ -11,8 +11,9 @@ import XCTest
 ///
 /// No scenario is excluded: those that need the sim's faults (`requires: [sim]`: link loss,
 /// power-off, loss, latency, a dropped Write Response) round-trip too, as the capture shows their
-/// effect — a disconnection, a late or missing answer — and the imported scenario reproduces
-/// that effect with ordinary peripheral behaviour (docs/import.md).
+/// effect — a disconnection by supervision timeout, a late or missing answer — and the imported
+/// scenario reproduces that effect with a link-loss, a power-off or the peripheral's `flaws:`
+/// (docs/import.md). FlawRoundTripTests checks that each comes back with its timing.
 final class RoundTripTests: XCTestCase {
     func testEveryScenarioRoundTripsThroughItsCentralCapture() throws {
         let files = repositoryScenarioFiles()
@@ -38,9 +39,14 @@ final class RoundTripTests: XCTestCase {
         }
 
         // The imported peripherals' declared services against the original's, for what was discovered.
-        let originalConnects = original.steps.compactMap { step -> String? in
-            if case let .connect(p, _) = step.action { return p }
-            return nil
+        // A connect expected to give no connection (`connect-failed`) leaves none in the capture.
+        let originalConnects = original.steps.enumerated().compactMap { i, step -> String? in
+            guard case let .connect(p, _) = step.action else { return nil }
+            let failed = original.steps[(i + 1)...].prefix { $0.isExpectation }.contains { next in
+                if case .expect(.interruption(.connectFailed)) = next.action { return true }
+                return false
+            }
+            return failed ? nil : p
         }
         let importedConnects = scenario.steps.compactMap { step -> String? in
             if case let .connect(p, _) = step.action { return p }
@@ -55,11 +61,12 @@ final class RoundTripTests: XCTestCase {
                 if case .discover(true, _) = op.kind { return true }
                 return false
             }
-            // A database that changes while connected (add-service, then Service Changed) was
-            // discovered whole at some point: the imported peripheral declares all of it.
+            // A database that changes while connected (add-service, then Service Changed) changes
+            // in the imported scenario too: what it declares and what it adds, together.
             let everything = o.services + Self.addedServices(original, peripheral: o.id).filter { s in !o.services.contains { $0.uuid == s.uuid } }
             let expected = everything.filter { all || discovered.contains($0.uuid) }
-            XCTAssertEqual(describe(m.services), describe(expected), "\(file): \(o.id) as imported (\(m.id))")
+            let mine = m.services + Self.addedServices(scenario, peripheral: m.id).filter { s in !m.services.contains { $0.uuid == s.uuid } }
+            XCTAssertEqual(describe(mine), describe(expected), "\(file): \(o.id) as imported (\(m.id))")
             XCTAssertEqual(m.address, imported.transcript.connections[i].peer, "\(file): \(m.id)'s address")
         }
     }

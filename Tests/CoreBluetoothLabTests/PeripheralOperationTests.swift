@@ -109,7 +109,10 @@ final class PeripheralOperationTests: LabTestCase {
                 total += 1
             }
         }
-        XCTAssertTrue(lab.run(within: .seconds(5)) { total == 40 && lab.attWrites(to: CBUUID(string: "FFF1")).count == 40 })
+        // The peripheral's server takes each command in the loop turn after it arrived.
+        XCTAssertTrue(lab.run(within: .seconds(5)) {
+            total == 40 && lab.attWrites(to: CBUUID(string: "FFF1")).count == 40 && probe.value(of: CharacteristicRef(0xFFF1)) == [39]
+        })
         XCTAssertGreaterThanOrEqual(recorder.count("ready"), 1)
         XCTAssertEqual(lab.attWrites(to: CBUUID(string: "FFF1")).map { $0.value[0] }, (0..<40).map(UInt8.init), "all of them, in order")
         XCTAssertEqual(probe.value(of: CharacteristicRef(0xFFF1)), [39])

@@ -54,7 +54,7 @@ final class GATTFlawedPeerTests: XCTestCase {
         var ranges: [ATTHandleRange] = []
         var violations: [ATTProtocolViolation] = []
         link.client.onServiceChanged = { ranges.append($0) }
-        link.central.onProtocolViolation = { violations.append($0) }
+        link.central.observeViolations { violations.append($0.violation) }
         link.peripheral.sendIndication(handle: 0x0008, value: [0x0A, 0x00])
         link.loop.runUntilIdle()
         XCTAssertEqual(ranges, [])

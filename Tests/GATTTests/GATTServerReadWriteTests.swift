@@ -189,7 +189,9 @@ final class GATTServerReadWriteTests: XCTestCase {
         XCTAssertEqual(h.exchange("02 05 02"), ["03 05 02"])  // ATT_MTU 517
         let part = Array(repeating: UInt8(0x55), count: 500)
         h.bearer.receive([0x16, 0x03, 0x00, 0x00, 0x00] + part)
+        h.loop.runUntilIdle()
         h.bearer.receive([0x16, 0x03, 0x00, 0xF4, 0x01] + part)  // offset 500: 1000 octets in all
+        h.loop.runUntilIdle()
         XCTAssertEqual(h.exchange("18 01"), ["01 18 03 00 0d"])  // Invalid Attribute Value Length
         XCTAssertEqual(h.server.value(at: 0x0003), Array("init".utf8))
     }
@@ -197,7 +199,7 @@ final class GATTServerReadWriteTests: XCTestCase {
     func testMalformedUnknownAndUnsupportedPDUs() throws {
         let h = ServerHarness(database: try makeDatabase())
         XCTAssertEqual(h.exchange("0a 03"), ["01 0a 00 00 04"])                 // truncated Read Request: Invalid PDU
-        XCTAssertEqual(h.exchange("08 01 00 ff ff 03"), ["01 08 00 00 04"])     // 1-octet type: Invalid PDU
+        XCTAssertEqual(h.exchange("08 01 00 ff ff 03"), ["01 08 01 00 04"])     // 1-octet type: Invalid PDU, naming the start handle
         XCTAssertEqual(h.exchange("18 02"), ["01 18 00 00 04"])                 // reserved Execute Write flags
         XCTAssertEqual(h.exchange("20 03 00 07 00"), ["01 20 00 00 06"])        // Read Multiple Variable: Request Not Supported
         XCTAssertEqual(h.exchange("d2 09 00 41 01 02 03 04 05 06 07 08 09 0a 0b 0c"), [])  // Signed Write: ignored

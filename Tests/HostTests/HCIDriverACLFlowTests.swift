@@ -171,7 +171,8 @@ final class HCIDriverACLFlowTests: XCTestCase {
         h.controller.expectSent("02 01 00 05 00 01 00 04 00 1e")
 
         h.controller.reply("04 13 05 01 | 01 00 | 03 00")     // 3 completed, 1 outstanding
-        XCTAssertEqual(h.protocolErrors.count, 1)
+        XCTAssertEqual(h.violationKinds, ["hci/completed-packets-overcount"])
+        XCTAssertEqual(h.violations.first?.handle, 0x0001)
         XCTAssertTrue(h.protocolErrorTexts[0].contains("reports 3 for handle 0x1 with 1 outstanding"), h.protocolErrorTexts[0])
 
         // Only the one real packet's credit came back: 3 buffers, not 5.
@@ -184,7 +185,7 @@ final class HCIDriverACLFlowTests: XCTestCase {
         let h = DriverHarness()
         h.driver.setLEBuffers(packetLength: 27, count: 1)
         h.controller.reply("04 13 05 01 | 40 00 | 01 00")
-        XCTAssertEqual(h.protocolErrors.count, 1)
+        XCTAssertEqual(h.violationKinds, ["hci/completed-packets-overcount"])
         h.driver.sendL2CAP(handle: 0x0001, pdu: hex("01 00 04 00 1e"))
         h.driver.sendL2CAP(handle: 0x0001, pdu: hex("01 00 04 00 1e"))
         XCTAssertEqual(h.controller.unmatched.count, 1)

@@ -77,6 +77,8 @@ final class HCIDriverReassemblyTests: XCTestCase {
         h.controller.reply("02 | 01 10 | 03 00 | 00 00 3b")
         XCTAssertEqual(h.pdus, [])
         XCTAssertEqual(h.protocolErrorTexts, ["continuing ACL fragment on handle 0x1 without a start; dropped"])
+        XCTAssertEqual(h.violations, [ProtocolViolation(layer: .l2cap, kind: .unexpectedContinuation, handle: 0x0001,
+                                                        detail: h.protocolErrorTexts[0], octets: hex("00 00 3b"))])
 
         // The next good PDU still arrives.
         h.controller.reply("02 01 20 05 00 01 00 04 00 1e")
@@ -93,7 +95,8 @@ final class HCIDriverReassemblyTests: XCTestCase {
 
         // The dropped PDU's tail now has no start.
         h.controller.reply("02 01 10 03 00 | 47 48 49")
-        XCTAssertEqual(h.protocolErrors.count, 2)
+        XCTAssertEqual(h.violationKinds, ["l2cap/incomplete-frame", "l2cap/unexpected-continuation"])
+        XCTAssertEqual(h.violations.map(\.octets), [hex("17 00 04 00 0d 46"), hex("47 48 49")])
         XCTAssertEqual(h.pdus.count, 1)
     }
 
@@ -102,6 +105,8 @@ final class HCIDriverReassemblyTests: XCTestCase {
         h.controller.reply("02 01 20 07 00 | 01 00 04 00 | 1e ff ff")     // Length 1, three octets follow
         XCTAssertEqual(h.pdus, [])
         XCTAssertEqual(h.protocolErrorTexts, ["L2CAP PDU on handle 0x1 longer (7) than its header says (5); dropped"])
+        XCTAssertEqual(h.violationKinds, ["l2cap/frame-length-mismatch"])
+        XCTAssertEqual(h.violations.first?.octets, hex("01 00 04 00 1e ff ff"))
         h.controller.reply("02 01 20 05 00 01 00 04 00 1e")
         XCTAssertEqual(h.pdus.count, 1)
     }
@@ -114,23 +119,37 @@ final class HCIDriverReassemblyTests: XCTestCase {
         XCTAssertEqual(h.protocolErrors.count, 1)
         // Nothing is left half-assembled: a further continuation has no start.
         h.controller.reply("02 01 10 01 00 | dd")
-        XCTAssertEqual(h.protocolErrors.count, 2)
+        XCTAssertEqual(h.violationKinds, ["l2cap/frame-length-mismatch", "l2cap/unexpected-continuation"])
     }
 
     func testCompletePBFlagIsNotUsedOnLE() {
         let h = DriverHarness()
         h.controller.reply("02 | 01 30 | 05 00 | 01 00 04 00 1e")         // PB 0b11
         XCTAssertEqual(h.pdus, [])
-        XCTAssertEqual(h.protocolErrors.count, 1)
+        XCTAssertEqual(h.violationKinds, ["hci/invalid-packet-boundary"])
+        XCTAssertEqual(h.violations.first?.handle, 0x0001)
     }
 
-    func testConnectionClosedDiscardsAHalfAssembledPDU() {
+    func testConnectionClosedDiscardsAndReportsAHalfAssembledPDU() {
         let h = DriverHarness()
         h.controller.reply("02 01 20 06 00 | 05 00 04 00 1b 19")
+        XCTAssertEqual(h.protocolErrors, [])
         h.driver.connectionClosed(handle: 0x0001)
+        XCTAssertEqual(h.violations, [ProtocolViolation(
+            layer: .l2cap, kind: .incompleteFrame, handle: 0x0001,
+            detail: "the link ended with an L2CAP PDU unfinished (6 octets of 9); discarded", octets: hex("05 00 04 00 1b 19"))])
         h.controller.reply("02 01 10 03 00 | 00 00 3b")
         XCTAssertEqual(h.pdus, [])
-        XCTAssertEqual(h.protocolErrors.count, 1, "the tail of the old connection's PDU has no start")
+        XCTAssertEqual(h.violationKinds, ["l2cap/incomplete-frame", "l2cap/unexpected-continuation"],
+                       "the tail of the old connection's PDU has no start")
+    }
+
+    func testConnectionClosedWithNothingHalfAssembledReportsNothing() {
+        let h = DriverHarness()
+        h.controller.reply("02 01 20 09 00 | 05 00 04 00 1b 19 00 00 3c")
+        h.driver.connectionClosed(handle: 0x0001)
+        h.driver.connectionClosed(handle: 0x0002)
+        XCTAssertEqual(h.protocolErrors, [])
     }
 
     // MARK: Packets that cannot be decoded
@@ -139,7 +158,8 @@ final class HCIDriverReassemblyTests: XCTestCase {
         let h = DriverHarness()
         let reset = h.send(.reset)
         h.controller.reply("04 | 0e 02 | 01 03")                          // Command_Opcode cut short
-        XCTAssertEqual(h.protocolErrors.count, 1)
+        XCTAssertEqual(h.violationKinds, ["hci/malformed-packet"])
+        XCTAssertEqual(h.violations.first?.handle, nil)
         XCTAssertTrue(h.protocolErrorTexts[0].hasPrefix("event [04 0e 02 01 03]"), h.protocolErrorTexts[0])
         XCTAssertFalse(reset.isComplete)
 
@@ -153,7 +173,7 @@ final class HCIDriverReassemblyTests: XCTestCase {
         h.driver.sendL2CAP(handle: 0x0001, pdu: hex("01 00 04 00 1e"))
         h.controller.reply("04 13 05 | 01 01 00 01")                       // Parameter_Total_Length 5, 4 present
         h.controller.reply("04 13 04 | 02 01 00 01 00")                    // Num_Handles 2, one entry
-        XCTAssertEqual(h.protocolErrors.count, 2)
+        XCTAssertEqual(h.violationKinds, ["hci/malformed-packet", "hci/malformed-packet"])
         XCTAssertEqual(h.events, [])
 
         // Neither returned a credit.
@@ -166,12 +186,14 @@ final class HCIDriverReassemblyTests: XCTestCase {
         h.controller.reply("02 | 01 20 | 09 00 | 05 00 04 00 1b")         // Data_Total_Length 9, 5 present
         h.controller.reply("02 | 01")                                     // no header at all
         XCTAssertEqual(h.pdus, [])
-        XCTAssertEqual(h.protocolErrors.count, 2)
+        XCTAssertEqual(h.violationKinds, ["hci/malformed-packet", "hci/malformed-packet"])
+        XCTAssertEqual(h.violations.map(\.handle), [0x0001, nil])
     }
 
     func testUnknownH4PacketTypeIsAProtocolError() {
         let h = DriverHarness()
         h.controller.reply("07 | 00 00")
         XCTAssertEqual(h.protocolErrorTexts, ["unexpected H4 packet type 0x7 from the controller"])
+        XCTAssertEqual(h.violationKinds, ["hci/unexpected-packet-type"])
     }
 }

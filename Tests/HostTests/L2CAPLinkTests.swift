@@ -39,15 +39,17 @@ final class L2CAPLinkTests: XCTestCase {
         l.receive(cid: 0x0000, "01")                                           // the null identifier
         XCTAssertEqual(l.attPDUs, [])
         l.controller.expectNothingSent()
-        XCTAssertEqual(l.notes, ["L2CAP frame on unsupported CID 0x40 dropped", "L2CAP frame on unsupported CID 0x0 dropped"])
+        XCTAssertEqual(l.reported, ["l2cap/unknown-channel -> none", "l2cap/unknown-channel -> none"])
+        XCTAssertEqual(l.violations.map(\.octets), [hex("03 00 40 00 01 02 03"), hex("01 00 00 00 01")])
+        XCTAssertEqual(l.violations.map(\.handle), [0x0001, 0x0001])
     }
 
-    func testInconsistentBasicFrameIsNotedAndDropped() {
+    func testInconsistentBasicFrameIsReportedAndDropped() {
         let l = LinkHarness(role: .central)
         l.link.receive(pdu: hex("05 00 04 00 | 1b 19"))                       // Length 5, 2 octets present
         l.link.receive(pdu: hex("05 00 04"))                                  // no whole header
         XCTAssertEqual(l.attPDUs, [])
-        XCTAssertEqual(l.notes.count, 2)
+        XCTAssertEqual(l.reported, ["l2cap/frame-length-mismatch -> none", "l2cap/frame-length-mismatch -> none"])
     }
 
     func testClosedLinkNeitherDeliversNorSends() {

@@ -94,7 +94,7 @@ final class L2CAPSignalingTests: XCTestCase {
         l.receive(cid: sig, "14 00 0a 00 | 80 00 40 00 17 00 17 00 0a 00")
         l.controller.expectNothingSent()
         XCTAssertEqual(l.acceptedParameters, [])
-        XCTAssertEqual(l.notes.count, 2)
+        XCTAssertEqual(l.reported, ["signaling/zero-identifier -> none", "signaling/zero-identifier -> none"])
     }
 
     func testOversizedCommandWithIdentifierZeroIsIgnoredToo() {
@@ -102,7 +102,7 @@ final class L2CAPSignalingTests: XCTestCase {
         // 4: identifier 0x00 "shall never be used in any command", a Command Reject included.
         l.receive(cid: sig, "14 00 14 00 | 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10 11 12 13")
         l.controller.expectNothingSent()
-        XCTAssertEqual(l.notes.count, 1)
+        XCTAssertEqual(l.reported, ["signaling/mtu-exceeded -> none"])
     }
 
     func testWrongLengthForAKnownCommandIsRejected() {
@@ -110,32 +110,35 @@ final class L2CAPSignalingTests: XCTestCase {
         l.receive(cid: sig, "12 03 06 00 | 06 00 0c 00 00 00")         // Length 6, the request has 8
         l.expectSent(cid: sig, "01 03 02 00 | 00 00")
         XCTAssertEqual(l.acceptedParameters, [])
+        XCTAssertEqual(l.reported, ["signaling/malformed-command -> command-reject 0x0000"])
     }
 
     func testLengthFieldDisagreeingWithTheFrameIsRejected() {
         let l = LinkHarness(role: .central)
         l.receive(cid: sig, "12 04 08 00 | 06 00 0c 00")               // Length 8, 4 octets present
         l.expectSent(cid: sig, "01 04 02 00 | 00 00")
-        XCTAssertEqual(l.notes.count, 1)
+        XCTAssertEqual(l.reported, ["signaling/malformed-command -> command-reject 0x0000"])
     }
 
-    func testCommandTooShortToHaveAnIdentifierIsOnlyNoted() {
+    func testCommandTooShortToHaveAnIdentifierIsOnlyReported() {
         let l = LinkHarness(role: .central)
         l.receive(cid: sig, "12")
         l.controller.expectNothingSent()
-        XCTAssertEqual(l.notes.count, 1)
+        XCTAssertEqual(l.reported, ["signaling/malformed-command -> none"])
     }
 
     func testCommandRejectFromThePeerIsNeverAnswered() {
         let l = LinkHarness(role: .central)
         l.receive(cid: sig, "01 09 02 00 | 00 00")
         l.controller.expectNothingSent()
+        XCTAssertEqual(l.reported, ["signaling/unsolicited-response -> none"])
     }
 
     func testUnsolicitedResponseIsIgnored() {
         let l = LinkHarness(role: .central)
         l.receive(cid: sig, "13 04 02 00 | 00 00")
         l.controller.expectNothingSent()
+        XCTAssertEqual(l.reported, ["signaling/unsolicited-response -> none"])
     }
 
     // MARK: A peripheral asks for new parameters (4.20), with the RTX timer (6.2.1)

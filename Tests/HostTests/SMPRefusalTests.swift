@@ -5,7 +5,8 @@ import XCTest
 
 /// SMP on CID 0x0006 while pairing is not supported: requests to pair are answered with
 /// Pairing Failed, reason Pairing Not Supported (Core 5.4, Vol 3, Part H, 3.5.5, reason 0x05);
-/// a Pairing Failed from the peer is recorded and never answered.
+/// commands of a pairing never started with Command Not Supported (0x07); a Pairing Failed from
+/// the peer is recorded and never answered. (SMPViolationTests: what is reported.)
 final class SMPRefusalTests: XCTestCase {
     let smp = L2CAPChannelID.smp
 
@@ -50,11 +51,12 @@ final class SMPRefusalTests: XCTestCase {
         XCTAssertEqual(refusals(l), ["received 0x8"])
     }
 
-    func testOtherSMPCommandsAreIgnored() {
+    func testOtherSMPCommandsGetCommandNotSupported() {
         let l = LinkHarness(role: .peripheral)
         l.receive(cid: smp, "03 | 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f")   // Pairing Confirm
-        l.receive(cid: smp, "")                                                         // empty
+        l.expectSent(cid: smp, "05 07")
+        l.receive(cid: smp, "")                                                         // empty: no Code to answer
         l.controller.expectNothingSent()
-        XCTAssertEqual(refusals(l), [])
+        XCTAssertEqual(refusals(l), ["sent 0x7"])
     }
 }

@@ -93,8 +93,8 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", "--filter", "deliberately", f + "/passing", f + "/failing"]), .failed)
         XCTAssertEqual(cli.run(["run", "--shard", "2/3", f + "/passing", f + "/failing"]), .passed)
         XCTAssertTrue(cli.out.hasPrefix("PASS Serial bridge echoes a write"), cli.out)
-        XCTAssertEqual(cli.run(["run", "--tag", "nothing", f + "/passing"]), .passed)
-        XCTAssertEqual(cli.outLines.first, "no scenario selected (2 loaded)")
+        XCTAssertEqual(cli.run(["run", "--tag", "nothing", f + "/passing"]), .badInput, "a selection of nothing is a typo (CLISelectionTests)")
+        XCTAssertEqual(cli.out, "")
     }
 
     func testRepeatRunsWithSuccessiveSeeds() {

@@ -255,6 +255,21 @@ final class ExternalCentralTests: XCTestCase {
         XCTAssertEqual(failure.seen, "no write of FFE1 reached hm10")
     }
 
+    /// Disconnect reasons are the central's view, as with BLELab's central, though the stack in
+    /// its seat does not tell them: read from the peripheral's side (the end that asked gets 0x16).
+    func testDisconnectReasonsAreTheCentralsViewReadFromThePeripheralsSide() throws {
+        let connect = "  - scan\n  - connect: hm10\n"
+        let byCentral = try run(ScenarioText.hm10(connect + "  - disconnect\n  - expect: { disconnected: { reason: local-host-terminated } }"),
+                                central: StandInCentral())
+        XCTAssertEqual(byCentral.verdict, "passed")
+        let byPeripheral = try run(ScenarioText.hm10(connect + "  - peripheral: { hm10: [{ disconnect: { reason: remote-power-off } }] }\n"
+                                                     + "  - expect: { disconnected: { reason: remote-power-off } }"), central: StandInCentral())
+        XCTAssertEqual(byPeripheral.verdict, "passed")
+        XCTAssertEqual(try run(ScenarioText.hm10(connect + "  - disconnect\n  - expect: { disconnected: { reason: remote-user-terminated } }"),
+                               central: StandInCentral()).verdict,
+                       "step 4 (test.yaml:24): expect: { disconnected: { reason: remote-user-terminated } }: expected disconnected from hm10 with reason remote-user-terminated (0x13) within 1s; seen disconnected with reason local-host-terminated (0x16)")
+    }
+
     func testDeviceCountLeavesOutTheSeatsPlayedElsewhere() throws {
         let scenario = try ScenarioText.load(try String(contentsOfFile: "scenarios/seeds/hm10-serial.yaml", encoding: .utf8))
         XCTAssertEqual(ScenarioRoles().deviceCount(for: scenario), 3)

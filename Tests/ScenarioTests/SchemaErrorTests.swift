@@ -50,7 +50,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:35: error: found unknown key 'vaule', expected a 'notification' key (characteristic, value, count, within, in-order, peripheral); did you mean 'value'?",
         ])
         XCTAssertEqual(errors(withStep("- expect: { discoverd: hm10 }")).first,
-                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu); did you mean 'discovered'?")
+                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'discovered'?")
     }
 
     /// `acquire` (BlueZ's AcquireNotify/AcquireWrite) on subscribe and write only; AcquireWrite
@@ -71,7 +71,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:57: error: found 'request', expected type: command (or no type) with acquire: true; AcquireWrite's socket only sends Write Commands (BlueZ doc/org.bluez.GattCharacteristic.rst)",
         ])
         XCTAssertEqual(errors(withStep("- read: { characteristic: FFE1, acquire: true }")).first,
-                       "test.yaml:10:35: error: found unknown key 'acquire', expected a 'read' key (characteristic, peripheral)")
+                       "test.yaml:10:35: error: found unknown key 'acquire', expected a 'read' key (characteristic, peripheral, descriptor)")
         XCTAssertEqual(errors(withStep("- subscribe: { characteristic: FFE1, acquire: yes }")).count, 1)
     }
 

@@ -55,21 +55,31 @@ extension SimulatedPeripheral {
     func executeFault(_ action: PeripheralAction, context: ActionContext, site: String) {
         switch action {
         case .powerOff:
-            guard device.powerOff() else { return record(.note("power-off needs the embedded simulator")) }
+            guard device.powerOff() else { return failed(action, "power-off needs the embedded simulator", context) }
             record(.action(action))
+            did(action, "power-off", context)
         case let .requestConnectionUpdate(request):
             let connections = host.connections.values.sorted { $0.handle < $1.handle }
+            guard !connections.isEmpty else { return failed(action, "\(spec.id) has no connection", context) }
             for connection in connections {
+                // The central answers over L2CAP a few connection events later: its answer is
+                // recorded when it comes, not waited for.
                 connection.updateParameters(request.parameters) { [weak self] result in
                     if case let .failure(error) = result { self?.record(.note("request-connection-update: \(error)")) }
                 }
             }
             record(.action(action))
+            did(action, "\(action.description) (L2CAP Connection Parameter Update Request sent on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
         case let .burst(ref, source, count):
             // All handed to the stack at once: the host queues what the controller's ACL
             // buffers cannot take and sends it as Number Of Completed Packets returns credits
             // (Vol 4 Part E 4.1.1), so the burst takes as many connection events as it needs.
-            for _ in 0..<count { notify(ref, source, context: context, site: site) }
+            var reached = 0
+            for _ in 0..<count {
+                guard let (_, sent) = notify(ref, source, context: context, site: site) else { return }
+                reached = max(reached, sent)
+            }
+            did(action, SimulatedPeripheral.reach("burst \(count) × notify \(ref)", reached), context)
         default:
             break
         }

@@ -174,23 +174,51 @@ public struct CharacteristicSpec: Hashable {
     public var uuid: BluetoothUUID
     public var properties: CharacteristicProperties
     public var value: [UInt8]
-    /// Extra descriptors (the CCCD is added automatically for notify/indicate).
+    /// Declared descriptors, laid out after the ones the properties require (the CCCD for
+    /// notify/indicate, 0x2900 for extended-properties, 0x2903 for broadcast), in order.
     public var descriptors: [GATTDescriptor]
+    /// The value of the Characteristic Extended Properties descriptor (0x2900), which the
+    /// database lays out when `properties` has `extended-properties` (Core 5.4 Vol 3 Part G 3.3.3.1).
+    public var extendedProperties: CharacteristicExtendedProperties
     public var onWrite: [PeripheralAction]
     public var onRead: [PeripheralAction]
     public var onSubscribe: [PeripheralAction]
     public var onUnsubscribe: [PeripheralAction]
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [], descriptors: [GATTDescriptor] = [],
+                extendedProperties: CharacteristicExtendedProperties = [],
                 onWrite: [PeripheralAction] = [], onRead: [PeripheralAction] = [],
                 onSubscribe: [PeripheralAction] = [], onUnsubscribe: [PeripheralAction] = []) {
         self.uuid = uuid
         self.properties = properties
         self.value = value
         self.descriptors = descriptors
+        self.extendedProperties = extendedProperties
         self.onWrite = onWrite
         self.onRead = onRead
         self.onSubscribe = onSubscribe
         self.onUnsubscribe = onUnsubscribe
+    }
+
+    /// The characteristic as the GATT database takes it.
+    public var gattCharacteristic: GATTCharacteristic {
+        GATTCharacteristic(uuid: uuid, properties: properties, value: value, descriptors: descriptors, extendedProperties: extendedProperties)
+    }
+
+    /// The UUIDs of every descriptor the database gives it, in handle order: those its properties
+    /// require, then the declared ones.
+    public var descriptorUUIDs: [BluetoothUUID] {
+        var uuids: [BluetoothUUID] = []
+        if !properties.isDisjoint(with: [.notify, .indicate]) { uuids.append(.clientCharacteristicConfiguration) }
+        if properties.contains(.extendedProperties) { uuids.append(.characteristicExtendedProperties) }
+        if properties.contains(.broadcast) { uuids.append(.serverCharacteristicConfiguration) }
+        return uuids + descriptors.map(\.uuid).filter { !uuids.contains($0) && $0 != .clientCharacteristicConfiguration }
+    }
+}
+
+extension ServiceSpec {
+    /// The service as the GATT database takes it.
+    public var gattService: GATTService {
+        GATTService(uuid: uuid, isPrimary: isPrimary, characteristics: characteristics.map(\.gattCharacteristic))
     }
 }

@@ -80,44 +80,56 @@ extension SimulatedPeripheral {
     /// Runs the actions of a flawed peripheral (see `PeripheralAction`).
     func executeFlawed(_ action: PeripheralAction, context: ActionContext, site: String) {
         let bearers = host.connections.values.sorted(by: { $0.handle < $1.handle }).map(\.bearer)
+        // Sent on the link, whatever the GATT rules say: without a link there is nothing to do it on.
+        if action.needsLink, bearers.isEmpty { return failed(action, "\(spec.id) has no connection", context) }
         switch action {
         case let .notifyHandle(handle, source):
             var part = 0
             let value = resolve(source, context: context, site: site, part: &part)
             let sent = bearers.filter { $0.sendNotification(handle: handle, value: value) }.count
             record(.note("notify-handle \(hex4(handle)) \(value.spacedHex) → \(sent) central(s)"))
+            guard sent > 0 else { return failed(action, "no ATT bearer of \(spec.id) is open", context) }
+            did(action, "notify-handle \(hex4(handle)) \(value.spacedHex) to \(sent) central\(sent == 1 ? "" : "s")", context)
         case let .indicateHandle(handle, source):
             var part = 0
             let value = resolve(source, context: context, site: site, part: &part)
-            for bearer in bearers {
+            let open = bearers.filter(\.isOpen)
+            for bearer in open {
                 bearer.sendIndication(handle: handle, value: value) { [weak self] result in
                     self?.record(.note("indication of \(hex4(handle)) \((try? result.get()) != nil ? "confirmed" : "failed")"))
                 }
             }
-            record(.note("indicate-handle \(hex4(handle)) \(value.spacedHex) → \(bearers.count) central(s)"))
+            record(.note("indicate-handle \(hex4(handle)) \(value.spacedHex) → \(open.count) central(s)"))
+            guard !open.isEmpty else { return failed(action, "no ATT bearer of \(spec.id) is open", context) }
+            did(action, "indicate-handle \(hex4(handle)) \(value.spacedHex) to \(open.count) central\(open.count == 1 ? "" : "s")", context)
         case let .sendPDU(octets):
             let sent = bearers.filter { $0.sendUnchecked(octets) }.count
             record(.note("send-pdu \(octets.spacedHex) → \(sent) central(s)"))
+            guard sent > 0 else { return failed(action, "no ATT bearer of \(spec.id) took the PDU (closed, or longer than its ATT_MTU)", context) }
+            did(action, "send-pdu \(octets.spacedHex) to \(sent) central\(sent == 1 ? "" : "s")", context)
         case let .addService(service):
             do {
-                let added = try server.addService(GATTService(uuid: service.uuid, isPrimary: service.isPrimary, characteristics:
-                    service.characteristics.map { GATTCharacteristic(uuid: $0.uuid, properties: $0.properties, value: $0.value, descriptors: $0.descriptors) }))
+                let added = try server.addService(service.gattService)
                 widenChanged(added.range)
                 record(.note("add-service \(service.uuid) at \(added.range)"))
+                did(action, "add-service \(service.uuid) at \(added.range)", context)
             } catch {
-                record(.note("add-service \(service.uuid) failed: \(error)"))
+                failed(action, "the GATT server refused it: \(error)", context)
             }
         case let .removeService(uuid):
             guard let start = server.database.service(uuid)?.range.start, let removed = server.removeService(at: start) else {
-                return record(.note("remove-service \(uuid): no such service"))
+                return failed(action, "\(spec.id) serves no service \(uuid)", context)
             }
             widenChanged(removed.range)
             record(.note("remove-service \(uuid) at \(removed.range)"))
+            did(action, "remove-service \(uuid) at \(removed.range)", context)
         case let .serviceChanged(explicit):
             let range = explicit ?? changedRange ?? .all
             changedRange = nil
             let sent = server.indicateServiceChanged(range)
             record(.note("service-changed \(range) → \(sent) central(s)"))
+            did(action, sent == 0 ? "service-changed \(range): no central subscribed to Service Changed"
+                                  : "service-changed \(range) to \(sent) subscribed central\(sent == 1 ? "" : "s")", context)
         default:
             break
         }

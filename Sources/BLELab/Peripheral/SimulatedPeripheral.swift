@@ -47,8 +47,7 @@ public final class SimulatedPeripheral {
         random = SeededRandom(seed: lab.seed, stream: "peripheral:\(spec.id)")
         if let rssi = spec.rssi { device.rssi = rssi }
         for service in spec.services {
-            _ = try device.host.gattServer.addService(GATTService(uuid: service.uuid, isPrimary: service.isPrimary, characteristics:
-                service.characteristics.map { GATTCharacteristic(uuid: $0.uuid, properties: $0.properties, value: $0.value, descriptors: $0.descriptors) }))
+            _ = try device.host.gattServer.addService(service.gattService)
         }
         installTriggers()
     }
@@ -72,6 +71,15 @@ public final class SimulatedPeripheral {
     /// Runs `actions` now, as a scenario's `peripheral:` step does.
     public func perform(_ actions: [PeripheralAction], site: String = "step") {
         run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
+    }
+
+    /// Runs `actions` now and reports what those before the first `delay` did, once each has
+    /// taken effect or failed (an HCI command's status, advertising started or stopped); what
+    /// follows the delay runs later and shows only in `activity`. A scenario's `peripheral:` step
+    /// uses this so that it never says ok for an action that did nothing.
+    public func perform(_ actions: [PeripheralAction], site: String = "step", report: @escaping (ActionReport) -> Void) {
+        let reporter = ActionReporter(completion: report)
+        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil, reporter: reporter), index: 0)
     }
 
     // MARK: Triggers
@@ -104,6 +112,8 @@ public final class SimulatedPeripheral {
             guard let self, connection.role == .peripheral else { return }
             self.installFlaws(on: connection.bearer)
             self.record(.connected(connection.peer))
+            let peer = connection.peer
+            connection.bearer.observeViolations { [weak self] event in self?.record(.protocolViolation(peer, event)) }
             connection.whenDisconnected { [weak self] reason in
                 guard let self else { return }
                 self.record(.disconnected(connection.peer, reason))
@@ -135,6 +145,8 @@ public final class SimulatedPeripheral {
         /// Answers the request in progress (nil error: success); nil when there is none or it
         /// was answered.
         var answer: ((ATTErrorCode?) -> Void)?
+        /// Collects what the actions did, up to the first `delay` (`perform(_:site:report:)`).
+        var reporter: ActionReporter?
     }
 
     private func run(_ actions: ArraySlice<PeripheralAction>, context: ActionContext, index: Int) {
@@ -144,8 +156,11 @@ public final class SimulatedPeripheral {
             if case let .delay(span) = action {
                 let rest = actions[(offset + 1)...]
                 let next = index + 1
-                let carried = context
+                var carried = context
+                carried.reporter = nil
                 loop.schedule(after: span) { [weak self] in self?.run(rest, context: carried, index: next) }
+                if !rest.isEmpty { context.reporter?.report.deferred = span }
+                context.reporter?.seal()
                 return
             }
             if let answer = context.answer {
@@ -163,15 +178,17 @@ public final class SimulatedPeripheral {
         }
         // Only delays, or nothing: answer now.
         if let answer = context.answer { answer(nil) }
+        context.reporter?.seal()
     }
 
     private func execute(_ action: PeripheralAction, context: ActionContext, site: String) {
         switch action {
         case let .notify(ref, source):
-            notify(ref, source, context: context, site: site)
+            guard let (value, sent) = notify(ref, source, context: context, site: site) else { return }
+            did(action, Self.reach("notify \(ref) \(value.spacedHex)", sent), context)
         case let .indicate(ref, source):
             guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
-                return record(.note("indicate \(ref): no such characteristic"))
+                return failed(action, "\(spec.id) has no characteristic \(ref)", context)
             }
             _ = server.setValue(value, at: handles.valueHandle)
             var sent = 0
@@ -181,47 +198,106 @@ public final class SimulatedPeripheral {
                 }) { sent += 1 }
             }
             record(.indicated(ref, value, centrals: sent))
+            did(action, Self.reach("indicate \(ref) \(value.spacedHex)", sent), context)
         case let .notifyEvery(ref, interval, source, count):
             repeating[ref]?.cancel()
             tick(ref, interval: interval, source: source, remaining: count, site: site)
+            did(action, action.description, context)
         case let .stopNotifying(ref):
-            repeating.removeValue(forKey: ref)?.cancel()
+            guard let timer = repeating.removeValue(forKey: ref) else {
+                return failed(action, "no notify-every is running on \(ref)", context)
+            }
+            timer.cancel()
+            did(action, action.description, context)
         case let .setValue(ref, source):
             guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
-                return record(.note("set-value \(ref): no such characteristic"))
+                return failed(action, "\(spec.id) has no characteristic \(ref)", context)
             }
             _ = server.setValue(value, at: handles.valueHandle)
             record(.valueSet(ref, value))
+            did(action, "set \(ref) = \(value.spacedHex)", context)
         case let .respondError(code):
-            record(.note("respond-error \(code.name) with no request to answer"))
+            failed(action, "respond-error \(code.name) with no request to answer", context)
         case .delay:
             break // handled by `run`
         case .powerOff, .requestConnectionUpdate, .burst:
             executeFault(action, context: context, site: site)
         case let .disconnect(reason):
-            for connection in host.connections.values.sorted(by: { $0.handle < $1.handle }) {
-                connection.disconnect(reason: reason ?? .remoteUserTerminatedConnection)
+            disconnectAll(action, reason: reason ?? .remoteUserTerminatedConnection, context: context)
+        case .stopAdvertising:
+            context.reporter?.begin()
+            host.stopAdvertising { [weak self] result in
+                if case let .failure(error) = result { self?.failed(action, "LE Set Advertising Enable failed: \(error)", context) }
+                context.reporter?.end()
             }
             record(.action(action))
-        case .stopAdvertising:
-            host.stopAdvertising()
-            record(.action(action))
+            did(action, action.description, context)
         case .startAdvertising:
-            guard let advertising = spec.advertising else { return record(.note("start-advertising: nothing to advertise")) }
-            host.startAdvertising(advertising.configuration)
+            guard let advertising = spec.advertising else {
+                return failed(action, "\(spec.id) declares no advertise: there is nothing to advertise", context)
+            }
+            context.reporter?.begin()
+            host.startAdvertising(advertising.configuration) { [weak self] result in
+                if case let .failure(error) = result { self?.failed(action, "advertising did not start: \(error)", context) }
+                context.reporter?.end()
+            }
             record(.action(action))
+            did(action, action.description, context)
         case .notifyHandle, .indicateHandle, .sendPDU, .addService, .removeService, .serviceChanged:
             executeFlawed(action, context: context, site: site)
         }
     }
 
-    func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) {
+    /// HCI Disconnect on every connection (Vol 4 Part E 7.1.6); the action is done once the
+    /// controller has accepted each (Command Status), and fails when there is no connection or a
+    /// controller refuses.
+    private func disconnectAll(_ action: PeripheralAction, reason: HCIStatus, context: ActionContext) {
+        let connections = host.connections.values.sorted(by: { $0.handle < $1.handle })
+        guard !connections.isEmpty else { return failed(action, "\(spec.id) has no connection", context) }
+        record(.action(action))
+        for connection in connections {
+            context.reporter?.begin()
+            connection.disconnect(reason: reason) { [weak self] result in
+                if case let .failure(error) = result {
+                    self?.failed(action, "the controller refused HCI Disconnect on connection \(hex4(connection.handle)): \(error)", context)
+                }
+                context.reporter?.end()
+            }
+        }
+        // Said only when every controller accepted (a refusal fails the step instead).
+        did(action, "\(action.description) (HCI Disconnect accepted on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
+    }
+
+    /// "notify FFE1 01 to 1 subscribed central", "notify FFE1 01: no central subscribed, value stored".
+    static func reach(_ what: String, _ centrals: Int) -> String {
+        centrals == 0 ? "\(what): no central subscribed, value stored" : "\(what) to \(centrals) subscribed central\(centrals == 1 ? "" : "s")"
+    }
+
+    /// Records what `action` did, for the step that runs it.
+    func did(_ action: PeripheralAction, _ text: String, _ context: ActionContext) {
+        context.reporter?.report.done.append(text)
+    }
+
+    /// `action` could not do what it says: noted in `activity`, and a failure of the step that
+    /// runs it.
+    func failed(_ action: PeripheralAction, _ reason: String, _ context: ActionContext) {
+        record(.note("\(action): \(reason)"))
+        context.reporter?.report.failures.append(ActionReport.Failure(action: action, reason: reason))
+    }
+
+    /// Stores the value and notifies every subscribed central; nil when there is no such
+    /// characteristic.
+    @discardableResult
+    func notify(_ ref: CharacteristicRef, _ source: ValueSource?, context: ActionContext, site: String) -> (value: [UInt8], sent: Int)? {
         guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
-            return record(.note("notify \(ref): no such characteristic"))
+            record(.note("notify \(ref): no such characteristic"))
+            context.reporter?.report.failures.append(ActionReport.Failure(action: .notify(ref, source), reason: "\(spec.id) has no characteristic \(ref)"))
+            return nil
         }
         _ = server.setValue(value, at: handles.valueHandle)
         let sent = server.notifyAll(value, handle: handles.valueHandle)
         record(.notified(ref, value, centrals: sent))
+        return (value, sent)
     }
 
     private func tick(_ ref: CharacteristicRef, interval: TimeSpan, source: ValueSource?, remaining: Int?, site: String) {
@@ -284,6 +360,8 @@ public struct PeripheralActivity: CustomStringConvertible {
         case indicationConfirmed(CharacteristicRef, Bool)
         case valueSet(CharacteristicRef, [UInt8])
         case answered(ATTErrorCode)
+        /// The central broke the Attribute Protocol (what, the octets, what the bearer did).
+        case protocolViolation(LEAddress, ATTViolationEvent)
         case action(PeripheralAction)
         case note(String)
     }
@@ -308,6 +386,8 @@ public struct PeripheralActivity: CustomStringConvertible {
         case let .indicationConfirmed(ref, ok): what = "indication of \(ref) \(ok ? "confirmed" : "failed")"
         case let .valueSet(ref, value): what = "set \(ref) = \(value.spacedHex)"
         case let .answered(code): what = "answered the request with \(code.name)"
+        case let .protocolViolation(peer, event):
+            what = "protocol violation by \(peer): \(event)" + (event.consequence == .linkDropped ? "; the peripheral drops the link" : "")
         case let .action(action): what = action.description
         case let .note(note): what = note
         }

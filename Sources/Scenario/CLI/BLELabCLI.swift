@@ -53,6 +53,9 @@ public struct BLELabCLI {
         return ScenarioRoles()
     }
 
+    /// What `--version` prints; the executable sets it from the commit it was built from.
+    public static var version = BLELabVersion.text(commit: "", localChanges: false, note: "built as a library")
+
     /// The `--transport` values, for messages (the executable may offer more than the default).
     public static var transportHelp = "this build offers: sim"
 
@@ -66,6 +69,9 @@ public struct BLELabCLI {
         switch command {
         case let .help(text):
             console.out(text + "\n")
+            return .passed
+        case .version:
+            console.out(Self.version + "\n")
             return .passed
         case let .run(arguments): return run(arguments)
         case let .validate(paths): return validate(paths)
@@ -106,7 +112,12 @@ public struct BLELabCLI {
 
     func list(_ arguments: ListArguments) -> Status {
         guard let scenarios = load(arguments.paths) else { return .badInput }
-        for s in ScenarioSelection(tags: arguments.tags, filter: arguments.filter).select(scenarios) {
+        let selection = ScenarioSelection(tags: arguments.tags, filter: arguments.filter)
+        if let why = Self.nothingSelected(scenarios, by: selection) {
+            console.err(why)
+            return .badInput
+        }
+        for s in selection.select(scenarios) {
             console.out("\(s.name)  [\(s.tags.joined(separator: ", "))]  \(s.file)\n")
         }
         return .passed
@@ -149,13 +160,19 @@ public struct BLELabCLI {
                 return .badInput
             }
         }
-        let selected = ScenarioSelection(tags: arguments.tags, filter: arguments.filter, shard: arguments.shard).select(scenarios)
+        let selection = ScenarioSelection(tags: arguments.tags, filter: arguments.filter, shard: arguments.shard)
+        if let why = Self.nothingSelected(scenarios, by: selection) {
+            console.err(why + "blelab: nothing was run\n")
+            return .badInput
+        }
+        let selected = selection.select(scenarios)
         let reporter = ConsoleReporter(console: console, verbosity: arguments.quiet ? .quiet : arguments.verbose ? .verbose : .normal)
         if arguments.transport != TransportTier.sim.rawValue { reporter.rerunOptions += " --transport \(arguments.transport)" }
         if let central = arguments.central { reporter.rerunOptions += " --central \(central)" }
         if let peripheral = arguments.peripheral { reporter.rerunOptions += " --peripheral \(peripheral)" }
-        if selected.isEmpty {
-            console.out("no scenario selected (\(scenarios.count) loaded)\n")
+        if selected.isEmpty, let shard = arguments.shard {
+            // Not a typo: with more shards than scenarios, some shards have none.
+            console.out("no scenario in shard \(shard) (\(ScenarioSelection(tags: arguments.tags, filter: arguments.filter).select(scenarios).count) selected)\n")
         }
         let runnable = selected.filter { $0.runs(on: backend.tier) }
         if !runnable.isEmpty {
@@ -167,6 +184,7 @@ public struct BLELabCLI {
         }
         defer { backend.shutDown() }
         let runner = ScenarioRunner(backend: backend, roles: roles)
+        var captureNames = arguments.capture.map { CaptureNames(files: selected.map(\.file), directory: $0) }
         if !roles.isEmpty { console.err("blelab: \(roles.description); BLELab's devices on \(backend.description)\n") }
         let repeats = max(1, arguments.repeatCount)
         let total = selected.count * repeats
@@ -182,8 +200,8 @@ public struct BLELabCLI {
                 let began = wallClock()
                 var result = runner.run(scenario, options: options)
                 var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
-                if let directory = arguments.capture {
-                    for (path, capture) in RunReports.captureFiles([run], directory: directory) {
+                if captureNames != nil {
+                    for (path, capture) in captureNames!.paths(for: run) {
                         guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
                     }
                     result.captures = []   // written: no need to keep them
@@ -200,6 +218,35 @@ public struct BLELabCLI {
         reporter.summary(runs, wall: wallClock() - start)
         if status == .badInput { return status }
         return runs.contains { $0.result.failure != nil } ? .failed : .passed
+    }
+
+    /// When `--tag`/`--filter` keep none of `scenarios` (a typo, most likely: in CI it must not
+    /// pass as a run of nothing), what to print: what was asked, and the tags or names there
+    /// are. Nil when they keep some (an empty shard is no typo).
+    static func nothingSelected(_ scenarios: [Scenario], by selection: ScenarioSelection) -> String? {
+        let asked = ScenarioSelection(tags: selection.tags, filter: selection.filter)
+        guard !scenarios.isEmpty, asked.select(scenarios).isEmpty else { return nil }
+        let allTags = Set(scenarios.flatMap(\.tags)).sorted(by: ScenarioFiles.pathOrder)
+        let loaded = "\(scenarios.count) loaded"
+        let tagged = "tagged " + selection.tags.joined(separator: " or ")
+        let filter = selection.filter ?? ""
+        var text = "blelab: no scenario selected: "
+        switch (selection.tags.isEmpty, filter.isEmpty) {
+        case (false, true): text += "none of the \(loaded) is \(tagged)"
+        case (true, false): text += "no name among the \(loaded) contains '\(filter)'"
+        default: text += "none of the \(loaded) is \(tagged) and has a name containing '\(filter)'"
+        }
+        let hints = selection.tags.filter { !allTags.contains($0) }.compactMap { Spelling.suggestion(for: $0, in: allTags) }
+        if !hints.isEmpty { text += "; " + hints.joined(separator: "; ") }
+        text += "\n"
+        if !selection.tags.isEmpty {
+            text += "blelab: the tags are: " + (allTags.isEmpty ? "none (no scenario has tags)" : allTags.joined(separator: ", ")) + "\n"
+        }
+        if !filter.isEmpty {
+            text += "blelab: the scenarios are:\n"
+            for s in scenarios { text += "  \(s.name)  [\(s.tags.joined(separator: ", "))]\n" }
+        }
+        return text
     }
 
     private func write(_ bytes: [UInt8], to path: String) -> Bool {

@@ -10,6 +10,8 @@ public enum CLICommand: Equatable {
     case verdicts(VerdictsArguments)
     /// Print this help text and exit 0.
     case help(String)
+    /// `--version`: print `BLELabVersion.text` and exit 0.
+    case version
 }
 
 /// `--shard I/N`: the I-th of N parts (1-based) of the sorted scenario list.
@@ -100,6 +102,9 @@ public enum CLIArguments {
             case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list, import and verdicts")
             }
         case "-h", "--help": return .help(Help.main)
+        case "--version", "version":
+            guard rest.isEmpty else { throw UsageError("--version takes nothing after it") }
+            return .version
         default:
             let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "verdicts", "help"]).map { "; \($0)" } ?? ""
             throw UsageError("unknown command '\(command)': expected run, validate, list, import or verdicts\(hint)")
@@ -236,6 +241,7 @@ public enum Help {
       list [PATHS…]      list scenarios: name, tags, file
       import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
       verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
+      --version          the version, and the git commit blelab was built from
 
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)
     'blelab <command> --help' describes each command.
@@ -255,6 +261,7 @@ public enum Help {
     options:
       --tag T          only scenarios tagged T (repeatable: any of the tags)
       --filter NAME    only scenarios whose name contains NAME (case-insensitive)
+                       (a --tag/--filter that selects nothing is an error: exit 2)
       --seed N         use seed N instead of each scenario's own
       --repeat N       run each scenario N times, with seeds S, S+1, … (S: --seed or the scenario's)
       --shard I/N      run only the I-th of N shards (round-robin over the sorted list; 1 <= I <= N)
@@ -274,7 +281,8 @@ public enum Help {
       -h, --help       this text
 
     Colour is used only when standard output is a terminal and NO_COLOR is not set.
-    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage
+    exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (a --tag or
+    --filter that selects nothing too)
     """ }
 
     public static let validate = """
@@ -289,6 +297,6 @@ public enum Help {
     usage: blelab list [--tag T] [--filter NAME] [PATHS…]
 
     Lists the scenarios in PATHS (default scenarios/): name, tags and file, in sorted file order.
-    exit status: 0, or 2 when a file cannot be read or validated
+    exit status: 0, or 2 when a file cannot be read or validated or --tag/--filter select nothing
     """
 }

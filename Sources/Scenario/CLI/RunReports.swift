@@ -126,23 +126,10 @@ public enum RunReports {
 
     // MARK: Captures
 
-    /// Where each device's capture of each run goes: `DIR/<file>[.run<k>].<device>.btsnoop`, where
-    /// `<file>` is the scenario file's name without `.yaml` (its whole path, dashed, when two
-    /// selected files share a name).
+    /// Where each device's capture of each run goes (`CaptureNames`), for runs known together.
     public static func captureFiles(_ runs: [ScenarioRun], directory: String) -> [(path: String, capture: DeviceCapture)] {
-        let stems = runs.map { stem(of: $0.result.file) }
-        var counts: [String: Set<String>] = [:]
-        for (run, s) in zip(runs, stems) { counts[s, default: []].insert(run.result.file) }
-        let dir = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        var out: [(String, DeviceCapture)] = []
-        for (run, s) in zip(runs, stems) {
-            let base = (counts[s]?.count ?? 1) > 1 ? dashed(run.result.file) : s
-            let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
-            for capture in run.result.captures {
-                out.append(("\(dir)/\(base)\(repetition).\(capture.device).btsnoop", capture))
-            }
-        }
-        return out
+        var names = CaptureNames(files: runs.map(\.result.file), directory: directory)
+        return runs.flatMap { names.paths(for: $0) }
     }
 
     static func stem(of file: String) -> String {
@@ -155,5 +142,62 @@ public enum RunReports {
         while path.hasPrefix("./") { path.removeFirst(2) }
         while path.hasPrefix("/") { path.removeFirst() }
         return String(path.map { $0 == "/" ? "-" : $0 })
+    }
+}
+
+/// The capture files of a `blelab run --capture DIR`: `DIR/<file>[.run<k>].<device>.btsnoop`,
+/// where `<file>` is the scenario file's name without `.yaml`, or its whole path dashed when
+/// another selected file has the same name (`scenarios/a/x.yaml` → `scenarios-a-x`). Names are
+/// fixed for the whole selection before the first run, so no run's capture replaces another's:
+/// should names still coincide (dashed paths can: `a-b/x.yaml` and `a/b/x.yaml`; a device id
+/// with a dot can meet another file's name), the later file in sorted order takes `-2`, `-3`…
+/// after its name, or the later capture after its device.
+public struct CaptureNames {
+    public let directory: String
+    /// Each selected file's `<file>` part.
+    private let bases: [String: String]
+    /// Paths handed out so far.
+    private var taken: Set<String> = []
+
+    /// `files`: every scenario file the run selected, in the order they run (sorted).
+    public init(files: [String], directory: String) {
+        self.directory = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        var unique: [String] = []
+        var seen: Set<String> = []
+        for file in files where seen.insert(file).inserted { unique.append(file) }
+        var stems: [String: Int] = [:]
+        for file in unique { stems[RunReports.stem(of: file), default: 0] += 1 }
+        let natural = unique.map { stems[RunReports.stem(of: $0), default: 0] > 1 ? RunReports.dashed($0) : RunReports.stem(of: $0) }
+        let reserved = Set(natural)
+        var assigned: Set<String> = []
+        var bases: [String: String] = [:]
+        for (file, name) in zip(unique, natural) {
+            var chosen = name
+            var n = 2
+            while assigned.contains(chosen) || (chosen != name && reserved.contains(chosen)) {
+                chosen = "\(name)-\(n)"
+                n += 1
+            }
+            assigned.insert(chosen)
+            bases[file] = chosen
+        }
+        self.bases = bases
+    }
+
+    /// The paths of `run`'s captures, each one not handed out before.
+    public mutating func paths(for run: ScenarioRun) -> [(path: String, capture: DeviceCapture)] {
+        let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)
+        let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
+        return run.result.captures.map { capture in
+            let stem = "\(directory)/\(base)\(repetition).\(capture.device)"
+            var path = stem + ".btsnoop"
+            var n = 2
+            while taken.contains(path) {
+                path = "\(stem)-\(n).btsnoop"
+                n += 1
+            }
+            taken.insert(path)
+            return (path, capture)
+        }
     }
 }

@@ -16,13 +16,18 @@ public struct CentralStep {
     /// `acquire: true` on a subscribe or write step: through BlueZ's AcquireNotify/AcquireWrite
     /// socket when BlueZ is the central (BLELab's own central ignores it: the same PDUs cross).
     public var acquire: Bool
+    /// `type:` on a subscribe step: what it writes to the CCCD (notifications, indications or
+    /// both); nil: notifications, or indications when only those are offered.
+    public var subscription: GATTClientConfiguration?
 
-    public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false) {
+    public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false,
+                subscription: GATTClientConfiguration? = nil) {
         self.index = index
         self.location = location
         self.text = text
         self.action = action
         self.acquire = acquire
+        self.subscription = subscription
     }
 
     public var isExpectation: Bool {
@@ -43,11 +48,17 @@ public enum CentralAction {
     case exchangeMTU(peripheral: String, mtu: Int)
     case read(peripheral: String, characteristic: CharacteristicRef)
     case write(WriteStep)
+    /// Read a descriptor of a characteristic (Core Vol 3 Part G 4.12.1 and 4.12.2).
+    case readDescriptor(peripheral: String, descriptor: DescriptorRef)
+    /// Write a descriptor with a Write Request (Part G 4.12.3; long values 4.12.4).
+    case writeDescriptor(peripheral: String, descriptor: DescriptorRef, value: [UInt8])
     case subscribe(peripheral: String, characteristic: CharacteristicRef)
     case unsubscribe(peripheral: String, characteristic: CharacteristicRef)
     /// Let time pass.
     case wait(TimeSpan)
-    case disconnect(peripheral: String)
+    /// End the connection, waiting at most `within` for it to end; nil: as long as the link's
+    /// termination can take (`Connection.terminationBound`).
+    case disconnect(peripheral: String, within: TimeSpan?)
     /// Make peripherals act now, in the order written.
     case peripheralActions([PeripheralActions])
     case expect(Expectation)
@@ -57,7 +68,7 @@ public enum CentralAction {
     /// Whether the step is an ATT operation whose error an `expect: { error: … }` may take.
     public var isOperation: Bool {
         switch self {
-        case .discover, .exchangeMTU, .read, .write, .subscribe, .unsubscribe: return true
+        case .discover, .exchangeMTU, .read, .write, .subscribe, .unsubscribe, .readDescriptor, .writeDescriptor: return true
         default: return false
         }
     }
@@ -66,14 +77,29 @@ public enum CentralAction {
     public var peripheral: String? {
         switch self {
         case let .connect(p, _), let .discover(p, _), let .exchangeMTU(p, _), let .read(p, _), let .subscribe(p, _),
-             let .unsubscribe(p, _), let .disconnect(p):
+             let .unsubscribe(p, _), let .disconnect(p, _):
             return p
         case let .write(w): return w.peripheral
+        case let .readDescriptor(p, _), let .writeDescriptor(p, _, _): return p
         case let .expect(e): return e.peripheral
         case let .fault(f): return f.peripheral
         case .scan, .wait, .peripheralActions: return nil
         }
     }
+}
+
+/// One descriptor of a characteristic, as a step names it (`{ characteristic: 2A19, descriptor: 2901 }`).
+public struct DescriptorRef: Hashable, CustomStringConvertible {
+    public var characteristic: CharacteristicRef
+    public var uuid: BluetoothUUID
+
+    public init(_ uuid: BluetoothUUID, of characteristic: CharacteristicRef) {
+        self.uuid = uuid
+        self.characteristic = characteristic
+    }
+
+    /// "descriptor 2901 of 180F/2A19".
+    public var description: String { "descriptor \(uuid) of \(characteristic)" }
 }
 
 public struct ScanStep: Hashable {

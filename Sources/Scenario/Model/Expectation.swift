@@ -34,6 +34,9 @@ public enum Expectation {
     case flaw(FlawExpectation)
     /// About the link: its parameters, an ATT timeout (Faults.swift).
     case fault(FaultExpectation)
+    /// The step right before was cut short by the link, or its connect failed
+    /// (InterruptionExpectation.swift).
+    case interruption(InterruptionExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -48,6 +51,7 @@ public enum Expectation {
         case let .fault(f): return f.peripheral
         case .value, .writeSentAs, .error: return nil
         case let .flaw(e): return e.peripheral
+        case let .interruption(e): return e.peripheral
         }
     }
 
@@ -69,6 +73,7 @@ public enum Expectation {
             return "disconnected from \(p)\(reason.map { " with reason \($0)" } ?? "") within \(within)"
         case let .flaw(e): return e.summary
         case let .fault(f): return f.summary
+        case let .interruption(e): return e.summary
         }
     }
 }

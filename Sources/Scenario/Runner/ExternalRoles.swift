@@ -192,6 +192,9 @@ public protocol ExternalPeripheral: AnyObject {
     func stop(completion: @escaping () -> Void)
     /// The address centrals see it at (known once started).
     var address: LEAddress? { get }
+    /// The centrals connected to it, as its stack has told it so far (a `peripheral:` step whose
+    /// actions act on the link waits for one).
+    var connectedCentrals: [LEAddress] { get }
     /// Runs actions now (a scenario's `peripheral:` step).
     func perform(_ actions: [PeripheralAction], site: String)
     /// What it did and saw, as the simulated peripheral reports it.

@@ -136,7 +136,8 @@ public struct TimelineEvent {
         /// A simulated peripheral acted or saw something.
         case peripheral
         /// The central met a flawed peer: a response it rejected, an ATT timeout, a notification
-        /// for a handle it never discovered, a Service Changed indication.
+        /// for a handle it never discovered, a Service Changed indication; or a peripheral's ATT
+        /// bearer met a central that broke the protocol (`ATTProtocolViolation`).
         case protocolViolation = "protocol-violation"
     }
 

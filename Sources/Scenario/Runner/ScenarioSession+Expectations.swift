@@ -71,6 +71,8 @@ extension ScenarioSession {
             try checkFlaw(e, fail: fail)
         case let .fault(f):
             try check(f, fail: fail)
+        case let .interruption(e):
+            try checkInterruption(e, fail: fail)
         }
     }
 

@@ -110,7 +110,8 @@ extension ScenarioSession {
             everFound.formUnion(found.keys)
             note = found.isEmpty ? "discovered nothing" : "discovered " + describeExternalScan(found)
         case let .connect(id, within):
-            guard everFound.contains(id), let address = address(of: id) else {
+            let remembered = expectsInterruption(after: position, linkLost: false, of: id)
+            guard everFound.contains(id) || remembered, let address = address(of: id) else {
                 throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting",
                                   seen: externalScan == nil ? "no scan has run" : "no scan discovered \(id)")
             }
@@ -120,14 +121,20 @@ extension ScenarioSession {
                 external.connect(to: address, within: within, completion: done)
             }
             if case let .failure(error) = result {
-                throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "\(error)")
+                var reason: ConnectFailureReason?
+                if case .timeout = error { reason = .timeout }
+                try connectFailed(id, step: step, position: position, reason: reason, seen: "\(error)", within: within)
+                return true
             }
+            lastConnect = ConnectAttempt(step: step, peripheral: id, time: now, outcome: .connected(nil))
             externalConnections.insert(id)
             everConnected.insert(id)
             note = "connected to \(id) at \(address)"
-        case let .disconnect(id):
+        case let .disconnect(id, within):
             let address = try externalLive(id)
-            let result = try operate("the disconnection from \(id)") { done in external.disconnect(from: address, completion: done) }
+            let result = try operate("the disconnection from \(id)", limit: within ?? Self.operationLimit) { done in
+                external.disconnect(from: address, completion: done)
+            }
             if case let .failure(error) = result {
                 throw StepFailure(kind: .operation, expected: "the connection to \(id) to end", seen: "\(error)")
             }
@@ -272,6 +279,13 @@ extension ScenarioSession {
         case let .failure(error):
             lastExternalOperation = (step, error)
             let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
+            // The link ended under it (the stack says only that the call failed; the link tells).
+            if error.attErrorCode == nil, let id = step.action.peripheral, let address = address(of: id),
+               externalCentral?.isConnected(address) == false, expectsInterruption(after: position, linkLost: true, of: id) {
+                externalConnections.remove(id)
+                note = "cut short: the link to \(id) ended (\(error))"
+                return nil
+            }
             guard let code = error.attErrorCode else {
                 throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "\(error)")
             }
@@ -337,19 +351,44 @@ extension ScenarioSession {
             let ended = try waitFor("the disconnection of \(id) (within: \(within))", within: within) { !external.isConnected(address) }
             guard ended else { throw fail("still connected after \(within)") }
             externalConnections.remove(id)
-            // The reason is what the peripheral's side saw (bluetoothd does not tell it).
+            // bluetoothd does not tell the reason: it is read from the peripheral's side of the link.
             if let reason {
-                let seen = peripherals[id]?.activity.lazy.reversed().compactMap { entry -> HCIStatus? in
-                    if case let .disconnected(_, r) = entry.kind { return r }
-                    return nil
-                }.first
-                guard seen == reason else { throw fail("\(id) saw the link end with \(seen.map { "\($0)" } ?? "no reason")") }
+                // The peripheral's end may hear of it a moment after the central's stack.
+                if peripherals[id] != nil { try waitFor("\(id)'s host to hear the link end", within: within) { !self.peripheralHasLink(id) } }
+                let seen = centralSideReason(id)
+                guard seen == reason else { throw fail("disconnected with reason \(seen.map { "\($0)" } ?? "unknown (\(id) saw none)")") }
             }
             note = "disconnected"
         default:
             return false
         }
         return true
+    }
+}
+
+extension ScenarioSession {
+    /// The reason the central got for the end of its link to `id`, as BLELab's peripheral saw it
+    /// (another stack in the central's seat does not say). Disconnection Complete gives each end
+    /// its own view (Core Vol 4 Part E 7.7.5): the end that asked gets Connection Terminated By
+    /// Local Host and the other the reason HCI Disconnect gave, so when the peripheral got 0x16 the
+    /// central got the reason in the peripheral's last HCI Disconnect, and when the peripheral got
+    /// the central's reason the central got 0x16; a timeout is both ends' own.
+    func centralSideReason(_ id: String) -> HCIStatus? {
+        guard let peripheral = peripherals[id] else { return nil }
+        let seen = peripheral.activity.lazy.reversed().compactMap { entry -> HCIStatus? in
+            if case let .disconnected(_, r) = entry.kind { return r }
+            return nil
+        }.first
+        guard let seen else { return nil }
+        if seen == .connectionTerminatedByLocalHost {
+            // HCI_Disconnect: 01 06 04 03 handle(2) reason.
+            let asked = peripheral.device.log.packets.last { p in
+                p.direction == .hostToController && p.frame.count == 7 && Array(p.frame.prefix(4)) == [0x01, 0x06, 0x04, 0x03]
+            }
+            return asked.map { HCIStatus(rawValue: $0.frame[6]) }
+        }
+        // A reason HCI Disconnect allows (Vol 4 Part E 7.1.6) came from the central's own Disconnect.
+        return [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(seen.rawValue) ? .connectionTerminatedByLocalHost : seen
     }
 }
 

@@ -22,7 +22,9 @@ final class FlawObservations {
             switch violation {
             case let .malformed(opcode, _): return opcode.method == .response
             case .unsolicitedResponse, .unexpectedResponse: return true
-            case .emptyPDU, .unsolicitedConfirmation, .unsupported: return false
+            case .emptyPDU, .unsolicitedConfirmation, .unsupported, .unknownOpcode, .pipelinedRequest, .repeatedMTUExchange,
+                 .shrinkingMTU, .unverifiedSignedWrite:
+                return false
             }
         }
     }
@@ -70,17 +72,13 @@ extension ScenarioSession {
         let client = connection.client
         let handle = connection.handle
         let flaws = flawObservations
-        var lastReceived: [UInt8] = []
-        bearer.onPDUReceived = { lastReceived = $0 }
-        bearer.onProtocolViolation = { [unowned self] violation in
-            let bytes: [UInt8]
-            switch violation {
-            case .emptyPDU: bytes = []
-            default: bytes = lastReceived
-            }
+        bearer.observeViolations { [unowned self] event in
+            let violation = event.violation, bytes = event.pdu
             flaws.rejected[id, default: []].append(.init(time: self.now, violation: violation, bytes: bytes))
+            self.violationNotes.append(("central from \(id): \(event)", "\(violation)"))
             self.record(TimelineEvent(time: self.now, device: "central", kind: .protocolViolation,
-                                      text: "rejected from \(id): \(violation); octets \(bytes.isEmpty ? "(none)" : bytes.spacedHex)",
+                                      text: "rejected from \(id): \(violation); octets \(bytes.isEmpty ? "(none)" : bytes.spacedHex)"
+                                        + (event.consequence == .linkDropped ? "; the central drops the link" : ""),
                                       direction: "received", bytes: bytes))
         }
         bearer.onFailure = { [unowned self, weak connection] error in

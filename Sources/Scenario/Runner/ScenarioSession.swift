@@ -57,6 +57,10 @@ final class ScenarioSession {
     var everDiscovered: [String: ScanReport] = [:]
     /// The latest connection to each peripheral (kept after it ends, for its reason).
     var connections: [String: Connection] = [:]
+    /// When each peripheral's latest connection ended.
+    var linkEnded: [String: Instant] = [:]
+    /// The latest `connect` step's outcome (`expect: { connect-failed }`).
+    var lastConnect: ConnectAttempt?
     var lastRead: (step: Int, value: [UInt8])?
     var lastOperation: (step: CentralStep, error: GATTError?)?
     /// The last write: its step, and where the central's ATT traffic stood when it started.
@@ -75,6 +79,9 @@ final class ScenarioSession {
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
+    /// Every ATT protocol violation a device's bearer met, in words ("hm10: pipelined-request: …"),
+    /// for the notes of the steps they happened in.
+    var violationNotes: [(text: String, violation: String)] = []
 
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
     static let operationLimit = TimeSpan.seconds(35)
@@ -118,10 +125,12 @@ final class ScenarioSession {
                 let start = now
                 current = step
                 note = nil
+                let violationsBefore = violationNotes.count
                 record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
                 do {
                     try execute(step, position: position)
                     if let lost = controllerLost() { throw lost }
+                    note = withViolations(note, since: violationsBefore)
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
                     record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "passed" + (note.map { ": \($0)" } ?? ""), step: step.index))
                 } catch {
@@ -140,6 +149,7 @@ final class ScenarioSession {
             }
         }
         current = nil
+        settleFinalInstant()
         var captures: [DeviceCapture] = []
         if options.keepsCaptures, let lab {
             let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (central.map { [$0] } ?? [])
@@ -169,9 +179,16 @@ final class ScenarioSession {
             }
             peripherals[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
+            let peripheralID = spec.id
+            peripheral.host.observeATTViolations { [unowned self] _, event in self.violationNotes.append(("\(peripheralID): \(event)", "\(event.violation)")) }
             if options.recordsTimeline {
                 let id = spec.id
                 peripheral.onActivity = { [unowned self] activity in
+                    if case let .protocolViolation(_, event) = activity.kind {
+                        // What the central broke, on the peripheral's side (docs/scenarios.md section 9).
+                        return self.record(TimelineEvent(time: activity.time, device: id, kind: .protocolViolation, text: Self.describe(activity),
+                                                         direction: "received", bytes: event.pdu))
+                    }
                     self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
                 }
                 watchTimeline(peripheral.device)
@@ -207,6 +224,30 @@ final class ScenarioSession {
         }
     }
 
+    /// Lets every device hear what happened up to the scenario's end before the captures and the
+    /// timeline are taken. A step ends as soon as the central has heard what it waits for (its
+    /// Disconnection Complete, say); the frames the other controllers produced at that same
+    /// instant are still queued on the loop, and without this they would be missing from the
+    /// peripherals' captures. On real controllers, a peripheral may hear of the end of a link a
+    /// little after the central did: each one still holding a link the central no longer has is
+    /// given up to that link's supervision timeout (Core 5.4 Vol 6 Part B 4.5.2) to hear of it.
+    private func settleFinalInstant() {
+        guard let lab else { return }
+        lab.loop.run(until: now)
+        guard !lab.isSimulated, let central, central.host.driver.closed == nil else { return }
+        let centralAddress = central.address
+        let peers = Set(central.host.connections.values.map(\.peer))
+        var bound = TimeSpan.zero
+        var stale: [Connection] = []
+        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.device.host.driver.closed == nil {
+            for connection in peripheral.host.connections.values where connection.peer == centralAddress && !peers.contains(peripheral.device.address) {
+                stale.append(connection)
+                bound = max(bound, connection.supervisionTimeoutTime)
+            }
+        }
+        if !stale.isEmpty { lab.run(within: bound) { stale.allSatisfy { !$0.isConnected } } }
+    }
+
     /// On real controllers, a peripheral that was never connected would go on advertising after
     /// the lab lets go of its controller (closing the HCI user channel does not reset it), and the
     /// next scenario's scans would hear it: stop advertising first (bounded, after the captures
@@ -228,6 +269,15 @@ final class ScenarioSession {
             self.record(TimelineEvent(time: r.time, device: name, kind: .att, text: r.pdu?.description ?? ATTPDU.describe(r.bytes),
                                       direction: r.wasSent ? "sent" : "received", bytes: r.bytes))
         }
+    }
+
+    /// A step's note with the protocol violations met while it ran.
+    /// Those the note already tells (a response the central rejected) are not repeated.
+    func withViolations(_ note: String?, since start: Int) -> String? {
+        let new = violationNotes[min(start, violationNotes.count)...].filter { entry in !(note ?? "").contains(entry.violation) }
+        guard !new.isEmpty else { return note }
+        let met = "ATT protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
+        return note.map { "\($0); \(met)" } ?? met
     }
 
     func record(_ event: TimelineEvent) {

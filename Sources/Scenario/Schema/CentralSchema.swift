@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import BLEWire
+import GATT
 import YAMLSubset
 
 /// Reads `central:` (docs/scenarios.md section 5) into `CentralStep`s.
@@ -17,7 +18,7 @@ struct CentralSchema {
     /// Connected at the step being read, in connection order.
     private var connected: [String] = []
     /// The peripheral the latest step talked to.
-    private var lastTarget: String?
+    private(set) var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
                            "peripheral", "expect"] + faultKeywords
@@ -26,6 +27,8 @@ struct CentralSchema {
 
     /// The step being read said `acquire: true`.
     private var acquire = false
+    /// The subscribe step being read said `type: …` (CentralSchema+Descriptors.swift).
+    var subscription: GATTClientConfiguration?
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -39,10 +42,12 @@ struct CentralSchema {
         for item in items {
             let location = SourceLocation(file: r.file, line: item.mark.line, column: item.mark.column)
             acquire = false
+            subscription = nil
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
-                                     acquire: acquire))
+                                     acquire: acquire, subscription: subscription))
         }
+        checkInterruptions(steps)
         return steps
     }
 
@@ -160,18 +165,27 @@ struct CentralSchema {
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
             return .exchangeMTU(peripheral: id, mtu: Int(size))
         case "read", "subscribe", "unsubscribe":
-            let f = fields("characteristic", keyword.text == "read" ? ["characteristic", "peripheral"] : ["characteristic", "peripheral", "acquire"])
+            let allowed = ["read": ["characteristic", "peripheral", "descriptor"], "subscribe": ["characteristic", "peripheral", "acquire", "type"]]
+            let f = fields("characteristic", allowed[keyword.text] ?? ["characteristic", "peripheral", "acquire"])
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             guard let c = f.required("characteristic", r, example: example),
                   let (id, ref) = characteristic(c, peripheral: f["peripheral"], at: keyword) else { return nil }
             if keyword.text != "read", !hasCCCD(ref, in: id, at: c, keyword: keyword.text) { return nil }
             switch keyword.text {
-            case "read": return .read(peripheral: id, characteristic: ref)
-            case "subscribe": return .subscribe(peripheral: id, characteristic: ref)
+            case "read":
+                guard let d = f["descriptor"] else { return .read(peripheral: id, characteristic: ref) }
+                return descriptor(d, of: ref, on: id).map { .readDescriptor(peripheral: id, descriptor: $0) }
+            case "subscribe":
+                if let t = f["type"] {
+                    guard let configuration = subscriptionType(t, of: ref, on: id) else { return nil }
+                    subscription = configuration
+                }
+                return .subscribe(peripheral: id, characteristic: ref)
             default: return .unsubscribe(peripheral: id, characteristic: ref)
             }
         case "write":
-            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral", "acquire"])
+            let f = fields("characteristic", ["characteristic", "value", "type", "peripheral", "acquire", "descriptor"])
+            if let d = f["descriptor"] { return descriptorWrite(d, fields: f, keyword: keyword) }
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             let resolved = f.required("characteristic", r, example: example).flatMap { characteristic($0, peripheral: f["peripheral"], at: keyword) }
             let bytes = f.required("value", r, example: example).flatMap { r.attributeBytes($0) }
@@ -198,10 +212,16 @@ struct CentralSchema {
             guard let d = f.required("for", r, example: example), let span = r.duration(d) else { return nil }
             return .wait(span)
         case "disconnect":
-            let f = fields("peripheral", ["peripheral"])
-            guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+            let f = fields("peripheral", ["peripheral", "within"])
+            var within: TimeSpan?
+            var ok = true
+            if let w = f["within"] {
+                within = r.duration(w)
+                ok = within != nil
+            }
+            guard let id = target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
             connected.removeAll { $0 == id }
-            return .disconnect(peripheral: id)
+            return .disconnect(peripheral: id, within: within)
         case "peripheral":
             return peripheralActions(keyword: keyword, value: value, siblings: siblings)
         case "expect":
@@ -212,6 +232,8 @@ struct CentralSchema {
             var schema = ExpectationSchema(r: r)
             guard let expectation = schema.expectation(value, central: &self) else { return nil }
             if case let .disconnected(id, _, _) = expectation { connected.removeAll { $0 == id } }
+            // The link the step before relied on is down after it.
+            if case let .interruption(e) = expectation { connected.removeAll { $0 == e.peripheral } }
             return .expect(expectation)
         default:
             return faultStep(keyword: keyword, value: value, siblings: siblings)

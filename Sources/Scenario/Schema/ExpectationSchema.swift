@@ -12,6 +12,7 @@ struct ExpectationSchema {
 
     static let kinds = ["discovered", "not-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
                         "peripheral-received", "notification", "no-notification", "disconnected"] + flawKinds + faultKinds
+        + interruptionKinds
 
     mutating func expectation(_ node: YAMLNode, central: inout CentralSchema) -> Expectation? {
         guard let m = r.mapping(node, "an expectation such as { discovered: hm10 } or { notification: FFE1, value: text:hi }") else { return nil }
@@ -157,6 +158,8 @@ struct ExpectationSchema {
             return .disconnected(peripheral: id, reason: reason, within: span)
         case _ where Self.flawKinds.contains(keyword.text):
             return flawExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
+        case _ where Self.interruptionKinds.contains(keyword.text):
+            return interruptionExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         default:
             return faultExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         }

@@ -16,6 +16,8 @@ final class PeripheralCatalog {
         /// Nil when the file's `properties` did not read (already an error of the file): no check
         /// that depends on them is made.
         var properties: CharacteristicProperties?
+        /// The descriptor types its database entry has (`CharacteristicSpec.descriptorUUIDs`).
+        var descriptors: [BluetoothUUID] = []
     }
 
     private(set) var ids: [String] = []
@@ -27,20 +29,23 @@ final class PeripheralCatalog {
     static let standard: [Entry] = [
         Entry(service: .genericAccessService, characteristic: .deviceName, properties: .read),
         Entry(service: .genericAccessService, characteristic: .appearance, properties: .read),
-        Entry(service: .genericAttributeService, characteristic: .serviceChanged, properties: .indicate),
+        Entry(service: .genericAttributeService, characteristic: .serviceChanged, properties: .indicate,
+              descriptors: [.clientCharacteristicConfiguration]),
     ]
 
     func add(_ id: String, services: [ServiceSpec]) {
         ids.append(id)
         entries[id] = Self.standard + services.flatMap { s in
-            s.characteristics.map { Entry(service: s.uuid, characteristic: $0.uuid, properties: $0.properties) }
+            s.characteristics.map { Entry(service: s.uuid, characteristic: $0.uuid, properties: $0.properties, descriptors: $0.descriptorUUIDs) }
         }
     }
 
     /// The characteristics of a service of `id` whose UUID is invalid.
     func addUnplaced(_ id: String, _ characteristics: [CharacteristicSpec]) {
         incomplete.insert(id)
-        entries[id, default: []] += characteristics.map { Entry(service: nil, characteristic: $0.uuid, properties: $0.properties) }
+        entries[id, default: []] += characteristics.map {
+            Entry(service: nil, characteristic: $0.uuid, properties: $0.properties, descriptors: $0.descriptorUUIDs)
+        }
     }
 
     /// Forgets the properties of `characteristic` in `service` of `id`, which did not read.
@@ -57,7 +62,9 @@ final class PeripheralCatalog {
     /// already has is not added twice.
     func addRuntimeService(_ id: String, _ service: ServiceSpec) {
         guard entries[id] != nil, !(entries[id] ?? []).contains(where: { $0.service == service.uuid }) else { return }
-        entries[id, default: []] += service.characteristics.map { Entry(service: service.uuid, characteristic: $0.uuid, properties: $0.properties) }
+        entries[id, default: []] += service.characteristics.map {
+            Entry(service: service.uuid, characteristic: $0.uuid, properties: $0.properties, descriptors: $0.descriptorUUIDs)
+        }
     }
 
     func contains(_ id: String) -> Bool { entries[id] != nil }

@@ -17,7 +17,8 @@ struct PeripheralSchema {
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
     static let serviceKeys = ["service", "characteristics"]
-    static let characteristicKeys = ["uuid", "properties", "value", "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
+    static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties",
+                                     "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
 
     /// The id the scripted central has in logs and captures; a peripheral cannot take it.
     static let centralID = "central"
@@ -352,6 +353,10 @@ struct PeripheralSchema {
         }
         var value: [UInt8] = []
         if let v = m["value"], let bytes = r.attributeBytes(v) { value = bytes }
-        return (CharacteristicSpec(uuid: uuid, properties: properties, value: value), propertiesRead)
+        let descriptors = DescriptorSchema(r: r)
+        let extended = descriptors.extendedProperties(m, properties: properties)
+        return (CharacteristicSpec(uuid: uuid, properties: properties, value: value,
+                                   descriptors: descriptors.descriptors(m, properties: properties, extended: extended),
+                                   extendedProperties: extended), propertiesRead)
     }
 }

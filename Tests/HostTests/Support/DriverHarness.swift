@@ -71,8 +71,20 @@ final class DriverHarness {
     /// The protocol errors' texts, for readable assertions on what was reported.
     var protocolErrorTexts: [String] {
         protocolErrors.map { error -> String in
+            if case let .violation(v) = error { return v.detail }
             if case let .malformed(text) = error { return text }
             return error.description
         }
     }
+
+    /// The typed violations among the protocol errors, in order.
+    var violations: [ProtocolViolation] {
+        protocolErrors.compactMap { error in
+            if case let .violation(v) = error { return v }
+            return nil
+        }
+    }
+
+    /// Each violation as `layer/kind` (what a harness compares).
+    var violationKinds: [String] { violations.map { "\($0.layer)/\($0.kind)" } }
 }

@@ -14,7 +14,8 @@ final class LinkHarness {
     var loop: VirtualEventLoop { h.loop }
 
     private(set) var attPDUs: [[UInt8]] = []
-    private(set) var notes: [String] = []
+    /// Everything the link reported, in order.
+    private(set) var violations: [ProtocolViolation] = []
     private(set) var acceptedParameters: [ConnectionParameterUpdate] = []
 
     init(role: ConnectionRole) {
@@ -25,9 +26,12 @@ final class LinkHarness {
             self.link.receive(pdu: pdu)
         }
         link.onATT = { [unowned self] in self.attPDUs.append($0) }
-        link.onProtocolNote = { [unowned self] in self.notes.append($0) }
+        link.onViolation = { [unowned self] in self.violations.append($0) }
         link.onConnectionParametersAccepted = { [unowned self] in self.acceptedParameters.append($0) }
     }
+
+    /// Each violation as `layer/kind -> answer` (what a harness compares).
+    var reported: [String] { violations.map { "\($0.layer)/\($0.kind) -> \($0.answer.token)" } }
 
     /// The peer sends `payloadHex` on `cid` in one basic frame, in one ACL packet.
     func receive(cid: UInt16, _ payloadHex: String, file: StaticString = #filePath, line: UInt = #line) {

@@ -1,0 +1,164 @@
+import BLERuntime
+import Transport
+import XCTest
+@testable import Scenario
+
+/// `blelab run` through its entry point, on scenario files written for the test: what a
+/// selection that matches nothing does, and the names `--capture` gives when files share a name.
+final class CLISelectionTests: XCTestCase {
+    private let f = ScenarioText.fixtures
+    private let cli = CLIHarness()
+
+    // MARK: A selection that matches nothing
+
+    /// A typo in `--tag` or `--filter` must not go green in CI: exit 2, nothing run, and the
+    /// tags or names there are.
+    func testATagThatMatchesNothingIsBadInputAndListsTheTags() {
+        XCTAssertEqual(cli.run(["run", "--tag", "scna", f + "/passing", f + "/failing"]), .badInput)
+        XCTAssertEqual(cli.out, "", "nothing ran")
+        XCTAssertEqual(cli.err, """
+        blelab: no scenario selected: none of the 3 loaded is tagged scna; did you mean 'scan'?
+        blelab: the tags are: scan, serial, smoke
+        blelab: nothing was run
+
+        """)
+    }
+
+    func testAFilterThatMatchesNothingIsBadInputAndListsTheNames() {
+        XCTAssertEqual(cli.run(["run", "--filter", "no such name", f + "/passing", f + "/failing"]), .badInput)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertEqual(cli.err, """
+        blelab: no scenario selected: no name among the 3 loaded contains 'no such name'
+        blelab: the scenarios are:
+          Deliberately failing echo  [serial]
+          Serial bridge echoes a write  [serial, smoke]
+          Scan filter keeps only FFF0  [scan, smoke]
+        blelab: nothing was run
+
+        """)
+    }
+
+    func testTagAndFilterThatMatchOnlyApartAreBadInput() {
+        // Each matches something, but no scenario has both.
+        XCTAssertEqual(cli.run(["run", "--tag", "scan", "--filter", "echo", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: no scenario selected: none of the 2 loaded is tagged scan and has a name containing 'echo'\n"), cli.err)
+        XCTAssertTrue(cli.err.contains("  Scan filter keeps only FFF0  [scan, smoke]\n"), cli.err)
+        XCTAssertTrue(cli.err.hasSuffix("blelab: nothing was run\n"), cli.err)
+    }
+
+    func testListWithASelectionThatMatchesNothingIsBadInputToo() {
+        XCTAssertEqual(cli.run(["list", "--tag", "nothing", f + "/passing"]), .badInput)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertTrue(cli.err.hasPrefix("blelab: no scenario selected: none of the 2 loaded is tagged nothing\n"), cli.err)
+    }
+
+    /// An empty shard is not a typo: with more shards than scenarios some shards have none.
+    func testAnEmptyShardStillPasses() {
+        XCTAssertEqual(cli.run(["run", "--shard", "3/3", f + "/passing"]), .passed)
+        XCTAssertEqual(cli.outLines.first, "no scenario in shard 3/3 (2 selected)")
+    }
+
+    // MARK: Capture names
+
+    /// Two files in different folders, with the same file name and the same scenario name, plus
+    /// one whose name is its own. Each peripheral advertises a name of its own, so each capture
+    /// shows which run wrote it.
+    private func twins() throws -> (dir: String, a: String, b: String, solo: String) {
+        let dir = try temporaryDirectory()
+        func scenario(_ advertised: String) -> String {
+            """
+            scenario: Twin scan
+            peripherals:
+              p:
+                advertise: { name: \(advertised), services: [FFF0] }
+            central:
+              - scan: { services: [FFF0], for: 200ms }
+              - expect: { discovered: p }
+
+            """
+        }
+        let (a, b, solo) = (dir + "/a/twin.yaml", dir + "/b/twin.yaml", dir + "/solo.yaml")
+        try FileText.write(Array(scenario("Alpha_Twin").utf8), to: a)
+        try FileText.write(Array(scenario("Bravo_Twin").utf8), to: b)
+        try FileText.write(Array(scenario("Solo_One").utf8), to: solo)
+        return (dir, a, b, solo)
+    }
+
+    /// `/tmp/x/a/twin.yaml` → `tmp-x-a-twin`, as docs/scenarios.md section 13 says.
+    private func dashed(_ path: String) -> String {
+        String(path.dropFirst().dropLast(5).map { $0 == "/" ? "-" : $0 })
+    }
+
+    /// Whether the capture at `path` holds `text` (the advertised name) somewhere in its packets.
+    private func capture(_ path: String, holds text: String) throws -> Bool {
+        let records = try BTSnoopReader.read(path: path).records
+        let needle = Array(text.utf8)
+        return records.contains { r in
+            r.data.count >= needle.count && (0...(r.data.count - needle.count)).contains { Array(r.data[$0..<($0 + needle.count)]) == needle }
+        }
+    }
+
+    func testFilesWithTheSameNameInDifferentFoldersKeepEveryCapture() throws {
+        let (dir, a, b, solo) = try twins()
+        defer { removeTree(dir) }
+        let out = dir + "/captures"
+        XCTAssertEqual(cli.run(["run", "--capture", out, dir], writesFiles: true), .passed, cli.out + cli.err)
+        let (da, db) = (dashed(a), dashed(b))
+        XCTAssertEqual(try FileText.entries(out).sorted(), [
+            "solo.central.btsnoop", "solo.p.btsnoop",
+            "\(da).central.btsnoop", "\(da).p.btsnoop",
+            "\(db).central.btsnoop", "\(db).p.btsnoop",
+        ].sorted())
+        XCTAssertTrue(try capture("\(out)/\(da).p.btsnoop", holds: "Alpha_Twin"))
+        XCTAssertFalse(try capture("\(out)/\(da).p.btsnoop", holds: "Bravo_Twin"))
+        XCTAssertTrue(try capture("\(out)/\(db).p.btsnoop", holds: "Bravo_Twin"))
+        XCTAssertTrue(try capture("\(out)/\(db).central.btsnoop", holds: "Bravo_Twin"), "the central heard b's peripheral")
+        XCTAssertTrue(try capture("\(out)/solo.p.btsnoop", holds: "Solo_One"))
+        _ = solo
+    }
+
+    func testRepeatedRunsOfFilesWithTheSameNameKeepEveryCapture() throws {
+        let (dir, a, b, _) = try twins()
+        defer { removeTree(dir) }
+        let out = dir + "/captures"
+        XCTAssertEqual(cli.run(["run", "--repeat", "2", "--capture", out, dir + "/a", dir + "/b"], writesFiles: true), .passed, cli.out + cli.err)
+        let (da, db) = (dashed(a), dashed(b))
+        var expected: [String] = []
+        for base in [da, db] {
+            for k in 1...2 { expected += ["\(base).run\(k).central.btsnoop", "\(base).run\(k).p.btsnoop"] }
+        }
+        XCTAssertEqual(try FileText.entries(out).sorted(), expected.sorted())
+        for k in 1...2 {
+            XCTAssertTrue(try capture("\(out)/\(da).run\(k).p.btsnoop", holds: "Alpha_Twin"), "run \(k) of a")
+            XCTAssertTrue(try capture("\(out)/\(db).run\(k).p.btsnoop", holds: "Bravo_Twin"), "run \(k) of b")
+        }
+        // Different seeds, different runs: the two runs of a file are two captures.
+        XCTAssertNotEqual(try FileText.readBytes("\(out)/\(da).run1.central.btsnoop"), try FileText.readBytes("\(out)/\(da).run2.central.btsnoop"))
+    }
+
+    /// Dashed paths can coincide (`x-y/b.yaml` and `x/y/b.yaml` are both `x-y-b`), and a dashed
+    /// path can be another file's own name (`x-y-b.yaml`): in sorted file order the first keeps
+    /// the name, the others take `-2`, `-3`…
+    func testNamesThatStillClashAfterDashingGetANumber() {
+        func run(_ file: String) -> ScenarioRun {
+            ScenarioRun(result: ScenarioResult(name: "n", file: file, tags: [], seed: 1, tier: .sim, outcome: .passed, virtualTime: .zero, steps: [],
+                                               timeline: [], captures: [DeviceCapture(device: "central", packets: [])]))
+        }
+        let files = ["x-y-b.yaml", "x-y/b.yaml", "x/y/b.yaml", "z/b.yaml"]
+        XCTAssertEqual(RunReports.captureFiles(files.map(run), directory: "out").map(\.path), [
+            "out/x-y-b.central.btsnoop", "out/x-y-b-2.central.btsnoop", "out/x-y-b-3.central.btsnoop", "out/z-b.central.btsnoop",
+        ])
+    }
+
+    /// A device id with a dot can meet another file's name and device (`x` with device `a.p`
+    /// and `x.a` with device `p`): the later capture takes `-2` rather than overwrite the first.
+    func testADeviceIdWithADotNeverOverwritesAnotherCapture() {
+        func run(_ file: String, _ device: String) -> ScenarioRun {
+            ScenarioRun(result: ScenarioResult(name: "n", file: file, tags: [], seed: 1, tier: .sim, outcome: .passed, virtualTime: .zero, steps: [],
+                                               timeline: [], captures: [DeviceCapture(device: device, packets: [])]))
+        }
+        XCTAssertEqual(RunReports.captureFiles([run("s/x.yaml", "a.p"), run("s/x.a.yaml", "p")], directory: "out").map(\.path), [
+            "out/x.a.p.btsnoop", "out/x.a.p-2.btsnoop",
+        ])
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import XCTest
+@testable import Scenario
+
+/// The Makefile's promises: every target that builds installs the build's packages first; make
+/// test ends with a count line from the results and fails on a failed test; make soak's report
+/// names flaky tests and scenario flakes.
+final class MakefileTests: XCTestCase {
+    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// Rules of the Makefile: target → (prerequisites, recipe lines).
+    private func rules() throws -> [String: (prerequisites: [String], recipe: [String])] {
+        var rules: [String: (prerequisites: [String], recipe: [String])] = [:]
+        var current: String?
+        for line in try FileText.read(root + "/Makefile").split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix("\t") {
+                if let current { rules[current]?.recipe.append(line) }
+                continue
+            }
+            current = nil
+            guard !line.hasPrefix("#"), !line.hasPrefix("."), let colon = line.firstIndex(of: ":"),
+                  !line.contains("="), !line.hasPrefix(" ") else { continue }
+            let target = String(line[..<colon])
+            guard !target.contains("$"), !target.contains(" ") else { continue }
+            rules[target] = (line[line.index(after: colon)...].split(separator: " ").map(String.init), [])
+            current = target
+        }
+        return rules
+    }
+
+    func testEveryTargetThatBuildsInstallsTheBuildsPackagesFirst() throws {
+        let rules = try rules()
+        XCTAssertNotNil(rules["deps"])
+        let builders = rules.filter { _, rule in
+            rule.recipe.contains { $0.contains("$(SWIFT) build") || $0.contains("vm/e2e-vhci.sh") || $0.contains("vm/e2e-bluez.sh") || $0.contains("tools/soak.sh") }
+        }
+        XCTAssertTrue(Set(["build", "test", "e2e", "e2e-bluez", "e2e-vhci", "bench-vhci", "e2e-rootcanal", "e2e-bumble", "bench-tiers", "soak"])
+            .isSubset(of: builders.keys), "\(builders.keys.sorted())")
+        for (target, rule) in builders {
+            XCTAssertTrue(rule.prerequisites.contains("deps"), "make \(target) builds Swift but does not depend on deps (dbus/dbus.h on a fresh machine)")
+        }
+        // The scripts that build and are also run by hand install the packages themselves.
+        for script in ["vm/e2e-vhci.sh", "vm/e2e-bluez.sh"] {
+            let text = try FileText.read(root + "/" + script)
+            let install = try XCTUnwrap(text.range(of: "bash tools/install-deps.sh"), script)
+            let build = try XCTUnwrap(text.range(of: "\"$SWIFT\" build"), script)
+            XCTAssertLessThan(install.lowerBound, build.lowerBound, script)
+        }
+    }
+
+    // MARK: Scripts
+
+    private func python(_ script: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        guard let python = CaptureInteropTests.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
+        let run = try CaptureInteropTests.runTool(python, [root + "/tools/" + script] + arguments)
+        return (run.status, run.output.split(separator: "\n").map(String.init))
+    }
+
+    private func xunit(_ cases: [(String, Bool)], in dir: String, _ name: String) throws -> String {
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"TestResults\">\n"
+        for (test, passed) in cases {
+            xml += "<testcase classname=\"T.C\" name=\"\(test)\" time=\"0.1\">\n" + (passed ? "" : "<failure message=\"failure\"></failure>\n") + "</testcase>\n"
+        }
+        xml += "</testsuite>\n</testsuites>\n"
+        try FileText.write(xml, to: dir + "/" + name)
+        return dir + "/" + name
+    }
+
+    func testMakeTestEndsWithOneCountLineAndFailsWhenATestFailed() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let recipe = try XCTUnwrap(try rules()["test"]?.recipe.joined(separator: "\n"))
+        XCTAssertTrue(recipe.contains("--xunit-output $(TEST_RESULTS)") && recipe.contains("tools/test-summary.py --status"), recipe)
+
+        let good = try xunit([("testA", true), ("testB", true)], in: dir, "good.xml")
+        var r = try python("test-summary.py", ["--status", "0", good, dir + "/absent-swift-testing.xml"])
+        XCTAssertEqual(r.status, 0)
+        XCTAssertEqual(r.lines.last, "2 passed, 0 failed")
+
+        let bad = try xunit([("testA", true), ("testB", false)], in: dir, "bad.xml")
+        r = try python("test-summary.py", ["--status", "1", bad])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.lines, ["failed: T.C.testB", "1 passed, 1 failed"])
+
+        let none = try xunit([], in: dir, "none.xml")
+        r = try python("test-summary.py", ["--status", "0", none])
+        XCTAssertEqual(r.status, 1, "no test ran is no pass")
+        XCTAssertEqual(r.lines.last, "0 passed, 0 failed")
+
+        r = try python("test-summary.py", ["--status", "0", dir + "/missing.xml"])
+        XCTAssertEqual(r.status, 1)
+    }
+
+    func testSoakReportCountsFlakyTestsAndScenarioFlakes() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let run1 = try xunit([("testSteady", true), ("testFlaky", true), ("testBroken", false)], in: dir, "run-1.xml")
+        let run2 = try xunit([("testSteady", true), ("testFlaky", false), ("testBroken", false)], in: dir, "run-2.xml")
+        func pass(_ name: String, _ failedSeed: Int?) throws -> String {
+            var xml = "<testsuites name=\"blelab\"><testsuite name=\"blelab.sim\">"
+            for seed in 42...43 {
+                xml += "<testcase name=\"Echo (run \(seed - 41) of 2, seed \(seed))\" classname=\"scenarios.echo\" time=\"1\">"
+                if seed == failedSeed { xml += "<failure message=\"m\" type=\"expectation\">d</failure>" }
+                xml += "</testcase>"
+            }
+            xml += "</testsuite></testsuites>"
+            try FileText.write(xml, to: dir + "/" + name)
+            return dir + "/" + name
+        }
+        let r = try python("soak-report.py", ["--tests", run1, run2, "--scenarios", try pass("pass-1.xml", nil), try pass("pass-2.xml", 43)])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(Array(r.lines.suffix(3)), ["flaky_tests: 1", "failing_tests: 1", "scenario_flakes: 1"])
+        XCTAssertTrue(r.lines.contains("  flaky: T.C.testFlaky (failed in 1 of 2 runs)"), "\(r.lines)")
+        XCTAssertTrue(r.lines.contains("  flake: Echo (scenarios.echo) seed 43: passed, failed"), "\(r.lines)")
+
+        let steady = try xunit([("testSteady", true)], in: dir, "run-3.xml")
+        let clean = try python("soak-report.py", ["--tests", steady, steady, "--scenarios", try pass("pass-3.xml", nil), try pass("pass-4.xml", nil)])
+        XCTAssertEqual(Array(clean.lines.suffix(3)), ["flaky_tests: 0", "failing_tests: 0", "scenario_flakes: 0"])
+        XCTAssertEqual(clean.status, 0)
+        let failing = try python("soak-report.py", ["--tests", run1, run1, "--scenarios", try pass("pass-5.xml", nil)])
+        XCTAssertEqual(Array(failing.lines.suffix(3)), ["flaky_tests: 0", "failing_tests: 1", "scenario_flakes: 0"])
+        XCTAssertEqual(failing.status, 1, "a test failing in every run fails the soak too")
+    }
+}
