@@ -321,7 +321,11 @@ struct StepEmitter {
             if op.error != nil, !failed(o) {
                 notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
             }
-            if bits & 0x03 == 0 {
+            if ch.properties & 0x30 == 0 {
+                // A CCCD under a characteristic that offers neither notify nor indicate: the lab
+                // gives such a characteristic none, so a subscribe to it would not validate.
+                notes.append("\(op.start): the central wrote a CCCD of \(ref), which offers neither notify nor indicate; not reproduced")
+            } else if bits & 0x03 == 0 {
                 lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
             } else if bits & 0x03 == 0x03 || (bits & 0x03 == 0x02 && ch.properties & 0x10 != 0) {
                 // Both, or indications where notify is offered too: subscribe's type says which.

@@ -13,17 +13,28 @@ public struct ScanConfiguration: Hashable {
     public var active: Bool
     /// Report every advertising event instead of each device once per scan.
     public var allowDuplicates: Bool
-    /// Scan interval and window (0.625 ms units on the wire).
+    /// Scan interval and window (LE Set Scan Parameters, Vol 4 Part E 7.8.10: 0.625 ms units on
+    /// the wire, 2.5 ms to 10.24 s, window ≤ interval; values outside are clamped, a window
+    /// longer than the interval is cut to it).
     public var interval: TimeSpan
     public var window: TimeSpan
+    /// Report only devices heard at least this strong (dBm), as apps filter by RSSI; a weaker
+    /// report is dropped and the device may still be reported when it is heard stronger. Nil: all.
+    public var minimumRSSI: Int8?
 
     public init(services: [BluetoothUUID]? = nil, active: Bool = true, allowDuplicates: Bool = false,
-                interval: TimeSpan = .milliseconds(10), window: TimeSpan = .milliseconds(10)) {
+                interval: TimeSpan = .milliseconds(10), window: TimeSpan = .milliseconds(10), minimumRSSI: Int8? = nil) {
         self.services = services
         self.active = active
         self.allowDuplicates = allowDuplicates
         self.interval = interval
         self.window = window
+        self.minimumRSSI = minimumRSSI
+    }
+
+    /// A duration in LE_Scan_Interval / LE_Scan_Window units (0.625 ms), within 0x0004–0x4000.
+    static func scanUnits(_ t: TimeSpan) -> UInt16 {
+        UInt16(clamping: min(max(t.nanoseconds / 625_000, 4), 0x4000))
     }
 }
 
@@ -88,10 +99,9 @@ extension BLEHost {
                               completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         if let error = requireReady() { return completion(.failure(error)) }
         let state = ScannerState(configuration: configuration, onReport: onReport)
-        let units = { (t: TimeSpan) in UInt16(clamping: min(max(t.nanoseconds / 625_000, 4), 0x4000)) }
-        let interval = units(configuration.interval)
+        let interval = ScanConfiguration.scanUnits(configuration.interval)
         let params = LEScanParameters(active: configuration.active, interval: interval,
-                                      window: min(units(configuration.window), interval), ownAddressType: ownAddressType)
+                                      window: min(ScanConfiguration.scanUnits(configuration.window), interval), ownAddressType: ownAddressType)
         var commands: [HCICommand] = []
         if scanner?.isEnabled == true { commands.append(.leSetScanEnable(enable: false, filterDuplicates: false)) }
         discardPendingScanResponses()
@@ -144,7 +154,7 @@ extension BLEHost {
                 merged.scanResponse = data
                 if !alone.delivered {
                     deliver(merged, to: state)
-                } else if !data.structures.isEmpty, state.isEnabled, merged.matches(services: state.configuration.services) {
+                } else if !data.structures.isEmpty, passesFilters(merged, state) {
                     state.onReport(merged)
                 }
             }
@@ -170,11 +180,18 @@ extension BLEHost {
         }
     }
 
-    /// Reports `report` when it passes the filter (and, without duplicates, is the device's
+    /// Whether `report` passes the scan's filters: the services, and the RSSI floor.
+    private func passesFilters(_ report: ScanReport, _ state: ScannerState) -> Bool {
+        guard state.isEnabled, report.matches(services: state.configuration.services) else { return false }
+        if let floor = state.configuration.minimumRSSI, report.rssi < floor { return false }
+        return true
+    }
+
+    /// Reports `report` when it passes the filters (and, without duplicates, is the device's
     /// first); returns whether it did.
     @discardableResult
     private func deliver(_ report: ScanReport, to state: ScannerState) -> Bool {
-        guard state.isEnabled, report.matches(services: state.configuration.services) else { return false }
+        guard passesFilters(report, state) else { return false }
         if !state.configuration.allowDuplicates {
             guard state.reported.insert(report.address).inserted else { return false }
         }

@@ -27,6 +27,8 @@ public final class Connection {
 
     private var disconnectObservers: [(HCIStatus) -> Void] = []
     private var parameterObservers: [(Connection) -> Void] = []
+    /// A peripheral's LE Connection Update waiting for LE Connection Update Complete.
+    private var pendingLinkLayerRequest: ((Result<Void, HostError>) -> Void)?
 
     init(host: BLEHost, event e: LEConnectionComplete) {
         self.host = host
@@ -55,6 +57,15 @@ public final class Connection {
             guard let self, let host else { return }
             for observer in host.attViolationObservers { observer(self, event) }
             host.report(ProtocolViolation(att: event, handle: handle))
+        }
+        link.acceptsConnectionParameters = { [weak self, weak host] p in
+            guard let self, let host else { return false }
+            let parameters = ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax, latency: p.latency,
+                                                  supervisionTimeout: p.timeout)
+            let accepted = host.acceptsConnectionParameters(self, parameters)
+            host.onConnectionParameterRequest?(ConnectionParameterRequest(connection: self, parameters: parameters, accepted: accepted,
+                                                                          procedure: .l2cap))
+            return accepted
         }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
@@ -107,10 +118,30 @@ public final class Connection {
         }
     }
 
-    /// Asks for new connection parameters: a central runs LE Connection Update; a peripheral asks
-    /// its central over L2CAP (Connection Parameter Update Request), which then updates.
-    public func updateParameters(_ p: ConnectionParameters, completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+    /// Asks for new connection parameters: a central runs LE Connection Update. A peripheral asks
+    /// its central over L2CAP (Connection Parameter Update Request, Vol 3 Part A 4.20; the
+    /// completion says whether the central accepted), or, `via: .linkLayer`, with LE Connection
+    /// Update on its own controller, whose link layer sends LL_CONNECTION_PARAM_REQ (Vol 6
+    /// Part B 5.1.7; the completion comes with LE Connection Update Complete: success, or the
+    /// central's reason as a `.command` error).
+    public func updateParameters(_ p: ConnectionParameters, via procedure: ParameterUpdateProcedure = .l2cap,
+                                 completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard isConnected, let host else { return completion(.failure(.unknownConnection(handle))) }
+        if role == .peripheral, procedure == .linkLayer {
+            guard pendingLinkLayerRequest == nil else {
+                return completion(.failure(.invalidState("a connection parameter request is already in progress")))
+            }
+            let params = LEConnectionUpdateParameters(handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                      maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
+            pendingLinkLayerRequest = completion
+            host.driver.send(.leConnectionUpdate(params)) { [weak self] result in
+                guard case let .failure(error) = result, let self else { return }
+                let pending = self.pendingLinkLayerRequest
+                self.pendingLinkLayerRequest = nil
+                pending?(.failure(error))
+            }
+            return
+        }
         if role == .central {
             let params = LEConnectionUpdateParameters(handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                       maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
@@ -126,7 +157,13 @@ public final class Connection {
     }
 
     func parametersUpdated(_ e: LEConnectionUpdateComplete) {
-        guard e.status.isSuccess else { return }
+        let pending = pendingLinkLayerRequest
+        pendingLinkLayerRequest = nil
+        guard e.status.isSuccess else {
+            pending?(.failure(.command(.leConnectionUpdate, e.status)))
+            return
+        }
+        defer { pending?(.success(())) }
         interval = e.connectionInterval
         latency = e.peripheralLatency
         supervisionTimeout = e.supervisionTimeout
@@ -137,6 +174,9 @@ public final class Connection {
         guard isConnected else { return }
         isConnected = false
         disconnectReason = reason
+        let pending = pendingLinkLayerRequest
+        pendingLinkLayerRequest = nil
+        pending?(.failure(.unknownConnection(handle)))
         link.close(reason: reason)
         bearer.close(reason: reason.rawValue)
         host?.gattServer.detach(bearer)
@@ -144,6 +184,23 @@ public final class Connection {
         disconnectObservers.removeAll()
         for observer in observers { observer(reason) }
     }
+}
+
+/// How a peripheral asks for new connection parameters.
+public enum ParameterUpdateProcedure: String, Hashable, Sendable {
+    /// L2CAP Connection Parameter Update Request (Vol 3 Part A 4.20), answered by the central's host.
+    case l2cap
+    /// LE Connection Update on the peripheral: LL_CONNECTION_PARAM_REQ (Vol 6 Part B 5.1.7),
+    /// which the central's controller hands its host (LE Remote Connection Parameter Request).
+    case linkLayer = "link-layer"
+}
+
+/// A peripheral's request for new parameters, as the central's host answered it.
+public struct ConnectionParameterRequest {
+    public let connection: Connection
+    public let parameters: ConnectionParameters
+    public let accepted: Bool
+    public let procedure: ParameterUpdateProcedure
 }
 
 extension Connection: CustomStringConvertible {

@@ -5,18 +5,23 @@ import HCI
 
 /// New connection parameters a peripheral asks for (`request-connection-update`): L2CAP
 /// Connection Parameter Update Request (Core 5.4 Vol 3 Part A 4.20), which the central's host
-/// answers and, when it accepts, applies with LE Connection Update (Vol 4 Part E 7.8.18).
+/// answers and, when it accepts, applies with LE Connection Update (Vol 4 Part E 7.8.18); or,
+/// `via: .linkLayer`, LE Connection Update on the peripheral (LL_CONNECTION_PARAM_REQ, Vol 6
+/// Part B 5.1.7), which the central's controller hands its host to answer.
 public struct ConnectionUpdateRequest: Hashable, Sendable, CustomStringConvertible {
     /// Connection interval in 1.25 ms units (min = max), peripheral latency in events,
     /// supervision timeout in 10 ms units.
     public var interval: UInt16
     public var latency: UInt16
     public var timeout: UInt16
+    /// How a peripheral asks (a central always uses LE Connection Update).
+    public var via: ParameterUpdateProcedure
 
-    public init(interval: UInt16, latency: UInt16, timeout: UInt16) {
+    public init(interval: UInt16, latency: UInt16, timeout: UInt16, via: ParameterUpdateProcedure = .l2cap) {
         self.interval = interval
         self.latency = latency
         self.timeout = timeout
+        self.via = via
     }
 
     public var parameters: ConnectionParameters {
@@ -25,6 +30,7 @@ public struct ConnectionUpdateRequest: Hashable, Sendable, CustomStringConvertib
 
     public var description: String {
         "interval \(Self.milliseconds(micros: Int64(interval) * 1250)) latency \(latency) timeout \(Self.milliseconds(micros: Int64(timeout) * 10_000))"
+            + (via == .linkLayer ? " via link-layer" : "")
     }
 
     /// "48.75ms", "50ms".
@@ -62,9 +68,9 @@ extension SimulatedPeripheral {
             let connections = host.connections.values.sorted { $0.handle < $1.handle }
             guard !connections.isEmpty else { return failed(action, "\(spec.id) has no connection", context) }
             for connection in connections {
-                // The central answers over L2CAP a few connection events later: its answer is
-                // recorded when it comes, not waited for.
-                connection.updateParameters(request.parameters) { [weak self] result in
+                // The central answers a few connection events later: its answer is recorded when
+                // it comes, not waited for.
+                connection.updateParameters(request.parameters, via: request.via) { [weak self] result in
                     if case let .failure(error) = result { self?.record(.note("request-connection-update: \(error)")) }
                 }
             }

@@ -37,7 +37,7 @@ public struct SimBackend: ScenarioBackend {
     public var model: AirModel
 
     /// The sim's model for scenarios: the lab's defaults, with ±2 dB of seeded RSSI noise on
-    /// what scanners report (SCENARIO-FORMAT.md `rssi:`).
+    /// what scanners report (docs/scenarios.md `rssi:`).
     public static var scenarioModel: AirModel {
         var model = AirModel()
         model.rssiNoise = 2

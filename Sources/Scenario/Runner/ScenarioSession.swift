@@ -66,8 +66,18 @@ final class ScenarioSession {
     /// The last write: its step, and where the central's ATT traffic stood when it started.
     var lastWrite: (step: CentralStep, trafficStart: Int, connectionHandle: UInt16)?
     /// Notifications already accounted for, per (peripheral, value handle).
-    var notificationMarks: [LinkObservations.Key: Int] = [:]
-    var writeMarks: [LinkObservations.Key: Int] = [:]
+    var notificationMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
+    }
+    var writeMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
+    }
+    /// The step that last set each mark, so that a failure can say "since step N" rather than
+    /// "none arrived" when an earlier step accounted for what did.
+    var notificationMarkSteps: [LinkObservations.Key: Int] = [:]
+    var writeMarkSteps: [LinkObservations.Key: Int] = [:]
+    /// `parameter-requests` answers by peripheral (ScenarioSession+Radio.swift).
+    var parameterRequestAnswers: [String: Bool] = [:]
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
@@ -87,6 +97,19 @@ final class ScenarioSession {
     }
 
     var now: Instant { lab?.loop.now ?? .zero }
+
+    private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
+        guard let step = current?.index else { return }
+        for (key, value) in new where old[key] != value { steps[key] = step }
+    }
+
+    /// " since step N (K before it)" when step N set the mark counting starts from (an expectation
+    /// that took what had arrived, a subscription that started the count), else "".
+    func since(_ step: Int?, accounted: Int, what: String) -> String {
+        guard let step else { return "" }
+        guard accounted > 0 else { return " since step \(step)" }
+        return " since step \(step) (\(accounted) \(what)\(accounted == 1 ? "" : "s") before it)"
+    }
 
     // MARK: Running
 
@@ -186,6 +209,7 @@ final class ScenarioSession {
             self.central = central
             observations.watchCentral(central.traffic)
             if options.recordsTimeline { watchTimeline(central) }
+            watchParameterRequests(central)
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
