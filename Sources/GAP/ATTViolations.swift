@@ -30,6 +30,10 @@ extension ProtocolViolation {
             if opcode.method == .request {
                 answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.requestNotSupported.rawValue)
             }
+        case let .invalidHandle(opcode, _, _):
+            if opcode.method == .request {
+                answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.invalidHandle.rawValue)
+            }
         case .emptyPDU, .unsolicitedResponse, .unexpectedResponse, .unsolicitedConfirmation, .unsupported,
              .pipelinedRequest, .repeatedMTUExchange, .shrinkingMTU, .unverifiedSignedWrite:
             break
