@@ -13,7 +13,7 @@ wrong answer found by looking inside one.
 
 `answer` is BLELab's own token for what it sent back (ProtocolViolation.Answer.token):
 "none", "command-reject 0x0000", "connection-parameters-rejected", "pairing-failed 0x07",
-"error-response 0x0a 0x04".
+"error-response 0x0a 0x04", "disconnect 0x13" (it ended the link).
 
 ACTIONS lists them with the BLELab roles each applies to and a weight.
 """
@@ -573,7 +573,7 @@ async def att_pipelined_requests(ctx):
         bytes([0x02]) + le16(ctx.rng.randint(23, 517)),    # Exchange MTU
         bytes.fromhex("12 0300 41"),                       # Write Request
     ]))
-    ctx.expect("att", "pipelined-request", "none")
+    ctx.expect("att", "pipelined-request", "disconnect 0x13")
     await ctx.dropped(0x13, "the link dropped (Remote User Terminated Connection) for a pipelined request")
 
 

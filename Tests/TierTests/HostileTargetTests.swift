@@ -153,7 +153,7 @@ final class HostileTargetTests: XCTestCase {
         XCTAssertTrue(bearer.sendUnchecked([0x0A, 0x01, 0x00]))                         // before the answer: pipelined
         XCTAssertTrue(lab.run(within: .seconds(2)) { !first.isConnected })
         XCTAssertEqual(first.disconnectReason, .remoteUserTerminatedConnection)
-        XCTAssertEqual(events.violations, ["1 att/repeated-mtu-exchange -> none", "1 att/pipelined-request -> none"])
+        XCTAssertEqual(events.violations, ["1 att/repeated-mtu-exchange -> none", "1 att/pipelined-request -> disconnect 0x13"])
         XCTAssertTrue(lab.run(within: .seconds(2)) { events.named("advertising").count == 2 }, "advertising again for the next round")
         let second = try connect()
         XCTAssertTrue(second.isConnected)
