@@ -378,7 +378,7 @@ class RoleRun:
         self.connections = 0
         self.current_round = None
         self.server_rx_mtu = 23
-        self.current_mtu = 23           # BLELab's ATT_MTU after its own client's exchange (as central)
+        self.mtu_by_handle = {}          # BLELab's ATT_MTU after its own client's exchange, by link (as central)
 
     def reproduce(self, r) -> str:
         return "reproduce: build/venv/bin/python tools/hostile_peer.py --blelab %s --role %s --seed %d --first-round %d --rounds 1" % (
@@ -490,10 +490,11 @@ class RoleRun:
                 rnd.tampered += 1
                 rnd.action = "tampered-response-to-0x%02x" % self.last_request[0]
                 rnd.expect("att", kind, "none")
-            if rnd is not None and self.last_request[:1] == b"\x02" and len(self.last_request) == 3 and len(pdu) == 3 and pdu[0] == 0x03:
+            if self.last_request[:1] == b"\x02" and len(self.last_request) == 3 and len(pdu) == 3 and pdu[0] == 0x03:
                 # BLELab's client exchanged MTU (3.4.2.2): min of both Rx MTUs, never below 23.
+                # Often before the round has begun (its script starts as soon as it connects).
                 client_rx = self.last_request[1] | self.last_request[2] << 8
-                self.current_mtu = max(23, min(client_rx, pdu[1] | pdu[2] << 8))
+                self.mtu_by_handle[bearer.handle] = max(23, min(client_rx, pdu[1] | pdu[2] << 8))
             original_send(bearer, pdu)
             if is_marker:
                 self.marker.set()
@@ -504,7 +505,12 @@ class RoleRun:
 
     async def as_peripheral(self, device):
         connected = asyncio.Queue()
-        device.on("connection", lambda c: connected.put_nowait(c))
+
+        def on_connection(c):
+            self.mtu_by_handle.pop(c.handle, None)     # handles are reused: nothing exchanged yet
+            connected.put_nowait(c)
+
+        device.on("connection", on_connection)
 
         async def advertise():
             data = bytes([2, 0x01, 0x06]) + bytes([12, 0x09]) + b"HostilePeer"
@@ -562,14 +568,12 @@ class RoleRun:
         rnd.is_up = lambda: not disconnected.done()
         rnd.disconnected = disconnected
         rnd.server_rx_mtu = self.server_rx_mtu
-        if phase1 is not None:
-            self.current_mtu = 23
         record = {"round": r, "connection": number, "actions": [], "early": False}
         self.figures["rounds"] += 1
         finished = True
         if phase1 is not None:
             finished = await phase1(rnd)
-            rnd.att_mtu = self.current_mtu
+            rnd.att_mtu = self.mtu_by_handle.get(connection.handle, 23)
             if rnd.tampered:
                 self.figures["tampered_responses"] += rnd.tampered
         pool = actions_for(self.role)
