@@ -86,4 +86,16 @@ final class ViolationTimelineTests: XCTestCase {
         XCTAssertTrue(wait.note?.contains("; hm10: l2cap/unknown-channel from central: ") == true, "\(wait.note ?? "no note")")
         XCTAssertEqual(result.steps.dropLast().compactMap(\.note).filter { $0.contains("protocol violation") }, [])
     }
+
+    /// A device that powers off loses what its controller had on the way to its host: a Number Of
+    /// Completed Packets already handed over when the curtain died (its Read Response had just
+    /// gone out) reached the host after it had let go of the link, and the host reported an
+    /// overcount that nothing broke.
+    func testAPoweredOffDeviceHearsNothingMoreFromItsController() throws {
+        let text = try String(contentsOfFile: FaultScenarioTests.fieldDirectory + "/air-power-off.yaml", encoding: .utf8)
+        let scenario = try Scenario.parse(text, file: "scenarios/field/air-power-off.yaml")
+        let result = ScenarioRunner().run(scenario, options: RunOptions(recordsTimeline: true))
+        XCTAssertEqual(result.verdict, "passed")
+        XCTAssertEqual(protocolViolations(result).filter { $0.layer != nil }.map(\.text), [])
+    }
 }

@@ -17,7 +17,8 @@ extension ScenarioSession {
     }
 
     private func violated(_ v: ProtocolViolation, on device: String, host: BLEHost) {
-        let from = v.handle.map { sender(of: $0, on: device, host: host) } ?? (v.layer == .hci ? "its controller" : nil)
+        // HCI's come from the device's own controller, whatever connection they name.
+        let from = v.layer == .hci ? "its controller" : v.handle.map { sender(of: $0, on: device, host: host) }
         var consequence = ""
         switch v.answer {
         case .none: break
