@@ -7,12 +7,13 @@ import Host
 /// (GAP joins the bearer's own event to it), so each is recorded once, from there.
 extension ScenarioSession {
     /// Records what `host` reports, as `device` (a peripheral's id, or `central`). Whoever had
-    /// `onViolation` before still hears everything.
+    /// `onViolation` before still hears everything. Weak: a host on external controllers can
+    /// still report after the run has ended (its transport closing with a PDU unfinished).
     func watchViolations(of host: BLEHost, device: String) {
         let earlier = host.onViolation
-        host.onViolation = { [unowned self] violation in
+        host.onViolation = { [weak self, unowned host] violation in
             earlier?(violation)
-            self.violated(violation, on: device, host: host)
+            self?.violated(violation, on: device, host: host)
         }
     }
 
