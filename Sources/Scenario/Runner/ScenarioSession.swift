@@ -81,8 +81,9 @@ final class ScenarioSession {
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
-    /// Every ATT protocol violation a device's bearer met, in words ("hm10: pipelined-request: …"),
-    /// for the notes of the steps they happened in.
+    /// Every protocol violation a lab device's host reported, of every layer, in words
+    /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
+    /// `violation` is its detail, which a note that already tells it contains.
     var violationNotes: [(text: String, violation: String)] = []
 
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
@@ -185,16 +186,12 @@ final class ScenarioSession {
             }
             peripherals[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
-            let peripheralID = spec.id
-            peripheral.host.observeATTViolations { [unowned self] _, event in self.violationNotes.append(("\(peripheralID): \(event)", "\(event.violation)")) }
+            watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
                 let id = spec.id
                 peripheral.onActivity = { [unowned self] activity in
-                    if case let .protocolViolation(_, event) = activity.kind {
-                        // What the central broke, on the peripheral's side (docs/scenarios.md section 9).
-                        return self.record(TimelineEvent(time: activity.time, device: id, kind: .protocolViolation, text: Self.describe(activity),
-                                                         direction: "received", bytes: event.pdu))
-                    }
+                    // What the central broke is in the timeline as its host reported it, typed.
+                    if case .protocolViolation = activity.kind { return }
                     self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
                 }
                 watchTimeline(peripheral.device)
@@ -207,6 +204,7 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
             self.central = central
+            watchViolations(of: central.host, device: PeripheralSchema.centralID)
             observations.watchCentral(central.traffic)
             if options.recordsTimeline { watchTimeline(central) }
             watchParameterRequests(central)
@@ -283,7 +281,7 @@ final class ScenarioSession {
     func withViolations(_ note: String?, since start: Int) -> String? {
         let new = violationNotes[min(start, violationNotes.count)...].filter { entry in !(note ?? "").contains(entry.violation) }
         guard !new.isEmpty else { return note }
-        let met = "ATT protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
+        let met = "protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
         return note.map { "\($0); \(met)" } ?? met
     }
 
