@@ -171,10 +171,14 @@ final class ScenarioSession {
         self.lab = lab
         if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
         let servedElsewhere = roles.peripheral?.served(in: scenario)?.id
-        for spec in scenario.peripherals {
-            if spec.id == servedElsewhere, let provider = roles.peripheral {
-                try addExternalPeripheral(spec, provider: provider)
+        for (k, declared) in scenario.peripherals.enumerated() {
+            if declared.id == servedElsewhere, let provider = roles.peripheral {
+                try addExternalPeripheral(declared, provider: provider)
                 continue
+            }
+            var spec = declared
+            if let advertising = spec.advertising, backend.advertisingIntervalStagger > .zero {
+                spec.advertising?.interval = advertising.interval + backend.advertisingIntervalStagger * Int64(k)
             }
             let peripheral: SimulatedPeripheral
             do { peripheral = try lab.addPeripheral(spec) } catch {
