@@ -227,8 +227,10 @@ struct ImportedPeripheral {
                      "\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))", notes: &notes)
             case let .serviceData(uuid, bytes, _):
                 let size = 2 + uuid.width + bytes.count
-                if serviceData.contains(where: { $0.0 == uuid }) || size > budget {
-                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced (a second one, or no room in 31 octets)")
+                if serviceData.contains(where: { $0.0 == uuid }) {
+                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: a second one for that UUID, and a scenario takes one value per service UUID")
+                } else if size > budget {
+                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: it takes \(size) octets and \(budget) of the 31 are left")
                 } else {
                     budget -= size
                     serviceData.append((uuid, bytes))

@@ -60,7 +60,7 @@ extension StepEmitter {
                    n.mark.time > end.time - Int64(connection.parameters(at: end).timeout) * 10_000 {
                     // Sent into a link already lost: the central's last heard event was one
                     // supervision timeout before the end (Core 5.4, Vol 6, Part B, 4.5.2).
-                    if !triggered.contains(n.mark) { act(p, at: n.mark, "{ \(n.indication ? "indicate" : "notify"): \(ref), value: \(YAMLValues.value(n.value)) }") }
+                    if !triggered.contains(n.mark) { act(p, at: n.mark, writer.sendAction(n.indication, to: ref, handle: n.handle, of: p, value: YAMLValues.value(n.value))) }
                     notes.append("\(n.mark): a \(kind) of \(ref) the peripheral sent after its link was lost (about \(lost)) never reached the central; nothing expects it")
                     continue
                 }
@@ -71,7 +71,7 @@ extension StepEmitter {
                     arrivals.append((p, n.handle, [n.value], n.mark.time))
                 }
                 guard !triggered.contains(n.mark) else { continue }
-                act(p, at: n.mark, "{ \(n.indication ? "indicate" : "notify"): \(ref), value: \(YAMLValues.value(n.value)) }")
+                act(p, at: n.mark, writer.sendAction(n.indication, to: ref, handle: n.handle, of: p, value: YAMLValues.value(n.value)))
             case let .unsolicited(c, u):
                 let p = writer.owner[c]
                 act(p, at: u.mark, "{ send-pdu: \(YAMLValues.hex(u.bytes)) }")

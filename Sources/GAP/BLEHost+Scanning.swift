@@ -71,6 +71,10 @@ final class ScannerState {
     var reported: Set<LEAddress> = []
     /// Scannable advertisements waiting for their SCAN_RSP.
     var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: LoopTimer)] = [:]
+    /// Scannable advertisements offered alone because no SCAN_RSP came within
+    /// `BLEHost.scanResponseWait`, with whether they were reported: a scan response that comes
+    /// later still belongs to them (until the device advertises again).
+    var offeredAlone: [LEAddress: (report: ScanReport, delivered: Bool)] = [:]
     var isEnabled = false
 
     init(configuration: ScanConfiguration, onReport: @escaping (ScanReport) -> Void) {
@@ -83,11 +87,13 @@ extension BLEHost {
     public var isScanning: Bool { scanner?.isEnabled ?? false }
 
     /// How long an active scanner holds a scannable advertisement while waiting for its scan
-    /// response before reporting it alone.
+    /// response before reporting it alone. Only how soon a device is reported depends on it: a
+    /// scan response that comes later is still merged (`receiveAdvertisingReport`).
     static let scanResponseWait = TimeSpan.milliseconds(10)
 
     /// Starts scanning; `onReport` is called for each matching device (once per device unless
-    /// duplicates are allowed). Scanning again while scanning replaces the configuration.
+    /// duplicates are allowed; once more when a device reported without its scan response gets
+    /// one with data later). Scanning again while scanning replaces the configuration.
     public func startScanning(_ configuration: ScanConfiguration = .init(),
                               onReport: @escaping (ScanReport) -> Void,
                               completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
@@ -134,24 +140,39 @@ extension BLEHost {
         }
         let sender = report.sender
         if report.eventType == .scanRsp {
-            guard let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
-            pending.timer.cancel()
-            var merged = pending.report
-            merged.scanResponse = data
-            deliver(merged, to: state)
+            if let pending = state.awaitingScanResponse.removeValue(forKey: sender) {
+                pending.timer.cancel()
+                var merged = pending.report
+                merged.scanResponse = data
+                deliver(merged, to: state)
+            } else if let alone = state.offeredAlone.removeValue(forKey: sender) {
+                // A scan response after the wait: HCI does not bound when a controller reports
+                // it, and it may report other devices first (Vol 4 Part E 7.7.65.2). It still
+                // answers that advertisement (Vol 6 Part B 4.4.3.2): merge. A device already
+                // reported alone is reported again only when the response adds something.
+                var merged = alone.report
+                merged.scanResponse = data
+                if !alone.delivered {
+                    deliver(merged, to: state)
+                } else if !data.structures.isEmpty, passesFilters(merged, state) {
+                    state.onReport(merged)
+                }
+            }
+            // Else it answers no advertisement this scan heard (an earlier scan's): dropped.
             return
         }
         let scanReport = ScanReport(address: sender, rssi: report.rssi, advertisement: data, scanResponse: nil,
                                     isConnectable: report.eventType.isConnectable, time: loop.now)
         let scannable = report.eventType == .advInd || report.eventType == .advScanInd
         if state.configuration.active && scannable {
+            state.offeredAlone[sender] = nil
             if let previous = state.awaitingScanResponse.removeValue(forKey: sender) {
                 previous.timer.cancel()
                 deliver(previous.report, to: state)
             }
             let timer = loop.schedule(after: Self.scanResponseWait) { [weak self, weak state] in
                 guard let self, let state, let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
-                self.deliver(pending.report, to: state)
+                state.offeredAlone[sender] = (pending.report, self.deliver(pending.report, to: state))
             }
             state.awaitingScanResponse[sender] = (scanReport, timer)
         } else {
@@ -159,13 +180,23 @@ extension BLEHost {
         }
     }
 
-    private func deliver(_ report: ScanReport, to state: ScannerState) {
-        guard state.isEnabled, report.matches(services: state.configuration.services) else { return }
-        if let floor = state.configuration.minimumRSSI, report.rssi < floor { return }
+    /// Whether `report` passes the scan's filters: the services, and the RSSI floor.
+    private func passesFilters(_ report: ScanReport, _ state: ScannerState) -> Bool {
+        guard state.isEnabled, report.matches(services: state.configuration.services) else { return false }
+        if let floor = state.configuration.minimumRSSI, report.rssi < floor { return false }
+        return true
+    }
+
+    /// Reports `report` when it passes the filters (and, without duplicates, is the device's
+    /// first); returns whether it did.
+    @discardableResult
+    private func deliver(_ report: ScanReport, to state: ScannerState) -> Bool {
+        guard passesFilters(report, state) else { return false }
         if !state.configuration.allowDuplicates {
-            guard state.reported.insert(report.address).inserted else { return }
+            guard state.reported.insert(report.address).inserted else { return false }
         }
         state.onReport(report)
+        return true
     }
 
     private func flushPendingScanResponses() {

@@ -48,7 +48,7 @@ public final class Connection {
         // A peer that breaks ATT in a way real stacks answer by dropping the bearer (a pipelined
         // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
         // channel down; the peer sees Remote User Terminated Connection.
-        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: .remoteUserTerminatedConnection) }
+        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: Connection.attDropReason) }
         // Every layer's violations reach the host's one `onViolation` (ATTViolations.swift is
         // the join for ATT's own event); ATT's also reach `observeATTViolations`.
         link.onViolation = { [weak host] violation in host?.report(violation) }
@@ -72,6 +72,9 @@ public final class Connection {
                                                          latency: p.latency, supervisionTimeout: p.timeout))
         }
     }
+
+    /// The reason the link ends with when the ATT bearer gives up on a peer that broke the protocol.
+    static let attDropReason = HCIStatus.remoteUserTerminatedConnection
 
     public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
     public var supervisionTimeoutTime: TimeSpan { .milliseconds(Int64(supervisionTimeout) * 10) }

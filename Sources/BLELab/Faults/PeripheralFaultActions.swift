@@ -2,6 +2,7 @@ import BLERuntime
 import Controller
 import GAP
 import HCI
+import Transport
 
 /// New connection parameters a peripheral asks for (`request-connection-update`): L2CAP
 /// Connection Parameter Update Request (Core 5.4 Vol 3 Part A 4.20), which the central's host
@@ -95,11 +96,14 @@ extension SimulatedPeripheral {
 extension LabDevice {
     /// Powers the device's controller off (`SimAir.powerOff`) and tells its host, which ends its
     /// connections, as when the device's battery dies or its firmware resets: peers time out.
+    /// What the controller had already handed to its host transport dies with it: a Number Of
+    /// Completed Packets still in flight would reach a host that has let go of the link.
     /// False off the simulator.
     @discardableResult
     public func powerOff() -> Bool {
         guard let controller, let air = lab.air else { return false }
         air.powerOff(controller)
+        (transport as? InProcessTransport)?.discardInFlight()
         host.controllerDidReset(reason: .hardwareFailure)
         return true
     }

@@ -7,7 +7,7 @@ import GATT
 import HCI
 import Host
 
-/// The scripted central's steps (SCENARIO-FORMAT.md "Central steps").
+/// The scripted central's steps (docs/scenarios.md section 5).
 extension ScenarioSession {
     func execute(_ step: CentralStep, position: Int) throws {
         if try executeExternal(step, position: position) { return }
@@ -243,18 +243,15 @@ extension ScenarioSession {
             }
         case .command:
             lastOperation = (step, nil)
-            let what = "a Write Command of \(w.value.count) octets to \(w.characteristic)"
+            let what = "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
             guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
                 if !connection.isConnected {
                     let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
                     return try cutShort(.linkLost(reason: reason), reason: reason, what, step: step, position: position)
                 }
-                if !connection.bearer.isOpen {
-                    throw StepFailure(kind: .operation, expected: what,
-                                      seen: "the ATT bearer takes no more PDUs (after a transaction timeout, Core Vol 3 Part F 3.3.3)")
-                }
                 throw StepFailure(kind: .operation, expected: what,
-                                  seen: "the value does not fit a Write Command (at most ATT_MTU - 3 = \(connection.client.mtu - 3) octets)")
+                                  seen: Self.unsentCommand(w.value.count, mtu: connection.client.mtu, bearer: connection.bearer.state,
+                                                           failure: connection.bearer.failure))
             }
             // Like CoreBluetooth's writeWithoutResponse, done once it has left the host.
             let crossed = try waitFor("the Write Command to cross the central's HCI", within: Expectation.defaultWithin) {
@@ -298,6 +295,21 @@ extension ScenarioSession {
         if let handle {
             let key = LinkObservations.Key(peripheral: id, handle: handle)
             notificationMarks[key] = enable ? before ?? 0 : observations.arrivals(id, handle).count
+        }
+    }
+
+    /// Why a Write Command could not be sent, the one reason that applies: the value is longer
+    /// than ATT_MTU - 3 (Core Vol 3 Part F 3.4.5.3), or the bearer is closed, or it failed (after a
+    /// transaction timeout, Part F 3.3.3, or a protocol violation) and sends nothing more.
+    static func unsentCommand(_ octets: Int, mtu: Int, bearer: ATTBearer.State, failure: ATTError? = nil) -> String {
+        switch bearer {
+        case .closed: return "the link is closed: the ATT bearer to the peripheral is gone"
+        case .failed:
+            if case .timeout? = failure { return "the ATT bearer sends nothing more after a transaction timeout (Core Vol 3 Part F 3.3.3)" }
+            return "the ATT bearer sends nothing more: it failed" + (failure.map { " (\($0))" } ?? "")
+        case .open:
+            return "\(octets) octets do not fit a Write Command at ATT_MTU \(mtu) (at most ATT_MTU - 3 = \(mtu - 3) octets); "
+                + "exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts"
         }
     }
 

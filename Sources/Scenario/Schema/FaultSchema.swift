@@ -76,7 +76,7 @@ struct FaultSyntax {
             guard let m = r.mapping(item, "an ATT PDU to drop such as { att: 3, from: central }") else { ok = false; continue }
             r.checkKeys(m, allowed: Self.dropKeys, of: "a drop")
             let index = r.required(m, "att", in: "a drop", expected: "'att: N', the Nth ATT PDU (from 1)")
-                .flatMap { r.integer($0, in: 1...1_000_000, "the number of the ATT PDU to drop, from 1") }
+                .flatMap { r.integer($0, in: 1...1_000_000, "the number of the ATT PDU to drop, from 1 to 1000000") }
             var side: ATTDrop.Side?
             if let f = r.required(m, "from", in: "a drop", expected: "'from: central' or 'from: peripheral'"),
                let s = r.scalar(f, "central or peripheral") {
@@ -91,7 +91,7 @@ struct FaultSyntax {
 
     /// `10dB/s`, `2.5dB/s`.
     func rate(_ node: YAMLNode) -> Double? {
-        let expected = "a rate in dB per second such as 10dB/s"
+        let expected = "a rate above 0 and up to 1000dB/s, such as 10dB/s"
         guard let s = r.scalar(node, expected) else { return nil }
         let lower = s.text.lowercased()
         if lower.hasSuffix("db/s") {
@@ -283,12 +283,12 @@ extension ActionSchema {
         case "burst":
             let example = "burst: { characteristic: FFE1, count: 20, value: { counter-u8: 0 } }"
             let f = fields(nil, ["characteristic", "count", "value"])
-            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c) else { return nil }
+            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c, sending: keyword.text) else { return nil }
             guard let n = f.required("count", r, example: example),
                   let count = r.integer(n, in: 1...10_000, "a count from 1 to 10000") else { return nil }
             var source: ValueSource?
             if let v = f["value"] {
-                guard let parsed = r.value(v, context: .action(writtenAllowed: site == .onWrite)) else { return nil }
+                guard let parsed = r.attributeValue(v, context: .action(writtenAllowed: site == .onWrite)) else { return nil }
                 source = parsed
             }
             return (.burst(ref, value: source, count: Int(count)), keyword.mark)
