@@ -68,15 +68,22 @@ extension SimulatedPeripheral {
         case let .requestConnectionUpdate(request):
             let connections = host.connections.values.sorted { $0.handle < $1.handle }
             guard !connections.isEmpty else { return failed(action, "\(spec.id) has no connection", context) }
+            // The central answers a few connection events later: its answer is recorded when it
+            // comes, not waited for. A refusal by this host itself (a link-layer request while
+            // one is still waiting) comes at once and fails the step.
+            var refusals: [String] = []
             for connection in connections {
-                // The central answers a few connection events later: its answer is recorded when
-                // it comes, not waited for.
+                var answeredAtOnce = true
                 connection.updateParameters(request.parameters, via: request.via) { [weak self] result in
-                    if case let .failure(error) = result { self?.record(.note("request-connection-update: \(error)")) }
+                    guard case let .failure(error) = result else { return }
+                    if answeredAtOnce { refusals.append("\(error)") } else { self?.record(.note("request-connection-update: \(error)")) }
                 }
+                answeredAtOnce = false
             }
+            if let refusal = refusals.first { return failed(action, "\(spec.id)'s host refused it: \(refusal)", context) }
             record(.action(action))
-            did(action, "\(action.description) (L2CAP Connection Parameter Update Request sent on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
+            let sent = request.via == .linkLayer ? "LL_CONNECTION_PARAM_REQ asked of the controller" : "L2CAP Connection Parameter Update Request sent"
+            did(action, "\(action.description) (\(sent) on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
         case let .burst(ref, source, count):
             // All handed to the stack at once: the host queues what the controller's ACL
             // buffers cannot take and sends it as Number Of Completed Packets returns credits
