@@ -176,6 +176,17 @@ e2e-all:
 	$(MAKE) --no-print-directory e2e-vhci || status=1; \
 	$(MAKE) --no-print-directory e2e-bluez || status=1; exit $$status
 
+# The cross-tier report: every scenario's verdict on the sim, RootCanal, Bumble and vhci, from the
+# JUnit files of e2e, e2e-socket and e2e-vhci (run those first). One line per scenario whose
+# verdict differs (MISMATCH) or that a tier skipped or lacks, then verdict_mismatches: N; fails
+# when a verdict differs, or when a file is missing.
+.PHONY: verdicts
+E2E_VHCI_DIR ?= $(BUILD_DIR)/e2e-vhci
+verdicts: deps
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(BLELAB) verdicts sim=$(E2E_DIR)/junit.xml rootcanal=$(E2E_ROOTCANAL_DIR)/junit.xml \
+		bumble=$(E2E_BUMBLE_DIR)/junit.xml vhci=$(E2E_VHCI_DIR)/junit.xml
+
 # The vhci and BlueZ tiers in a container (docs/vhci.md): installs docker.io and debootstrap when
 # missing, starts a private dockerd when none answers, makes a Debian base image without a
 # registry (cached in build/docker/base/), builds docker/Dockerfile, runs every scenario and the

@@ -5,17 +5,17 @@ Each action is an async function of a round context (`ctx`, tools/hostile_peer.p
 it sends octets (`ctx.send` a whole L2CAP basic frame on a CID, `ctx.raw` one ACL fragment with
 its packet boundary flag as given), declares what BLELab's host must report for it
 (`ctx.expect(layer, kind, answer)`, in the order BLELab will see it) and waits for the answer on
-the link (`ctx.answer(matcher, what)`). Benign actions (normal traffic mixed in) declare nothing
-and check their normal answer.
+the link (`ctx.answer(matcher, what)`), or for BLELab to end the link when that is its answer
+(`ctx.dropped(reason, what)`: the round ends there). Benign actions (normal traffic mixed in)
+declare nothing and check their normal answer. `ctx.att_mtu`, `ctx.server_rx_mtu` and
+`ctx.mtu_requests` are what the round knows of BLELab's ATT_MTU; `ctx.fail(text)` records a
+wrong answer found by looking inside one.
 
 `answer` is BLELab's own token for what it sent back (ProtocolViolation.Answer.token):
 "none", "command-reject 0x0000", "connection-parameters-rejected", "pairing-failed 0x07",
-"error-response 0x0a 0x04".
+"error-response 0x0a 0x04", "disconnect 0x13" (it ended the link).
 
-ACTIONS lists them with the BLELab roles each applies to and a weight. `pending` marks actions
-whose typed report belongs to the ATT branch (pipelined requests, repeated Exchange MTU, unknown
-opcodes, handle 0, reversed ranges): they are sent only with --with-pending until BLELab reports
-those kinds.
+ACTIONS lists them with the BLELab roles each applies to and a weight.
 """
 
 from __future__ import annotations
@@ -63,8 +63,11 @@ def pairing_failed(reason: int):
     return lambda cid, pdu: cid == SMP and pdu == want
 
 
-def error_response(request_opcode: int, code: int):
-    return lambda cid, pdu: cid == ATT and len(pdu) == 5 and pdu[0] == 0x01 and pdu[1] == request_opcode and pdu[4] == code
+def error_response(request_opcode: int, code: int, handle: int = None):
+    """An ATT Error Response (Part F 3.4.1.1) to `request_opcode` with `code`, naming `handle` when given."""
+    want = None if handle is None else le16(handle)
+    return lambda cid, pdu: (cid == ATT and len(pdu) == 5 and pdu[0] == 0x01 and pdu[1] == request_opcode and pdu[4] == code
+                             and (want is None or pdu[2:4] == want))
 
 
 def att_opcode(opcode: int):
@@ -346,14 +349,25 @@ MALFORMED_REQUESTS = [
     bytes.fromhex("04 0100 ff"),               # Find Information Request, end handle cut short
     bytes.fromhex("18"),                       # Execute Write Request without Flags
     bytes.fromhex("0c 0100"),                  # Read Blob Request without the offset
+    bytes.fromhex("02 17"),                    # Exchange MTU Request, half a Client Rx MTU
+    bytes.fromhex("0e 0100"),                  # Read Multiple Request with one handle (two at least)
+    bytes.fromhex("16 0100 00"),               # Prepare Write Request, half an offset
 ]
+
+
+def handle_in_error(pdu: bytes) -> int:
+    """The handle an Error Response to a malformed request names (Part F 3.4.1.1): the first one
+    the request carries, 0x0000 when its octets do not reach that far or it has none."""
+    if len(pdu) >= 3 and pdu[0] in (0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16):
+        return pdu[1] | pdu[2] << 8
+    return 0x0000
 
 
 async def att_malformed_request(ctx):
     pdu = ctx.rng.choice(MALFORMED_REQUESTS)
     ctx.send(ATT, pdu)
     ctx.expect("att", "malformed-pdu", "error-response 0x%02x 0x04" % pdu[0])
-    await ctx.answer(error_response(pdu[0], 0x04), "Error Response (invalid PDU) to opcode 0x%02x" % pdu[0])
+    await ctx.answer(error_response(pdu[0], 0x04, handle_in_error(pdu)), "Error Response (invalid PDU) to opcode 0x%02x" % pdu[0])
 
 
 async def att_empty(ctx):
@@ -361,24 +375,55 @@ async def att_empty(ctx):
     ctx.expect("att", "empty-pdu", "none")
 
 
+# Well-formed responses with no request of BLELab's outstanding (Part F 3.3.2): dropped.
+UNSOLICITED_RESPONSES = [
+    bytes.fromhex("0b 6869"),                  # Read Response
+    bytes.fromhex("0b"),                       # … of an empty value
+    bytes.fromhex("13"),                       # Write Response
+    bytes.fromhex("03 1700"),                  # Exchange MTU Response
+    bytes.fromhex("01 0a 0300 0a"),            # Error Response
+    bytes.fromhex("05 01 0300 0028"),          # Find Information Response
+    bytes.fromhex("07 0100 0500"),             # Find By Type Value Response
+    bytes.fromhex("09 04 0300 6869"),          # Read By Type Response
+    bytes.fromhex("0d 6869"),                  # Read Blob Response
+    bytes.fromhex("0f 6869"),                  # Read Multiple Response
+    bytes.fromhex("11 06 0100 0500 0018"),     # Read By Group Type Response
+    bytes.fromhex("17 0300 0000 41"),          # Prepare Write Response
+    bytes.fromhex("19"),                       # Execute Write Response
+    bytes.fromhex("21 0200 6869"),             # Read Multiple Variable Response
+]
+
+# Responses with no request outstanding that do not decode either: reported as malformed (the
+# decoder speaks first), dropped.
+MALFORMED_RESPONSES = [
+    bytes.fromhex("03"),                       # Exchange MTU Response without the MTU
+    bytes.fromhex("01 0a 0300"),               # Error Response without its code
+    bytes.fromhex("09"),                       # Read By Type Response without Length
+    bytes.fromhex("05 01 03"),                 # Find Information Response, half a handle
+    bytes.fromhex("11 06 0100"),               # Read By Group Type Response, an entry cut short
+]
+
+
 async def att_unsolicited_response(ctx):
-    ctx.send(ATT, ctx.rng.choice([
-        bytes.fromhex("0b 6869"),              # Read Response
-        bytes.fromhex("13"),                   # Write Response
-        bytes.fromhex("03 1700"),              # Exchange MTU Response
-        bytes.fromhex("01 0a 0300 0a"),        # Error Response
-        bytes.fromhex("09 04 0300 6869"),      # Read By Type Response
-        bytes.fromhex("19"),                   # Execute Write Response
-    ]))
+    ctx.send(ATT, ctx.rng.choice(UNSOLICITED_RESPONSES))
     ctx.expect("att", "unsolicited-response", "none")
 
 
+async def att_malformed_unsolicited_response(ctx):
+    ctx.send(ATT, ctx.rng.choice(MALFORMED_RESPONSES))
+    ctx.expect("att", "malformed-pdu", "none")
+
+
 async def att_unsolicited_confirmation(ctx):
-    ctx.send(ATT, bytes.fromhex("1e"))
-    ctx.expect("att", "unsolicited-confirmation", "none")
+    # BLELab never indicated anything. A confirmation has no parameters: with trailing octets it
+    # does not decode, and the decoder speaks first.
+    extra = rnd(ctx, 0, 2) if ctx.rng.random() < 0.25 else b""
+    ctx.send(ATT, bytes.fromhex("1e") + extra)
+    ctx.expect("att", "malformed-pdu" if extra else "unsolicited-confirmation", "none")
 
 
 async def att_multiple_notification(ctx):
+    # BLELab's client never set Multiple Handle Value Notifications Supported (Part G 7.2).
     ctx.send(ATT, bytes([0x23]) + le16(ctx.unknown_handle()) + le16(1) + b"x")
     ctx.expect("att", "unsupported-pdu", "none")
 
@@ -396,38 +441,155 @@ async def gatt_notification_for_unknown_handle(ctx):
         await ctx.answer(att_opcode(0x1E), "Handle Value Confirmation (an indication is confirmed even when ignored)")
 
 
-# Typed reports that belong to the ATT branch (sent with --with-pending only). The answers on the
-# link are checked already; the kinds are the ones proposed for ATT's event.
-async def att_pipelined_requests(ctx):
-    ctx.send(ATT, READ_DEVICE_NAME)
-    ctx.send(ATT, READ_DEVICE_NAME)
-    ctx.expect("att", "pipelined-request", "none")
-
-
-async def att_repeated_mtu_exchange(ctx):
-    ctx.send(ATT, bytes([0x02]) + le16(ctx.rng.randint(23, 517)))
-    await ctx.answer(att_opcode(0x03), "Exchange MTU Response")
-    ctx.send(ATT, bytes([0x02]) + le16(ctx.rng.randint(23, 517)))
-    ctx.expect("att", "repeated-mtu-exchange", "none")
+# Opcodes Core 5.4 does not define (Part F 3.4.8, Table 3.37): with the Command Flag (bit 6) clear
+# a request, answered Request Not Supported naming handle 0x0000; with it set a command, ignored.
+UNKNOWN_REQUEST_OPCODES = [0x00, 0x14, 0x15, 0x1A, 0x1C, 0x1F, 0x22, 0x24, 0x2F, 0x3E, 0x3F, 0x80, 0x8A, 0x92, 0xBF]
+UNKNOWN_COMMAND_OPCODES = [0x40, 0x41, 0x53, 0x5B, 0x7F, 0xC0, 0xD3, 0xFF]
 
 
 async def att_unknown_request(ctx):
-    opcode = ctx.rng.choice([0x1F, 0x2F, 0x3E])
+    opcode = ctx.rng.choice(UNKNOWN_REQUEST_OPCODES)
     ctx.send(ATT, bytes([opcode]) + rnd(ctx, 0, 4))
     ctx.expect("att", "unknown-opcode", "error-response 0x%02x 0x06" % opcode)
-    await ctx.answer(error_response(opcode, 0x06), "Error Response (request not supported)")
+    await ctx.answer(error_response(opcode, 0x06, 0x0000), "Error Response (request not supported) to opcode 0x%02x" % opcode)
+
+
+async def att_unknown_command(ctx):
+    ctx.send(ATT, bytes([ctx.rng.choice(UNKNOWN_COMMAND_OPCODES)]) + rnd(ctx, 0, 6))
+    ctx.expect("att", "unknown-opcode", "none")
+
+
+async def att_read_multiple_variable(ctx):
+    """Defined by Core 5.2 and later, not implemented by BLELab: Request Not Supported, no violation."""
+    ctx.send(ATT, bytes([0x20]) + le16(0x0003) + le16(0x0005))
+    await ctx.answer(error_response(0x20, 0x06, 0x0000), "Error Response (request not supported) to Read Multiple Variable")
+
+
+async def att_signed_write(ctx):
+    """A Signed Write Command: BLELab never paired, so there is no CSRK to check its signature
+    with; ignored (Part F 3.4.5.4). Without room for the 12-octet signature it does not decode."""
+    handle = ctx.rng.randint(0x0001, 0x0030)
+    if ctx.rng.random() < 0.75:
+        ctx.send(ATT, bytes([0xD2]) + le16(handle) + rnd(ctx, 0, 6) + rnd(ctx, 12, 12))
+        ctx.expect("att", "unverified-signed-write", "none")
+    else:
+        ctx.send(ATT, bytes([0xD2]) + le16(handle) + rnd(ctx, 0, 11)[:ctx.rng.randint(0, 11)])
+        ctx.expect("att", "malformed-pdu", "none")
+
+
+# Handle 0x0000 is reserved (Part F 3.2.2): a request naming it is answered Invalid Handle naming
+# 0x0000; a Write Command to it is ignored.
+HANDLE_ZERO = [
+    (bytes.fromhex("0a 0000"), True),                      # Read Request
+    (bytes.fromhex("0c 0000 0400"), True),                 # Read Blob Request
+    (bytes.fromhex("0e 0300 0000"), True),                 # Read Multiple Request, 0x0000 second
+    (bytes.fromhex("12 0000 41"), True),                   # Write Request
+    (bytes.fromhex("16 0000 0000 41"), True),              # Prepare Write Request
+    (bytes.fromhex("04 0000 ffff"), True),                 # Find Information from 0x0000
+    (bytes.fromhex("08 0000 ffff 002a"), True),            # Read By Type from 0x0000
+    (bytes.fromhex("10 0000 ffff 0028"), True),            # Read By Group Type from 0x0000
+    (bytes.fromhex("06 0000 ffff 0028 0018"), True),       # Find By Type Value from 0x0000
+    (bytes.fromhex("52 0000 41"), False),                  # Write Command
+]
 
 
 async def att_handle_zero(ctx):
-    ctx.send(ATT, bytes.fromhex("0a 0000"))
-    ctx.expect("att", "invalid-handle", "error-response 0x0a 0x01")
-    await ctx.answer(error_response(0x0A, 0x01), "Error Response (invalid handle) to a read of handle 0")
+    pdu, request = ctx.rng.choice(HANDLE_ZERO)
+    ctx.send(ATT, pdu)
+    if request:
+        ctx.expect("att", "invalid-handle", "error-response 0x%02x 0x01" % pdu[0])
+        await ctx.answer(error_response(pdu[0], 0x01, 0x0000), "Error Response (invalid handle) to opcode 0x%02x naming 0x0000" % pdu[0])
+    else:
+        ctx.expect("att", "invalid-handle", "none")
 
 
 async def att_reversed_range(ctx):
-    ctx.send(ATT, bytes.fromhex("10 0500 0100 0028"))
-    ctx.expect("att", "invalid-handle", "error-response 0x10 0x01")
-    await ctx.answer(error_response(0x10, 0x01), "Error Response (invalid handle) to a reversed range")
+    """A range whose Starting Handle is after its Ending Handle (Part F 3.4.3.1, 3.4.3.3, 3.4.4.1,
+    3.4.4.9): Invalid Handle naming the Starting Handle."""
+    end = ctx.rng.randint(0x0001, 0xFFFE)
+    start = ctx.rng.randint(end + 1, 0xFFFF)
+    opcode, tail = ctx.rng.choice([(0x04, b""), (0x06, bytes.fromhex("0028 0018")), (0x08, bytes.fromhex("002a")),
+                                   (0x10, bytes.fromhex("0028"))])
+    ctx.send(ATT, bytes([opcode]) + le16(start) + le16(end) + tail)
+    ctx.expect("att", "invalid-handle", "error-response 0x%02x 0x01" % opcode)
+    await ctx.answer(error_response(opcode, 0x01, start), "Error Response (invalid handle) naming the Starting Handle 0x%04x" % start)
+
+
+def read_long(ctx):
+    """Read By Type of `blelab hostile`'s 300-octet characteristic: its value comes back cut to
+    ATT_MTU - 4 octets (Part F 3.4.4.2), which shows the ATT_MTU in use."""
+    return bytes([0x08]) + le16(0x0001) + le16(0xFFFF) + uuid128(LONG_UUID)
+
+
+async def check_att_mtu(ctx, why: str):
+    ctx.send(ATT, read_long(ctx))
+    got = await ctx.answer(att_opcode(0x09), "Read By Type Response of the long characteristic (%s)" % why)
+    if got is not None:
+        want = min(ctx.att_mtu - 4, 253, 300)
+        if len(got) < 2 or got[1] != want + 2:
+            ctx.fail("%s: the long value came back with %d octets, not the %d of ATT_MTU %d"
+                     % (why, (got[1] - 2) if len(got) > 1 else -1, want, ctx.att_mtu))
+
+
+async def att_mtu_exchange(ctx):
+    """Exchange MTU Requests to BLELab's server (Part F 3.4.2). The first of the connection sets
+    ATT_MTU = min(Client Rx MTU, BLELab's Server Rx MTU), unless that would lower the ATT_MTU
+    BLELab's own client agreed on (shrinking-mtu); every later one breaks 3.4.2.1 (once per
+    connection: repeated-mtu-exchange). Each is answered with BLELab's Server Rx MTU and ATT_MTU
+    never changes after the first; the long characteristic's read shows it."""
+    if ctx.mtu_requests == 0:
+        rx = ctx.rng.randint(23, 517)
+        negotiated = max(23, min(rx, ctx.server_rx_mtu))
+        ctx.send(ATT, bytes([0x02]) + le16(rx))
+        ctx.mtu_requests += 1
+        if negotiated < ctx.att_mtu:
+            ctx.expect("att", "shrinking-mtu", "none")
+        else:
+            ctx.att_mtu = negotiated
+        # No answer (or none awaited: the round ends early): another request now would be pipelined.
+        if await ctx.answer(exchange_mtu_response(ctx.server_rx_mtu), "Exchange MTU Response (Server Rx MTU %d)" % ctx.server_rx_mtu) is None:
+            return
+    rx = ctx.rng.choice([ctx.rng.randint(23, 517), ctx.rng.randint(0, 22), ctx.rng.randint(518, 0xFFFF)])
+    ctx.send(ATT, bytes([0x02]) + le16(rx))
+    ctx.mtu_requests += 1
+    ctx.expect("att", "repeated-mtu-exchange", "none")
+    if await ctx.answer(exchange_mtu_response(ctx.server_rx_mtu), "Exchange MTU Response to a repeated request") is None:
+        return
+    await check_att_mtu(ctx, "ATT_MTU after a repeated Exchange MTU offering %d" % rx)
+
+
+async def att_pipelined_requests(ctx):
+    """A request sent before BLELab answered the previous one (Part F 3.3.2: one at a time). The
+    first reads `blelab hostile`'s slow characteristic, whose application answers a second later,
+    so the second request certainly arrives while the first is pending whatever the transport's
+    timing. BLELab, like BlueZ, answers neither and ends the link: Remote User Terminated
+    Connection (0x13). The round ends there; the next one runs on a new connection."""
+    ctx.send(ATT, bytes([0x08]) + le16(0x0001) + le16(0xFFFF) + uuid128(SLOW_UUID))
+    ctx.send(ATT, ctx.rng.choice([
+        READ_DEVICE_NAME,                                  # Read By Type
+        bytes.fromhex("0a 0100"),                          # Read Request
+        bytes.fromhex("10 0100 ffff 0028"),                # Read By Group Type
+        bytes.fromhex("04 0100 ffff"),                     # Find Information
+        bytes([0x02]) + le16(ctx.rng.randint(23, 517)),    # Exchange MTU
+        bytes.fromhex("12 0300 41"),                       # Write Request
+    ]))
+    ctx.expect("att", "pipelined-request", "disconnect 0x13")
+    await ctx.dropped(0x13, "the link dropped (Remote User Terminated Connection) for a pipelined request")
+
+
+def exchange_mtu_response(server_rx: int):
+    want = bytes([0x03]) + le16(server_rx)
+    return lambda cid, pdu: cid == ATT and pdu == want
+
+
+def uuid128(text: str) -> bytes:
+    return bytes.fromhex(text.replace("-", ""))[::-1]
+
+
+# `blelab hostile`'s service (HostileTarget.swift): a characteristic whose reads its application
+# answers a second later, and one of 300 octets.
+SLOW_UUID = "B1E1B0A5-0000-4000-8000-00805F9B34FB"
+LONG_UUID = "B1E1B0A6-0000-4000-8000-00805F9B34FB"
 
 
 @dataclass(frozen=True)
@@ -436,7 +598,6 @@ class Action:
     run: Callable[..., Awaitable[None]]
     roles: tuple = BOTH
     weight: int = 1
-    pending: bool = False
     benign: bool = False
 
 
@@ -471,20 +632,24 @@ ACTIONS = [
     Action("att-malformed-request", att_malformed_request, weight=2),
     Action("att-empty", att_empty),
     Action("att-unsolicited-response", att_unsolicited_response, weight=2),
+    Action("att-malformed-unsolicited-response", att_malformed_unsolicited_response),
     Action("att-unsolicited-confirmation", att_unsolicited_confirmation),
     Action("att-multiple-notification", att_multiple_notification),
     Action("att-malformed-notification", att_malformed_notification),
     Action("gatt-notification-for-unknown-handle", gatt_notification_for_unknown_handle, weight=2),
-    Action("att-pipelined-requests", att_pipelined_requests, pending=True),
-    Action("att-repeated-mtu-exchange", att_repeated_mtu_exchange, pending=True),
-    Action("att-unknown-request", att_unknown_request, pending=True),
-    Action("att-handle-zero", att_handle_zero, pending=True),
-    Action("att-reversed-range", att_reversed_range, pending=True),
+    Action("att-unknown-request", att_unknown_request),
+    Action("att-unknown-command", att_unknown_command),
+    Action("benign-read-multiple-variable", att_read_multiple_variable, benign=True),
+    Action("att-signed-write", att_signed_write),
+    Action("att-handle-zero", att_handle_zero),
+    Action("att-reversed-range", att_reversed_range),
+    Action("att-mtu-exchange", att_mtu_exchange),
+    Action("att-pipelined-requests", att_pipelined_requests),
 ]
 
 
-def actions_for(role: str, with_pending: bool) -> list:
-    return [a for a in ACTIONS if role in a.roles and (with_pending or not a.pending)]
+def actions_for(role: str) -> list:
+    return [a for a in ACTIONS if role in a.roles]
 
 
 # -- answers a GATT server should have sent, made wrong (BLELab as central, Vol 3 Part F 3.3.2) -----

@@ -3,7 +3,7 @@
 L2CAP, LE signaling, SMP and ATT for N seeded rounds, against `blelab hostile` in both roles.
 
     hostile_peer.py --blelab PATH [--role peripheral|central|both] [--rounds N] [--seed S]
-                    [--first-round R] [--with-pending] [--out DIR] [--venv DIR] [--log-dir DIR]
+                    [--first-round R] [--out DIR] [--venv DIR] [--log-dir DIR]
 
 Run it with the venv's Python (make venv; `make hostile` does all of this). For each role it
 starts RootCanal 1.10.0 (every port free), starts `blelab hostile --role ROLE --transport
@@ -16,11 +16,12 @@ on the same LE phy) and runs the rounds:
   commands with bad lengths, unknown codes, over MTU_sig, identifier 0, out-of-range or misdirected
   Connection Parameter Update Requests, responses to nothing, SMP requests with bad fields or
   lengths, commands out of sequence, reserved codes, ATT PDUs malformed, empty, unsolicited,
-  notifications and indications for unknown handles, with benign traffic mixed in), checks each
-  answer BLELab must send (Command Reject, Pairing Failed, Error Response, …), probes that
-  BLELab's ATT server still answers (Read By Type of the Device Name within 5 s), sometimes
-  leaves a fragment dangling, and disconnects; one round in seven ends early instead, right
-  after an action, without waiting for its answer.
+  notifications and indications for unknown handles, unknown opcodes, Signed Write Commands,
+  handle 0x0000 and backwards ranges, repeated Exchange MTU, pipelined requests, with benign
+  traffic mixed in), checks each answer BLELab must send (Command Reject, Pairing Failed, Error
+  Response, …), probes that BLELab's ATT server still answers (Read By Type of the Device Name
+  within 5 s), sometimes leaves a fragment dangling, and disconnects; one round in seven ends
+  early instead, right after an action, without waiting for its answer.
 - BLELab as central (GATT client): the hostile peripheral advertises; BLELab connects and runs
   its GATT script (MTU, discovery, reads, writes, subscriptions, then a read of the Device Name
   by UUID, its sign of being done) while the peripheral answers some requests wrongly (malformed
@@ -36,11 +37,12 @@ by `quit` with status 0 is a crash. Figures, one per line:
     hostile_crashes: 0           hostile_violations_reported: N   hostile_reports_unexpected: 0
     hostile_hangs: 0             hostile_violations_unreported: 0 hostile_links_lost: 0 …
 
-A link that goes down in the middle of a round, not by our doing, is `links_lost` (BLELab
-disconnecting on its own; a crash when blelab has exited). Exit status 0 when there was no
-crash, hang, lost link, unreported violation, unexpected report or wrong answer; 1 otherwise (each named, with the line that reproduces its round); 2 bad usage.
---with-pending also sends the actions whose typed report belongs to the ATT branch (pipelined
-requests, repeated Exchange MTU, unknown opcodes, handle 0, reversed ranges).
+A pipelined request is answered by BLELab ending the link (Remote User Terminated Connection,
+0x13, as BlueZ does): that round ends there, counted in `links_dropped`, and the next one runs on
+a new connection. A link that goes down in the middle of a round otherwise, not by our doing, is
+`links_lost` (BLELab disconnecting on its own; a crash when blelab has exited). Exit status 0
+when there was no crash, hang, lost link, unreported violation, unexpected report or wrong
+answer; 1 otherwise (each named, with the line that reproduces its round); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -257,6 +259,14 @@ class Round:
         self.benign = 0
         self.ident = rng.randint(1, 255)
         self.tampered = 0
+        # What the round knows of BLELab's ATT_MTU: 23 until an exchange (Vol 3 Part F 3.2.8);
+        # BLELab's Server Rx MTU; the Exchange MTU Requests its server answered on this link.
+        self.att_mtu = 23
+        self.server_rx_mtu = 23
+        self.mtu_requests = 0
+        # Set when BLELab ended the link as an action expected (`dropped`): the round ends there.
+        self.disconnected = None
+        self.dropped_as_expected = False
         # Answers made wrong come from a stream of their own, so the plan drawn after them does
         # not depend on how many answers the script needed.
         self.tamper_rng = random.Random("%d:%d:tamper" % (rng.getrandbits(32), number))
@@ -306,6 +316,22 @@ class Round:
             except asyncio.TimeoutError:
                 pass
 
+    def fail(self, text: str):
+        self.failures.append("%s: %s" % (self.action, text))
+
+    async def dropped(self, reason: int, what: str, timeout: float = ANSWER_TIMEOUT):
+        """BLELab ends the link, as the action expects, with `reason` as this side hears it."""
+        self.dropped_as_expected = True
+        if self.no_wait:
+            return
+        try:
+            got = await asyncio.wait_for(asyncio.shield(self.disconnected), timeout)
+        except asyncio.TimeoutError:
+            self.failures.append("%s: the link still up %.1f s later: %s expected" % (self.action, timeout, what))
+            return
+        if got != reason:
+            self.failures.append("%s: the link dropped with reason 0x%02x, not 0x%02x (%s)" % (self.action, got, reason, what))
+
     async def probe(self):
         """BLELab's ATT server still answers: Read By Type of the Device Name."""
         self.action = "probe"
@@ -351,10 +377,12 @@ class RoleRun:
         self.rounds = []             # per-round records for the report
         self.connections = 0
         self.current_round = None
+        self.server_rx_mtu = 23
+        self.mtu_by_handle = {}          # BLELab's ATT_MTU after its own client's exchange, by link (as central)
 
     def reproduce(self, r) -> str:
-        return "reproduce: build/venv/bin/python tools/hostile_peer.py --blelab %s --role %s --seed %d --first-round %d --rounds 1%s" % (
-            self.args.blelab, self.role, self.args.seed, r, " --with-pending" if self.args.with_pending else "")
+        return "reproduce: build/venv/bin/python tools/hostile_peer.py --blelab %s --role %s --seed %d --first-round %d --rounds 1" % (
+            self.args.blelab, self.role, self.args.seed, r)
 
     def problem(self, round_no, text):
         self.problems.append((round_no, text))
@@ -372,6 +400,7 @@ class RoleRun:
         transport = None
         try:
             ready = await self.blelab.wait_for(lambda e: e.get("event") == "ready", 20.0, "ready line")
+            self.server_rx_mtu = int(ready.get("att_mtu", 23))
             log("%s: blelab ready at %s on %s" % (self.role, ready.get("address"), ready.get("controller")))
             transport = await open_h4(self.endpoint)
             config = DeviceConfiguration()
@@ -461,6 +490,11 @@ class RoleRun:
                 rnd.tampered += 1
                 rnd.action = "tampered-response-to-0x%02x" % self.last_request[0]
                 rnd.expect("att", kind, "none")
+            if self.last_request[:1] == b"\x02" and len(self.last_request) == 3 and len(pdu) == 3 and pdu[0] == 0x03:
+                # BLELab's client exchanged MTU (3.4.2.2): min of both Rx MTUs, never below 23.
+                # Often before the round has begun (its script starts as soon as it connects).
+                client_rx = self.last_request[1] | self.last_request[2] << 8
+                self.mtu_by_handle[bearer.handle] = max(23, min(client_rx, pdu[1] | pdu[2] << 8))
             original_send(bearer, pdu)
             if is_marker:
                 self.marker.set()
@@ -471,7 +505,12 @@ class RoleRun:
 
     async def as_peripheral(self, device):
         connected = asyncio.Queue()
-        device.on("connection", lambda c: connected.put_nowait(c))
+
+        def on_connection(c):
+            self.mtu_by_handle.pop(c.handle, None)     # handles are reused: nothing exchanged yet
+            connected.put_nowait(c)
+
+        device.on("connection", on_connection)
 
         async def advertise():
             data = bytes([2, 0x01, 0x06]) + bytes([12, 0x09]) + b"HostilePeer"
@@ -527,14 +566,17 @@ class RoleRun:
                                    REPORT_TIMEOUT, "'connected' for connection %d" % number)
         rnd = Round(self.peer, connection, rng, self.role, number)
         rnd.is_up = lambda: not disconnected.done()
+        rnd.disconnected = disconnected
+        rnd.server_rx_mtu = self.server_rx_mtu
         record = {"round": r, "connection": number, "actions": [], "early": False}
         self.figures["rounds"] += 1
         finished = True
         if phase1 is not None:
             finished = await phase1(rnd)
+            rnd.att_mtu = self.mtu_by_handle.get(connection.handle, 23)
             if rnd.tampered:
                 self.figures["tampered_responses"] += rnd.tampered
-        pool = actions_for(self.role, self.args.with_pending)
+        pool = actions_for(self.role)
         weights = [a.weight for a in pool]
         plan = rng.choices(pool, weights, k=rng.randint(3, 8)) if finished else []
         early = rng.randrange(len(plan)) if plan and rng.random() < 1 / 7 else None
@@ -544,12 +586,16 @@ class RoleRun:
             rnd.no_wait = early == i
             self.figures["benign_actions" if action.benign else "actions"] += 1
             await action.run(rnd)
+            if rnd.dropped_as_expected:
+                self.figures["links_dropped"] += 1
+                record["dropped"] = action.name
+                break
             if not rnd.is_up():
                 await self.link_lost(r, "after %s" % action.name)
             if early == i:
                 break
         dangling = False
-        if finished and early is None:
+        if finished and early is None and not rnd.dropped_as_expected:
             if not await rnd.probe():
                 await self.link_lost(r, "while probing its ATT server")
             if rng.random() < 0.2:
@@ -563,6 +609,12 @@ class RoleRun:
         await rnd.drain()
         if not finished and not rnd.is_up():
             await self.link_lost(r, "during its GATT script")
+        if rnd.dropped_as_expected and rnd.no_wait and rnd.is_up():
+            # Ended early right after the action: BLELab's drop and our Disconnect may cross.
+            try:
+                await asyncio.wait_for(asyncio.shield(disconnected), ANSWER_TIMEOUT)
+            except asyncio.TimeoutError:
+                pass
         if rnd.is_up():
             try:
                 await asyncio.wait_for(connection.disconnect(), 5.0)
@@ -625,7 +677,8 @@ class RoleRun:
 # ------------------------------------------------------------------------------------------------
 
 FIGURES = ["rounds", "crashes", "hangs", "links_lost", "violations_sent", "violations_reported", "violations_unreported",
-           "reports_unexpected", "answers_wrong", "actions", "benign_actions", "tampered_responses", "disconnects_early"]
+           "reports_unexpected", "answers_wrong", "actions", "benign_actions", "tampered_responses", "disconnects_early",
+           "links_dropped"]
 
 
 def run_role(role: str, args) -> RoleRun:
@@ -650,7 +703,6 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=20, help="rounds per role (20)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--first-round", type=int, default=0, help="start at this round (a reproduce line's)")
-    ap.add_argument("--with-pending", action="store_true", help="also the actions whose typed report belongs to the ATT branch")
     ap.add_argument("--out", default=os.path.join(build, "hostile"), help="blelab's JSON timelines and report.json go here")
     ap.add_argument("--venv", default=os.environ.get("VENV", os.path.join(build, "venv")))
     ap.add_argument("--log-dir", default=os.path.join(build, "tiers", "logs"))
@@ -674,7 +726,7 @@ def main(argv=None) -> int:
         print("hostile %s: %s" % (run.role, ", ".join("%s %d" % (f, run.figures[f]) for f in FIGURES)))
     with open(os.path.join(args.out, "report.json"), "w") as f:
         json.dump({"seed": args.seed, "first_round": args.first_round, "rounds_per_role": args.rounds,
-                   "with_pending": args.with_pending, "figures": {f: total[f] for f in FIGURES},
+                   "figures": {f: total[f] for f in FIGURES},
                    "roles": [{"role": r.role, "figures": dict(r.figures), "problems": [{"round": p[0], "text": p[1]} for p in r.problems],
                               "rounds": r.rounds} for r in runs]}, f, indent=2)
     for f in FIGURES:

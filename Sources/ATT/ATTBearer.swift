@@ -38,8 +38,9 @@ extension ATTClientDelegate {
 /// - Server role: what the peer sends is handed to `server` in arrival order, in a later turn of
 ///   the loop (as BlueZ's server answers from its main loop); the answer may come later still. A
 ///   request is pending from its arrival until its answer was sent. Unknown requests get Request
-///   Not Supported, malformed ones Invalid PDU with the handle they carried (Part F, 3.4.1.1);
-///   commands that are not understood are ignored (Part F, 3.3).
+///   Not Supported, malformed ones Invalid PDU with the handle they carried (Part F, 3.4.1.1),
+///   those naming handle 0x0000 or a range that starts after its end Invalid Handle (Part F,
+///   3.2.2, 3.4.3.1); commands that are not understood are ignored (Part F, 3.3).
 /// - A request that arrives while another is pending breaks Part F, 3.3.2 (the client must wait
 ///   for the response): like BlueZ (src/shared/att.c shuts the channel down) the bearer gives up —
 ///   everything pending fails with `.protocolViolation`, nothing more is sent — and asks its owner
@@ -120,7 +121,8 @@ public final class ATTBearer {
     /// Sees each request before the server role answers it (Exchange MTU included); returning true
     /// takes the request over: answer it through the request's responder, `serve` it later, or
     /// never (a flawed peer; the bearer then answers nothing more until the link closes, as
-    /// requests are sequential, Part F 3.3.2). Unknown and malformed requests are not shown.
+    /// requests are sequential, Part F 3.3.2). Unknown and malformed requests, and those naming
+    /// handle 0x0000 or an invalid range, are not shown.
     public var requestInterceptor: ((ATTInterceptedRequest) -> Bool)?
 
     // Client role.
@@ -240,9 +242,22 @@ public final class ATTBearer {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
              .readRequest, .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest,
              .prepareWriteRequest, .executeWriteRequest:
-            enqueueIncoming(.request(pdu))
+            if let invalid = ATTBearer.invalidHandle(in: pdu), case let .invalidHandle(opcode, start, _) = invalid {
+                // Answered here, like a malformed request: no server holds handle 0x0000, and a
+                // range that ends before it starts holds nothing (Part F 3.4.3.1: Invalid Handle,
+                // naming the Starting Handle).
+                violation(invalid)
+                enqueueIncoming(.reject(opcode, .invalidHandle, handle: start))
+            } else {
+                enqueueIncoming(.request(pdu))
+            }
         case .writeCommand:
-            enqueueIncoming(.command(pdu))
+            if let invalid = ATTBearer.invalidHandle(in: pdu) {
+                counters.ignoredCommands &+= 1
+                violation(invalid)
+            } else {
+                enqueueIncoming(.command(pdu))
+            }
         case let .signedWriteCommand(command):
             // No pairing, so no CSRK to verify the signature with: ignored (Part F, 3.4.5.4), and
             // reported, never dropped silently.
@@ -306,6 +321,32 @@ public final class ATTBearer {
     /// for as long as the bearer lives. Observers are called in the order they were added.
     public func observeViolations(_ observer: @escaping (ATTViolationEvent) -> Void) {
         violationObservers.append(observer)
+    }
+
+    /// The handle or handle range of a request or Write Command that no attribute can answer to,
+    /// whatever the server holds (`ATTProtocolViolation.invalidHandle`): handle 0x0000 (Part F,
+    /// 3.2.2), or a range starting at 0x0000 or after its end (Part F, 3.4.3.1 and the other
+    /// range requests). Nil for anything else.
+    static func invalidHandle(in pdu: ATTPDU) -> ATTProtocolViolation? {
+        func single(_ handle: UInt16) -> ATTProtocolViolation? {
+            handle == 0x0000 ? .invalidHandle(pdu.opcode, start: 0x0000, end: nil) : nil
+        }
+        func range(_ range: ATTHandleRange) -> ATTProtocolViolation? {
+            range.isValid ? nil : .invalidHandle(pdu.opcode, start: range.start, end: range.end)
+        }
+        switch pdu {
+        case let .findInformationRequest(r): return range(r.range)
+        case let .findByTypeValueRequest(r): return range(r.range)
+        case let .readByTypeRequest(r): return range(r.range)
+        case let .readByGroupTypeRequest(r): return range(r.range)
+        case let .readRequest(r): return single(r.handle)
+        case let .readBlobRequest(r): return single(r.handle)
+        case let .readMultipleRequest(r): return r.handles.contains(0x0000) ? single(0x0000) : nil
+        case let .writeRequest(r): return single(r.handle)
+        case let .prepareWriteRequest(r): return single(r.handle)
+        case let .writeCommand(c): return single(c.handle)
+        default: return nil
+        }
     }
 
     /// The Attribute Handle In Error for a malformed request (Part F, 3.4.1.1: the handle in the

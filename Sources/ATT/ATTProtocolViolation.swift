@@ -37,6 +37,15 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
     /// A Signed Write Command. BLELab has no pairing, so no CSRK was ever shared and its signature
     /// cannot be verified; the server ignores it (Part F, 3.4.5.4; Part G, 4.9.2).
     case unverifiedSignedWrite(handle: UInt16)
+    /// A request or command that names a handle no attribute can have, whatever the server holds:
+    /// handle 0x0000, which is reserved (Part F, 3.2.2), or a handle range that starts at 0x0000
+    /// or after its end (Part F, 3.4.3.1, 3.4.3.3, 3.4.4.1, 3.4.4.9: "shall be less than or equal
+    /// to"). `end` is nil for a single handle (Read, Read Blob, Read Multiple, Write, Prepare
+    /// Write, Write Command), given for a range. A request is answered Invalid Handle naming
+    /// `start` (for a range, its Starting Handle), as those sections say and BlueZ's and Bumble's
+    /// servers do; a Write Command is ignored. A handle that is valid but names no attribute of
+    /// this server is no violation: a client may hold handles from before a database change.
+    case invalidHandle(ATTOpcode, start: UInt16, end: UInt16?)
 
     /// What the bearer does about a violation.
     public enum Consequence: String, Equatable, CustomStringConvertible {
@@ -64,7 +73,8 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
             default: return .dropped
             }
         case .unexpectedResponse: return .requestFailed
-        case let .unknownOpcode(opcode): return opcode.method == .request ? .errorResponse : .dropped
+        case let .unknownOpcode(opcode), let .invalidHandle(opcode, _, _):
+            return opcode.method == .request ? .errorResponse : .dropped
         case .pipelinedRequest: return .linkDropped
         case .repeatedMTUExchange, .shrinkingMTU: return .answered
         case .emptyPDU, .unsolicitedResponse, .unsolicitedConfirmation, .unsupported, .unverifiedSignedWrite: return .dropped
@@ -85,6 +95,7 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
         case .repeatedMTUExchange: return "repeated-mtu-exchange"
         case .shrinkingMTU: return "shrinking-mtu"
         case .unverifiedSignedWrite: return "unverified-signed-write"
+        case .invalidHandle: return "invalid-handle"
         }
     }
 
@@ -105,6 +116,10 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
             return "MTU exchange offering ATT_MTU \(offered) below the \(current) in use; ATT_MTU stays \(current)"
         case let .unverifiedSignedWrite(handle):
             return "Signed Write Command to \(hex4(handle)) with no CSRK shared (no pairing): its signature cannot be verified, ignored"
+        case let .invalidHandle(opcode, start, nil):
+            return "\(opcode.name) of handle \(hex4(start)), which is reserved (Part F 3.2.2): no attribute has it"
+        case let .invalidHandle(opcode, start, end?):
+            return "\(opcode.name) for handles \(hex4(start))..\(hex4(end)): a range starts at 0x0001 or above and not after its end (Part F 3.4.3.1)"
         }
     }
 }

@@ -244,7 +244,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     /// The GAP Device Name bluetoothd serves is the adapter's alias.
     private func setAlias(_ done: @escaping (ExternalRoleError?) -> Void) {
-        let name = spec.deviceName ?? spec.advertising?.name ?? spec.id
+        let name = spec.servedDeviceName
         client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
             let current = (try? result.get()["Alias"]?.asString()) ?? nil
             guard current != name else { return done(nil) }

@@ -22,6 +22,11 @@ struct OperationOutcome {
     /// The operation gets no step, for this reason (it ended without an answer in a way the
     /// lab's central cannot reproduce).
     var dropped: String?
+    /// The end of the link cut it short (the peripheral hung up, or the link was lost, while it
+    /// waited for its answer): `expect: { link-lost }`, with the reason when the replay gives the
+    /// same one.
+    var cutShort = false
+    var cutShortReason: HCIStatus?
 }
 
 struct OperationKey: Hashable {
@@ -119,6 +124,8 @@ extension ScenarioWriter {
     /// How a request left unanswered ended.
     private enum Unanswered {
         case timedOut
+        /// The peripheral's disconnect or a lost link ended it; the reason `link-lost` can check.
+        case cutShort(HCIStatus?)
         case dropped(String)
     }
 
@@ -127,13 +134,18 @@ extension ScenarioWriter {
         let sent = x.sent.time
         if let end = connection.disconnected {
             let byCentral = connection.capturedOnPeripheral
-                ? connection.disconnectRequested == nil && !connection.endedByReset && connection.reason != .connectionTimeout
+                ? connection.disconnectRequested == nil && !connection.endedByReset && connection.reason != .connectionTimeout && missedInstant(c) == nil
                 : connection.disconnectRequested != nil
             let at = connection.capturedOnPeripheral ? end.time : (connection.disconnectRequested ?? end).time
             let after = CaptureMark.seconds(at - sent)
             if byCentral && at - sent >= FlawPlan.timedOutAfter { return .timedOut }
             if byCentral {
                 return .dropped("the central gave up on it and disconnected \(after) later, before ATT's 30 s transaction timeout (the lab's central waits the whole 30 s)")
+            }
+            // The peripheral hung up, or the link was lost, while it waited (Core 5.4, Vol 4, Part E, 7.7.5).
+            if linkLoss(c) != nil { return .cutShort(.connectionTimeout) }
+            if let (mark, reason) = peripheralDisconnect(c), reason != .connectionTimeout, !connection.endedByReset, mark.time >= sent {
+                return .cutShort(StepEmitter.peripheralReasons.contains(reason.rawValue) ? reason : nil)
             }
             let reason = connection.endedByReset ? "a controller reset" : (connection.reason.map { "\($0.name)" } ?? "?")
             return .dropped("the link ended (\(reason)) \(after) after it, before any answer")
@@ -183,13 +195,19 @@ extension ScenarioWriter {
             known.services = present
             return code == .attributeNotFound && !known.knownHandles.contains(where: { r.range.start <= $0 && $0 <= r.range.end })
         case let .readRequest(r):
+            // The lab's descriptors are all readable: an error reading one the scenario has is the device's.
+            if peripherals[p].descriptorPlace(r.handle) != nil { return false }
             guard let (_, ch) = db.characteristic(valueHandle: r.handle) else { return code == .invalidHandle || code == .readNotPermitted }
             return code == .readNotPermitted && ch.properties & 0x02 == 0
         case let .readBlobRequest(r):
             if code == .attributeNotLong || code == .invalidOffset { return true }
+            if peripherals[p].descriptorPlace(r.handle) != nil { return false }
             guard let (_, ch) = db.characteristic(valueHandle: r.handle) else { return code == .invalidHandle }
             return code == .readNotPermitted && ch.properties & 0x02 == 0
         case let .writeRequest(w):
+            if let place = peripherals[p].descriptorPlace(w.handle) {
+                return peripherals[p].labWriteError(place, handle: w.handle, value: w.value) == code
+            }
             guard let (_, ch) = db.characteristic(valueHandle: w.handle) else {
                 return db.characteristic(configurationHandle: w.handle) == nil && code == .invalidHandle
             }
@@ -296,6 +314,12 @@ extension ScenarioWriter {
                     if let k = op, case .unsupported = sessions[c].operations[k].kind { continue }
                     let key = op.map { OperationKey(connection: c, operation: $0) }
                     var outcome = key.flatMap { flawPlan.outcomes[$0] } ?? OperationOutcome()
+                    // No step, so the replay's central does not send it.
+                    if let k = op, let key, let why = omission(p, sessions[c].operations[k]) {
+                        outcome.dropped = why
+                        flawPlan.outcomes[key] = outcome
+                        continue
+                    }
                     var timing = lateness(x, on: c)
                     var answer: String?
                     var comment: String?
@@ -314,6 +338,11 @@ extension ScenarioWriter {
                             comment = "\(x.sent): the \(name) was never answered"
                             outcome.timedOut = x.request.opcode
                             if let k = op { sessions[c].operations[k].end = CaptureMark(record: x.sent.record, time: x.sent.time + FlawPlan.transactionTimeout) }
+                        case let .cutShort(reason):
+                            answer = "no-response: true"
+                            comment = "\(x.sent): the \(name) was never answered before the link ended"
+                            outcome.cutShort = true
+                            outcome.cutShortReason = reason
                         case let .dropped(why):
                             outcome.dropped = "the \(name) (\(x.sent)) was never answered: \(why)"
                             if let key { flawPlan.outcomes[key] = outcome }

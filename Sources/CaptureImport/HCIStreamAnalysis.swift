@@ -38,6 +38,35 @@ public struct ScanWindow: Hashable, Sendable {
     public var start: CaptureMark
     /// Nil while still scanning at the end of the capture.
     public var end: CaptureMark?
+    /// LE_Scan_Interval and LE_Scan_Window (units of 0.625 ms) of the LE Set (Extended) Scan
+    /// Parameters before it (Core 5.4, Vol 4, Part E, 7.8.10, 7.8.64); nil when the capture
+    /// does not have them.
+    public var interval: UInt16?
+    public var window: UInt16?
+    /// Passive scanning (LE_Scan_Type 0x00): no scan requests.
+    public var passive = false
+}
+
+/// A connection attempt that gave no connection: LE (Extended) Create Connection, then an error
+/// in its Command Status or its LE Connection Complete (after LE Create Connection Cancel, Unknown
+/// Connection Identifier, 7.8.13).
+public struct FailedConnection: Hashable, Sendable {
+    /// Peer_Address; nil when the initiator used its Filter Accept List.
+    public var peer: LEAddress?
+    public var requested: CaptureMark
+    public var ended: CaptureMark
+    public var status: HCIStatus
+    /// When the host gave up (LE Create Connection Cancel), if it did.
+    public var cancelled: CaptureMark?
+    /// The initiator's LE_Scan_Interval and LE_Scan_Window (units of 0.625 ms).
+    public var scanInterval: UInt16
+    public var scanWindow: UInt16
+}
+
+/// An RSSI the capturing host read on a connection (HCI Read RSSI, Vol 4, Part E, 7.5.4).
+public struct RSSIRead: Hashable, Sendable {
+    public var mark: CaptureMark
+    public var rssi: Int8
 }
 
 /// One ATT PDU on a connection, whole (L2CAP reassembled).
@@ -54,6 +83,11 @@ public struct CapturedConnection: Sendable {
     public var peer: LEAddress
     /// LE (Extended) Create Connection, when the capture has it.
     public var requested: CaptureMark?
+    /// Its LE_Scan_Interval and LE_Scan_Window (units of 0.625 ms): how the initiator listened.
+    public var scanInterval: UInt16?
+    public var scanWindow: UInt16?
+    /// HCI Read RSSI on this connection by the capturing host, in order.
+    public var rssiReads: [RSSIRead] = []
     public var established: CaptureMark
     /// Units of 1.25 ms, as LE Connection Complete set it.
     public var interval: UInt16
@@ -114,9 +148,35 @@ public struct ParameterRequest: Hashable, Sendable {
     public var intervalMax: UInt16
     public var latency: UInt16
     public var supervisionTimeout: UInt16
-    /// For an L2CAP request: the other side's Connection Parameter Update Response accepted it
-    /// (nil: no response seen).
+    /// The central's answer, when the capture shows it: for an L2CAP request, the Connection
+    /// Parameter Update Response (Vol 3, Part A, 4.21); for the link layer's, the central's host's
+    /// LE Remote Connection Parameter Request Reply or Negative Reply (Vol 4, Part E, 7.8.31,
+    /// 7.8.32) or, on the peripheral's capture, the status of the LE Connection Update Complete
+    /// that ended its own LE Connection Update. Nil: no answer seen.
     public var accepted: Bool?
+    /// Why it was rejected, when the capture says: the Negative Reply's reason, or the status the
+    /// peripheral's LE Connection Update Complete gave.
+    public var rejection: HCIStatus?
+    /// When that answer crossed the capturing host's HCI.
+    public var answered: CaptureMark?
+
+    public init(mark: CaptureMark, kind: Kind, byCentral: Bool, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+                supervisionTimeout: UInt16, accepted: Bool? = nil, rejection: HCIStatus? = nil) {
+        self.mark = mark
+        self.kind = kind
+        self.byCentral = byCentral
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+        self.accepted = accepted
+        self.rejection = rejection
+    }
+
+    /// The peripheral asked through its link layer (LL_CONNECTION_PARAM_REQ, Vol 6, Part B,
+    /// 5.1.7), not with an L2CAP request: its own LE Connection Update, or the central's LE Remote
+    /// Connection Parameter Request event.
+    public var viaLinkLayer: Bool { !byCentral && kind != .l2cap }
 }
 
 extension CapturedConnection {
@@ -136,6 +196,8 @@ public struct HCITranscript: Sendable {
     public var scans: [ScanWindow] = []
     public var reports: [AdvertisingObservation] = []
     public var connections: [CapturedConnection] = []
+    /// Connection attempts of the capturing host that gave no connection, in order.
+    public var failedConnections: [FailedConnection] = []
     /// Things the importer saw but cannot reproduce, for the scenario's header comment.
     public var notes: [String] = []
     public var packetCount = 0
@@ -174,9 +236,15 @@ public enum HCIStreamAnalysis {
         static let leSetAdvertisingData: UInt16 = 0x2008
         static let leSetScanResponseData: UInt16 = 0x2009
         static let leSetAdvertisingEnable: UInt16 = 0x200A
+        static let readRSSI: UInt16 = 0x1405
+        static let leSetScanParameters: UInt16 = 0x200B
         static let leSetScanEnable: UInt16 = 0x200C
         static let leCreateConnection: UInt16 = 0x200D
+        static let leCreateConnectionCancel: UInt16 = 0x200E
+        static let leSetExtendedScanParameters: UInt16 = 0x2041
         static let leConnectionUpdate: UInt16 = 0x2013
+        static let leRemoteConnectionParameterRequestReply: UInt16 = 0x2020
+        static let leRemoteConnectionParameterRequestNegativeReply: UInt16 = 0x2021
         static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
         static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
         static let leSetExtendedAdvertisingData: UInt16 = 0x2037
@@ -231,7 +299,10 @@ public enum HCIStreamAnalysis {
         }
         guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
         var scanning: Int?                                   // index of the open scan window
-        var pendingCreate: CaptureMark?
+        // The connection attempt in progress: LE (Extended) Create Connection's mark, peer and
+        // initiator duty cycle, and the host's LE Create Connection Cancel.
+        var pendingCreate: (mark: CaptureMark, peer: LEAddress?, interval: UInt16, window: UInt16, cancelled: CaptureMark?)?
+        var scanParameters: (interval: UInt16, window: UInt16, passive: Bool)?
         var open: [UInt16: Int] = [:]                        // handle → index in t.connections
         var reassembly: [UInt16: [Bool: Reassembly]] = [:]   // handle → fromCentral → state
         var noted: Set<String> = []
@@ -246,17 +317,29 @@ public enum HCIStreamAnalysis {
 
         func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
 
+        /// The connection attempt in progress gave no connection.
+        func failed(_ status: HCIStatus, at mark: CaptureMark) {
+            guard let create = pendingCreate else {
+                note("LE Connection Complete with \(status.name) without an LE Create Connection before it (\(mark))")
+                return
+            }
+            t.failedConnections.append(FailedConnection(peer: create.peer, requested: create.mark, ended: mark, status: status,
+                                                        cancelled: create.cancelled, scanInterval: create.interval, scanWindow: create.window))
+            pendingCreate = nil
+        }
+
         func connected(handle: UInt16, status: HCIStatus, role: ConnectionRole, peer: LEAddress, interval: UInt16,
                        latency: UInt16, timeout: UInt16, mark: CaptureMark, packet: CaptureFile.Packet) throws {
             guard status == .success else {
-                note("a connection attempt failed with \(status.name) (\(mark))")
-                pendingCreate = nil
+                failed(status, at: mark)
                 return
             }
             // A connection ends scanning on controllers that cannot do both (and ours stop it
             // before connecting); an open scan window closes at the connection request.
-            var connection = CapturedConnection(handle: handle, peer: peer, requested: role == .peripheral ? nil : pendingCreate,
-                                                established: mark, interval: interval)
+            let create = role == .peripheral ? nil : pendingCreate
+            var connection = CapturedConnection(handle: handle, peer: peer, requested: create?.mark, established: mark, interval: interval)
+            connection.scanInterval = create?.interval
+            connection.scanWindow = create?.window
             connection.capturedOnPeripheral = role == .peripheral
             connection.latency = latency
             connection.supervisionTimeout = timeout
@@ -285,7 +368,8 @@ public enum HCIStreamAnalysis {
                     case Opcode.leSetScanEnable, Opcode.leSetExtendedScanEnable:
                         guard let enable = params.first else { break }
                         if enable != 0, scanning == nil {
-                            t.scans.append(ScanWindow(start: mark, end: nil))
+                            t.scans.append(ScanWindow(start: mark, end: nil, interval: scanParameters?.interval, window: scanParameters?.window,
+                                                      passive: scanParameters?.passive ?? false))
                             scanning = t.scans.count - 1
                         } else if enable == 0, let open = scanning {
                             t.scans[open].end = mark
@@ -304,8 +388,42 @@ public enum HCIStreamAnalysis {
                             t.scans[i].end = mark
                             scanning = nil
                         }
-                    case Opcode.leCreateConnection, Opcode.leExtendedCreateConnection:
-                        pendingCreate = mark
+                    case Opcode.leSetScanParameters:
+                        // 7.8.10: LE_Scan_Type (1), LE_Scan_Interval (2), LE_Scan_Window (2), Own_Address_Type (1), Filter_Policy (1).
+                        var r = ByteReader(params)
+                        let type = try r.readUInt8()
+                        scanParameters = (try r.readUInt16LE(), try r.readUInt16LE(), type == 0x00)
+                    case Opcode.leSetExtendedScanParameters:
+                        // 7.8.64: Own_Address_Type (1), Scanning_Filter_Policy (1), Scanning_PHYs (1), then for
+                        // each PHY: Scan_Type (1), Scan_Interval (2), Scan_Window (2). The first PHY's.
+                        var r = ByteReader(params)
+                        try r.skip(3)
+                        let type = try r.readUInt8()
+                        scanParameters = (try r.readUInt16LE(), try r.readUInt16LE(), type == 0x00)
+                    case Opcode.leCreateConnection:
+                        // 7.8.12: LE_Scan_Interval (2), LE_Scan_Window (2), Initiator_Filter_Policy (1),
+                        // Peer_Address_Type (1), Peer_Address (6), …
+                        var r = ByteReader(params)
+                        let interval = try r.readUInt16LE(), window = try r.readUInt16LE()
+                        let filter = try r.readUInt8()
+                        var type = try r.readUInt8()
+                        if type >= 2 && type <= 3 { type -= 2 }   // public / random identity address
+                        let address = try r.readAddress()
+                        pendingCreate = (mark, filter == 0 ? LEAddress(address, type: AddressType(rawValue: type)) : nil, interval, window, nil)
+                    case Opcode.leExtendedCreateConnection:
+                        // 7.8.66: Initiator_Filter_Policy (1), Own_Address_Type (1), Peer_Address_Type (1),
+                        // Peer_Address (6), Initiating_PHYs (1), then for each PHY: Scan_Interval (2), Scan_Window (2), …
+                        var r = ByteReader(params)
+                        let filter = try r.readUInt8()
+                        try r.skip(1)
+                        var type = try r.readUInt8()
+                        if type >= 2 && type <= 3 { type -= 2 }
+                        let address = try r.readAddress()
+                        try r.skip(1)
+                        pendingCreate = (mark, filter == 0 ? LEAddress(address, type: AddressType(rawValue: type)) : nil,
+                                         try r.readUInt16LE(), try r.readUInt16LE(), nil)
+                    case Opcode.leCreateConnectionCancel:
+                        if pendingCreate != nil, pendingCreate?.cancelled == nil { pendingCreate?.cancelled = mark }
                     case Opcode.leConnectionUpdate:
                         // 7.8.18: Connection_Handle (2), Interval_Min (2), Interval_Max (2), Max_Latency (2),
                         // Supervision_Timeout (2), Min_CE_Length (2), Max_CE_Length (2).
@@ -316,6 +434,19 @@ public enum HCIStreamAnalysis {
                                 mark: mark, kind: .hciCommand, byCentral: !t.connections[i].capturedOnPeripheral,
                                 intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
                                 supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                        }
+                    case Opcode.leRemoteConnectionParameterRequestReply, Opcode.leRemoteConnectionParameterRequestNegativeReply:
+                        // 7.8.31: Connection_Handle (2) and the parameters the host accepts; 7.8.32:
+                        // Connection_Handle (2), Reason (1). The answer to the peer's latest request.
+                        var r = ByteReader(params)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        let accepted = opcode == Opcode.leRemoteConnectionParameterRequestReply
+                        let reason = accepted ? nil : HCIStatus(rawValue: try r.readUInt8())
+                        if let i = open[handle],
+                           let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .remoteLinkLayer && $0.accepted == nil }) {
+                            t.connections[i].parameterRequests[k].accepted = accepted
+                            t.connections[i].parameterRequests[k].rejection = reason
+                            t.connections[i].parameterRequests[k].answered = mark
                         }
                     case Opcode.disconnect:
                         var r = ByteReader(params)
@@ -392,18 +523,23 @@ public enum HCIStreamAnalysis {
                             t.connections[i].parameterUpdates.append(ParameterUpdate(
                                 mark: mark, status: u.status, interval: u.connectionInterval, latency: u.peripheralLatency,
                                 supervisionTimeout: u.supervisionTimeout))
+                            // On a peripheral's capture, the end of its own LE Connection Update: its link
+                            // layer asked the central (LL_CONNECTION_PARAM_REQ), whose answer this is.
+                            if t.connections[i].capturedOnPeripheral,
+                               let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .hciCommand && !$0.byCentral }),
+                               t.connections[i].parameterRequests[k].accepted == nil {
+                                t.connections[i].parameterRequests[k].accepted = u.status == .success
+                                t.connections[i].parameterRequests[k].rejection = u.status == .success ? nil : u.status
+                                t.connections[i].parameterRequests[k].answered = mark
+                            }
                         }
-                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x06:
-                        // LE Remote Connection Parameter Request (7.7.65.6): Connection_Handle (2),
-                        // Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2). The peer's
-                        // link layer asks (LL_CONNECTION_PARAM_REQ); on a central's capture, the peripheral.
-                        var r = ByteReader(params)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        if let i = open[handle] {
+                    case let .leMeta(.remoteConnectionParameterRequest(e)):
+                        // LE Remote Connection Parameter Request (7.7.65.6): the peer's link layer asks
+                        // (LL_CONNECTION_PARAM_REQ); on a central's capture, the peripheral.
+                        if let i = open[e.handle] {
                             t.connections[i].parameterRequests.append(ParameterRequest(
                                 mark: mark, kind: .remoteLinkLayer, byCentral: t.connections[i].capturedOnPeripheral,
-                                intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
-                                supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                                intervalMin: e.intervalMin, intervalMax: e.intervalMax, latency: e.maxLatency, supervisionTimeout: e.timeout))
                         }
                     case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
                         // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
@@ -421,6 +557,16 @@ public enum HCIStreamAnalysis {
                         let timeout = try r.readUInt16LE()
                         try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
                                       interval: interval, latency: latency, timeout: timeout, mark: mark, packet: p)
+                    case let .commandStatus(c) where (c.opcode.rawValue == Opcode.leCreateConnection || c.opcode.rawValue == Opcode.leExtendedCreateConnection)
+                        && c.status != .success:
+                        // The controller refused the attempt (7.7.15).
+                        failed(c.status, at: mark)
+                    case let .commandComplete(c) where c.opcode.rawValue == Opcode.readRSSI && c.returnParameters.count == 4 && c.returnParameters[0] == 0:
+                        // 7.5.4: Status (1), Handle (2), RSSI (1, signed dBm).
+                        var r = ByteReader(c.returnParameters, from: 1)
+                        let handle = try r.readUInt16LE() & 0x0FFF
+                        let rssi = try r.readInt8()
+                        if let i = open[handle], rssi != 127 { t.connections[i].rssiReads.append(RSSIRead(mark: mark, rssi: rssi)) }
                     case let .commandComplete(c) where c.opcode.rawValue == 0x1009 && c.returnParameters.count == 7 && c.returnParameters[0] == 0:
                         var r = ByteReader(c.returnParameters, from: 1)
                         publicAddress = try r.readAddress()
@@ -512,6 +658,7 @@ public enum HCIStreamAnalysis {
                 guard let result = try? d.readUInt16LE(),
                       let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
                 connection.parameterRequests[i].accepted = result == 0
+                connection.parameterRequests[i].answered = mark
             default:
                 continue
             }

@@ -15,10 +15,13 @@ struct ImportedPeripheral {
     var declaredInterval: Int64?
     var database = DiscoveredDatabase()
     var connections: [Int] = []
-    /// Initial values by value (or descriptor) handle, from the first read (or first notification).
+    /// Initial values by value handle, from the first read (or first notification).
     var initialValues: [UInt16: [UInt8]] = [:]
-    /// Descriptor handles the central wrote successfully.
-    var writableDescriptors: Set<UInt16> = []
+    /// Descriptors' values by handle, from the first read of each (`ScenarioWriter.planDescriptors`).
+    var descriptorReads: [UInt16: [UInt8]] = [:]
+    /// Descriptor handles the central wrote successfully, where the lab lets them be written:
+    /// declared with write permission (a user description, through writable-auxiliaries).
+    var writtenDescriptors: Set<UInt16> = []
     var deviceName: String?
     /// Trigger actions by value handle, as flow-mapping lines.
     var onWrite: [UInt16: [String]] = [:]
@@ -84,18 +87,34 @@ struct ImportedPeripheral {
     static let labServices: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801)]
     static let labCharacteristics: [BluetoothUUID] = [BluetoothUUID(uuid16: 0x2A00), BluetoothUUID(uuid16: 0x2A01), BluetoothUUID(uuid16: 0x2A05)]
 
+    /// The service in which every simulated peripheral serves `uuid` itself (GAP's Device Name and
+    /// Appearance, GATT's Service Changed), or nil.
+    static func labService(of uuid: BluetoothUUID) -> BluetoothUUID? {
+        guard let i = labCharacteristics.firstIndex(of: uuid) else { return nil }
+        return labServices[i < 2 ? 0 : 1]
+    }
+
     /// How steps name the characteristic with this value handle: `UUID`, or `SERVICE/UUID` when
-    /// the UUID is in more than one declared service.
+    /// the scenario's peripheral has the UUID in more than one service — two declared services,
+    /// or a declared one and the GAP or GATT service the lab serves it in (a device's own 2A00).
+    /// Nil when the scenario does not have that characteristic.
     func reference(_ valueHandle: UInt16) -> String? {
         guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
-        if Self.labServices.contains(service.uuid) {
-            guard Self.labCharacteristics.contains(c.uuid),
-                  !declaredServices.contains(where: { s in s.characteristics.contains { $0.uuid == c.uuid } }) else { return nil }
-            return YAMLValues.uuid(c.uuid)
-        }
+        return reference(c, in: service)
+    }
+
+    /// How steps name `c` of `service` (two characteristics may claim one value handle in a
+    /// damaged capture: this one, not the first with its value handle).
+    func reference(_ c: DiscoveredDatabase.Characteristic, in service: DiscoveredDatabase.Service) -> String? {
         let declared = declaredServices
-        guard declared.contains(where: { s in s.characteristics.contains { $0.valueHandle == valueHandle } }) else { return nil }
-        let holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }
+        var holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }.map(\.uuid)
+        if let lab = Self.labService(of: c.uuid) { holders.append(lab) }
+        if Self.labServices.contains(service.uuid) {
+            // The lab's own characteristic, where the lab serves it.
+            guard Self.labService(of: c.uuid) == service.uuid else { return nil }
+        } else {
+            guard declared.contains(where: { s in s.start == service.start && s.characteristics.contains { $0.declarationHandle == c.declarationHandle } }) else { return nil }
+        }
         return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
     }
 
@@ -208,8 +227,10 @@ struct ImportedPeripheral {
                      "\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))", notes: &notes)
             case let .serviceData(uuid, bytes, _):
                 let size = 2 + uuid.width + bytes.count
-                if serviceData.contains(where: { $0.0 == uuid }) || size > budget {
-                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced (a second one, or no room in 31 octets)")
+                if serviceData.contains(where: { $0.0 == uuid }) {
+                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: a second one for that UUID, and a scenario takes one value per service UUID")
+                } else if size > budget {
+                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: it takes \(size) octets and \(budget) of the 31 are left")
                 } else {
                     budget -= size
                     serviceData.append((uuid, bytes))
@@ -226,12 +247,19 @@ struct ImportedPeripheral {
         return lines
     }
 
-    /// RSSI: the median of what the reports carried.
-    var rssi: Int? {
+    /// The median of the RSSI its reports carried.
+    var reportedRSSI: Int? {
         let values = reports.compactMap(\.rssi).map(Int.init).sorted()
         guard !values.isEmpty else { return nil }
         return min(20, max(-127, values[values.count / 2]))
     }
+
+    /// The weakest `rssi:` the lab's receivers always hear: their sensitivity is -100 dBm and the
+    /// sim adds ±2 dB of noise to every reading (docs/scenarios.md, "The radio").
+    static let weakestHeard = -98
+
+    /// RSSI (`rssi:`): the median of what the reports carried, no weaker than the lab hears.
+    var rssi: Int? { reportedRSSI.map { max($0, Self.weakestHeard) } }
 }
 
 extension String {

@@ -36,13 +36,24 @@ extension ScenarioWriter {
                 guard let first = echoes.first ?? nil, echoes.allSatisfy({ $0 == first }),
                       let target = peripherals[p].reference(first.handle) else { continue }
                 let value = first.prefix.isEmpty ? "written" : "[\(YAMLValues.value(first.prefix)), written]"
-                peripherals[p].onWrite[handle] = ["{ \(first.indication ? "indicate" : "notify"): \(target), value: \(value) }"]
+                peripherals[p].onWrite[handle] = [sendAction(first.indication, to: target, handle: first.handle, of: p, value: value)]
                 let seen = marks[p]?[handle] ?? []
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "each of the \(echoes.count) write\(echoes.count == 1 ? "" : "s") was echoed by \(first.indication ? "an indication" : "a notification") of \(target) (first at \(seen.first.map { "\($0)" } ?? "?"))")
                 for m in seen { triggered.insert(m) }
             }
         }
+    }
+
+    /// The action that sends what the capture shows: `notify`/`indicate` of the characteristic when
+    /// it offers that property, else `notify-handle`/`indicate-handle` of its value handle (a
+    /// firmware that sends regardless; a scenario's `notify` needs the property).
+    func sendAction(_ indication: Bool, to ref: String, handle: UInt16, of p: Int, value: String) -> String {
+        let kind = indication ? "indicate" : "notify"
+        if let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle), ch.properties & (indication ? 0x20 : 0x10) != 0 {
+            return "{ \(kind): \(ref), value: \(value) }"
+        }
+        return "{ \(kind)-handle: { handle: 0x\(hex(handle)), value: \(value) } }"
     }
 
     /// A characteristic subscribed once whose notifications then came at a regular interval:
@@ -54,7 +65,8 @@ extension ScenarioWriter {
                 let ops = sessions[c].operations
                 for (k, op) in ops.enumerated() {
                     guard case let .configure(handle, value) = op.kind, op.error == nil, value.first.map({ $0 & 0x03 != 0 }) == true,
-                          let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle) else { continue }
+                          let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle),
+                          ch.properties & 0x10 != 0 else { continue }   // notify-every needs notify
                     // Until the next write of this CCCD, or the end of the connection.
                     let until = ops[(k + 1)...].first { later in
                         if case let .configure(h, _) = later.kind { return h == handle }
@@ -136,7 +148,7 @@ extension ScenarioWriter {
                 let burst = sessions[c].notifications.filter { $0.mark > op.start && $0.mark < op.end && !triggered.contains($0.mark) }
                 guard !burst.isEmpty, burst.allSatisfy({ peripherals[p].reference($0.handle) != nil }) else { continue }
                 peripherals[p].onSubscribe[handle] = burst.map { n in
-                    "{ \(n.indication ? "indicate" : "notify"): \(peripherals[p].reference(n.handle)!), value: \(YAMLValues.value(n.value)) }"
+                    sendAction(n.indication, to: peripherals[p].reference(n.handle)!, handle: n.handle, of: p, value: YAMLValues.value(n.value))
                 }
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "\(burst.count) notification\(burst.count == 1 ? "" : "s") sent before the subscription's Write Response (\(burst.first!.mark) to \(burst.last!.mark))")

@@ -21,6 +21,9 @@ struct ScenarioWriter {
     var peripherals: [ImportedPeripheral] = []
     /// Connection index → peripheral index.
     var owner: [Int] = []
+    /// Failed connection attempt index → peripheral index (nil: no peer address, or a
+    /// peripheral's capture).
+    var failedOwner: [Int?] = []
     var flawPlan = FlawPlan()
 
     init(transcript: HCITranscript, sessions: [GATTSession], source: String, format: CaptureFile.Format, recordCount: Int) {
@@ -31,6 +34,7 @@ struct ScenarioWriter {
         self.recordCount = recordCount
         buildPeripherals()
         planServiceChanges()
+        planDescriptors()
         planFlaws()
         planMTU()
     }
@@ -98,6 +102,10 @@ struct ScenarioWriter {
                 }
             }
         }
+        for f in transcript.failedConnections {
+            // A device the central tried to connect to: seen advertising, or remembered (never seen).
+            failedOwner.append(peripheralSide ? nil : f.peer.map { index(for: $0) })
+        }
         var taken: Set<LEAddress> = Set(peripherals.map(\.address).filter { $0.type == .public || $0.address.isValidRandomStatic })
         for i in peripherals.indices {
             let a = peripherals[i].address
@@ -121,6 +129,9 @@ struct ScenarioWriter {
             let values = peripherals[i].reports.compactMap(\.rssi).map(Int.init)
             if let low = values.min(), let high = values.max(), high - low > 10 {
                 peripherals[i].notes.append("its advertising reports' RSSI ranged from \(low) to \(high) dBm; the scenario gives it one (the median)")
+            }
+            if let median = peripherals[i].reportedRSSI, median < ImportedPeripheral.weakestHeard {
+                peripherals[i].notes.append("its advertising reports' RSSI (\(median) dBm) is below what the lab's receivers hear (-100 dBm, with ±2 dB of noise); the scenario gives it \(ImportedPeripheral.weakestHeard)")
             }
         }
         var used: Set<String> = ["central"]
@@ -149,12 +160,24 @@ struct ScenarioWriter {
             && transcript.connections.allSatisfy(\.capturedOnPeripheral)
     }
 
+    /// On a peripheral's capture, a link that its own link layer ended with Instant Passed (0x28)
+    /// without its host asking: it received a connection update's LL_CONNECTION_UPDATE_IND only
+    /// after the update's instant, having missed every one before (Core 5.4, Vol 6, Part B,
+    /// 5.1.1), while the central moved to the new parameters and, hearing nothing more, timed
+    /// out. When it was last heard, and when it left.
+    func missedInstant(_ c: Int) -> (lastHeard: CaptureMark, left: CaptureMark)? {
+        let connection = transcript.connections[c]
+        guard connection.capturedOnPeripheral, connection.reason == .instantPassed, connection.disconnectRequested == nil,
+              !connection.endedByReset, let left = connection.disconnected else { return nil }
+        return (min(left, connection.lastTraffic ?? connection.established), left)
+    }
+
     /// When the central ended the connection (its HCI Disconnect), if it did.
     func centralDisconnect(_ c: Int) -> (start: CaptureMark, end: CaptureMark)? {
         let connection = transcript.connections[c]
         if connection.capturedOnPeripheral {
             guard connection.disconnectRequested == nil, !connection.endedByReset, connection.reason != .connectionTimeout,
-                  let done = connection.disconnected else { return nil }
+                  missedInstant(c) == nil, let done = connection.disconnected else { return nil }
             return (done, done)
         }
         // The central's own controller reset (Bluetooth turned off): the closest the lab's central
@@ -191,20 +214,31 @@ struct ScenarioWriter {
     enum Item {
         case scan(Int)
         case connect(Int)
+        /// A connection attempt that gave no connection (`transcript.failedConnections`).
+        case failedConnect(Int)
+        /// HCI Read RSSI on a connection: `connections[connection].rssiReads[index]`.
+        case rssiRead(connection: Int, index: Int)
         case operation(connection: Int, index: Int)
         /// The central's LE Connection Update, completed by the connection's update `update`.
         case connectionUpdate(connection: Int, update: Int)
         case disconnect(Int)
         /// The peripheral's controller reset after it had lost power on this connection: it comes back.
         case powerOn(connection: Int)
+        /// From here the central's host rejects (or accepts) the peripheral's requests for new
+        /// connection parameters (`parameter-requests:`).
+        case parameterPolicy(connection: Int, reject: Bool)
+        /// On a peripheral's capture, a link its link layer ended with Instant Passed: it missed a
+        /// connection update of the central's (`ScenarioWriter.missedInstant`).
+        case missedInstant(connection: Int)
 
         var order: Int {
             switch self {
             case .scan: return 0
-            case .connect: return 1
-            case .operation, .connectionUpdate: return 2
-            case .disconnect: return 3
-            case .powerOn: return 4
+            case .connect, .failedConnect: return 1
+            case .parameterPolicy: return 2
+            case .operation, .connectionUpdate, .rssiRead: return 3
+            case .disconnect, .missedInstant: return 4
+            case .powerOn: return 5
             }
         }
     }
@@ -251,13 +285,14 @@ struct ScenarioWriter {
         case let .serviceChanged(c, k, mark):
             let change = peripherals[owner[c]].databaseChanges[k]
             return max(mark.time, sessions[c].serviceChanges[change.index].rediscoveryEnd?.time ?? mark.time)
-        case let .parameterRequest(_, r, update): return max(r.mark.time, update?.mark.time ?? r.mark.time)
+        case let .parameterRequest(_, r, update): return [r.mark.time, r.answered?.time ?? 0, update?.mark.time ?? 0].max()!
         default: return e.mark.time
         }
     }
 
     /// What asked for each of a connection's parameter updates: the peripheral (an L2CAP request,
-    /// or its link layer's) or the central's host; the requests no update followed.
+    /// or its link layer's) or the central's host; and every request of the peripheral, with the
+    /// update it led to (nil: rejected, or none followed).
     func parameterChanges(_ c: Int) -> (central: [(request: ParameterRequest?, update: Int)], peripheral: [(ParameterRequest, ParameterUpdate?)]) {
         let connection = transcript.connections[c]
         var central: [(ParameterRequest?, Int)] = []
@@ -268,14 +303,91 @@ struct ScenarioWriter {
             let asked = connection.parameterRequests[used...].filter { $0.mark >= previous && $0.mark <= u.mark }
             used += asked.count
             previous = u.mark
-            if let byPeripheral = asked.first(where: { !$0.byCentral }) {
-                peripheral.append((byPeripheral, u))
-            } else {
-                central.append((asked.first, k))
+            var cause: ParameterRequest?
+            for r in asked where !r.byCentral {
+                if cause == nil, r.accepted != false {
+                    cause = r
+                    peripheral.append((r, u))
+                } else {
+                    peripheral.append((r, nil))
+                }
             }
+            // A failed update on a peripheral's capture that ends its own LE Connection Update is
+            // the central's rejection of that request, not an update of the central's.
+            let answersOwnRequest = u.status != .success && asked.contains { !$0.byCentral && $0.kind == .hciCommand }
+            if cause == nil, !answersOwnRequest { central.append((asked.first { $0.byCentral }, k)) }
         }
         for r in connection.parameterRequests[used...] where !r.byCentral { peripheral.append((r, nil)) }
         return (central, peripheral)
+    }
+
+    /// What the central's host did with a peripheral's request for new parameters, as far as the
+    /// lab's central can do it again (`parameter-requests: accept | reject`, docs/scenarios.md
+    /// "Faults").
+    enum ParameterAnswer {
+        case accepted
+        /// Rejected as the lab's central rejects: an L2CAP response "rejected", or a Negative Reply
+        /// with Unacceptable Connection Parameters (0x3B).
+        case rejected
+        /// An outcome the lab's central cannot give, with what it was.
+        case other(String)
+        /// No answer in the capture.
+        case unknown
+    }
+
+    static func answer(to r: ParameterRequest, update: ParameterUpdate?) -> ParameterAnswer {
+        if let update, update.status == .success { return .accepted }
+        switch (r.accepted, r.rejection) {
+        case (true?, _): return .accepted
+        case (false?, nil), (false?, HCIStatus.unacceptableConnectionParameters?): return .rejected
+        case let (false?, status?):
+            if r.kind == .hciCommand {
+                // Its own LE Connection Update ended with this status (Vol 6, Part B, 5.1.7: a central
+                // whose host masks the event rejects with Unsupported Remote Feature, 0x1A; no answer
+                // in 40 s gives LL Response Timeout, 0x22).
+                return .other("LE Connection Update Complete said \(status.name) (0x\(hex8(status.rawValue)))")
+            }
+            return .other("the central's host rejected it with \(status.name) (0x\(hex8(status.rawValue))); the lab's central rejects with unacceptable-connection-parameters (0x3b)")
+        case (nil, _):
+            return .unknown
+        }
+    }
+
+    /// Where the central's host changes its answer to the peripheral's requests: before each
+    /// request it answered otherwise than the one before (the lab's central accepts at first), as
+    /// soon as the request before had its answer, so that the request keeps its delay after that.
+    func parameterPolicies() -> [Timed] {
+        var items: [Timed] = []
+        var rejecting: [Int: Bool] = [:]
+        for c in transcript.connections.indices {
+            let p = owner[c]
+            var settledBefore = transcript.connections[c].established
+            for (request, update) in parameterChanges(c).peripheral {
+                // Just after its answer (or the update it led to): what came before is its own.
+                defer {
+                    let last = [request.mark, request.answered, update?.mark].compactMap { $0 }.max()!
+                    settledBefore = CaptureMark(record: last.record, time: last.time + 1)
+                }
+                let wanted: Bool
+                switch Self.answer(to: request, update: update) {
+                case .accepted: wanted = false
+                case .rejected: wanted = true
+                case .other, .unknown: continue
+                }
+                guard wanted != (rejecting[p] ?? false) else { continue }
+                rejecting[p] = wanted
+                let at = min(request.mark, settledBefore)
+                items.append(Timed(item: .parameterPolicy(connection: c, reject: wanted), start: at, end: at))
+            }
+        }
+        return items
+    }
+
+    /// The parameters the replay's link has at `mark` (interval and timeout in their HCI units):
+    /// the lab central's 30 ms, 0 and 5 s, or what the last parameter update before set.
+    func replayParameters(_ c: Int, at mark: CaptureMark) -> (interval: UInt16, latency: UInt16, timeout: UInt16) {
+        guard let u = transcript.connections[c].parameterUpdates.last(where: { $0.status == .success && $0.mark <= mark }) else { return (24, 0, 500) }
+        return (u.interval, u.latency, u.supervisionTimeout)
     }
 
     /// When the link to the peripheral was lost, for a connection that ended by supervision
@@ -306,6 +418,12 @@ struct ScenarioWriter {
             if let (start, end) = centralDisconnect(c) {
                 items.append(Timed(item: .disconnect(c), start: start, end: end))
             }
+            if !connection.capturedOnPeripheral {
+                for (k, r) in connection.rssiReads.enumerated() { items.append(Timed(item: .rssiRead(connection: c, index: k), start: r.mark, end: r.mark)) }
+            }
+            if let (lastHeard, left) = missedInstant(c) {
+                items.append(Timed(item: .missedInstant(connection: c), start: lastHeard, end: left))
+            }
             for (request, update) in parameterChanges(c).central {
                 let done = connection.parameterUpdates[update].mark
                 items.append(Timed(item: .connectionUpdate(connection: c, update: update), start: request?.mark ?? done, end: done))
@@ -313,6 +431,10 @@ struct ScenarioWriter {
             if connection.capturedOnPeripheral, connection.endedByReset, let reset = connection.disconnected {
                 items.append(Timed(item: .powerOn(connection: c), start: reset, end: reset))
             }
+        }
+        items += parameterPolicies()
+        for (k, f) in transcript.failedConnections.enumerated() {
+            items.append(Timed(item: .failedConnect(k), start: f.requested, end: f.ended))
         }
         return items.sorted { ($0.start, $0.item.order) < ($1.start, $1.item.order) }
     }
@@ -366,15 +488,51 @@ struct ScenarioWriter {
         findWriteErrors()
 
         var steps = StepEmitter(writer: self)
+        if let first = items.first, case .scan = first.item, first.start.time >= 50_000 {
+            // Advertisers start at the lab's start: a scan that began later meets their events in
+            // another phase (what a duty-cycled scan hears depends on it).
+            steps.comment(first.start, "the first scan began \(CaptureMark.seconds(first.start.time)) after the capture's first record")
+            steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: first.start.time))")
+        }
         for (i, timed) in items.enumerated() {
+            if case .connectionUpdate = timed.item {
+                // A link lost while the central's update ran: the central's side of an update
+                // completes at its instant whether the peripheral heard it or not (Core 5.4, Vol 6,
+                // Part B, 5.1.1), so the loss goes before the step, at its time.
+                let early = segments[i].indices.filter { k in
+                    if case .linkLoss = segments[i][k], segments[i][k].mark < timed.end { return true }
+                    return false
+                }
+                for k in early { steps.emitLinkLoss(segments[i][k], before: timed) }
+                for k in early.reversed() { segments[i].remove(at: k) }
+            }
+            if case let .operation(c, k) = timed.item, steps.outcome(c, k).cutShort {
+                // What ended the link while the request waited goes before the step, at its time.
+                var lost: [Int] = []
+                for (n, e) in segments[i].enumerated() {
+                    switch e {
+                    case let .disconnect(cc, _, reason) where cc == c && reason != .connectionTimeout: steps.emitEarlyDisconnect(e, before: timed)
+                    case let .linkLoss(cc, _, _) where cc == c:
+                        steps.emitLinkLoss(e, before: timed, during: "the request below")
+                        lost.append(n)
+                    default: break
+                    }
+                }
+                for n in lost.reversed() { segments[i].remove(at: n) }
+            }
             steps.emit(timed, items: items)
             steps.emitSegment(segments[i], after: timed, triggered: triggered)
             let next = i + 1 < items.count ? items[i + 1].start.time : nil
-            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0)
+            let last = max(timed.end.time, segments[i].map(settled).max() ?? 0, steps.waitedUntil ?? 0)
             // A peripheral's capture sees each request a link latency after the central sent it,
             // and its answer as many before the central got it: only longer pauses are the central's.
             if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
-                steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
+                if let reached = steps.waitedUntil, steps.lines.last?.hasPrefix("  - wait: ") == true {
+                    // One wait, from the step above to the next, instead of two in a row.
+                    steps.lines[steps.lines.count - 1] = "  - wait: \(YAMLValues.duration(microseconds: (reached - timed.end.time) + (next - last)))"
+                } else {
+                    steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
+                }
             }
         }
         for e in orphans { steps.lines.append("  # \(e.mark): the peripheral acted before any step; not reproduced") }
@@ -470,39 +628,33 @@ struct ScenarioWriter {
     }
 
     /// A characteristic's `extended-properties:` and `descriptors:` (docs/scenarios.md
-    /// "Descriptors"): the descriptors the lab does not add itself, with the value the capture
-    /// read first and write permission when the central wrote one.
+    /// "Descriptors"): the descriptors the lab does not add itself, each type once, with the value
+    /// the capture read first when the type can hold it, and write permission when the central
+    /// wrote one.
     private func descriptorLines(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral) -> [String] {
         var lines: [String] = []
-        let automatic: [BluetoothUUID] = [.clientCharacteristicConfiguration, .characteristicExtendedProperties, .serverCharacteristicConfiguration]
-        var writableAuxiliaries = false
-        if c.properties & 0x80 != 0 {
-            var bits: UInt16 = 0
-            if let d = c.descriptors.first(where: { $0.uuid == .characteristicExtendedProperties }), let v = p.initialValues[d.handle], v.count == 2 {
-                bits = UInt16(v[0]) | UInt16(v[1]) << 8
-            }
-            if c.descriptors.contains(where: { $0.uuid == .characteristicUserDescription && p.writableDescriptors.contains($0.handle) }) { bits |= 0x0002 }
-            writableAuxiliaries = bits & 0x0002 != 0
-            let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
-            if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        let bits = p.extendedPropertiesBits(c)
+        let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
+        if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+        let declared = ImportedPeripheral.declarable(c)
+        for d in c.descriptors where d.uuid == BluetoothUUID(uuid16: 0x2905) || (!ImportedPeripheral.undeclarable.contains(d.uuid) && !declared.contains(d)) {
+            lines.append("            # descriptor \(d.uuid) at 0x\(hex(d.handle)): \(d.uuid == BluetoothUUID(uuid16: 0x2905) ? "an Aggregate Format lists handles, which the lab lays out itself" : "a second one of its type, which a characteristic declares once"); not reproduced")
         }
-        let declared = c.descriptors.filter { !automatic.contains($0.uuid) }
         guard !declared.isEmpty else { return lines }
         lines.append("            descriptors:")
         for d in declared {
-            guard d.uuid != BluetoothUUID(uuid16: 0x2905) else {
-                lines.append("              # 0x\(hex(d.handle)) \(d.uuid) (Aggregate Format): the lab lays out its own handles; not reproduced")
-                continue
-            }
             var entry = "              - { uuid: \(YAMLValues.uuid(d.uuid))"
             var comment = "0x\(hex(d.handle))"
-            if let v = p.initialValues[d.handle], d.uuid != .characteristicUserDescription || String(validating: v, as: UTF8.self) != nil {
-                entry += ", value: \(YAMLValues.value(v))"
-            } else if d.uuid == BluetoothUUID(uuid16: 0x2904) {
-                entry += ", value: hex:00 00 00 00 00 00 00"
-                comment += "; its value is not in the capture"
+            let place = ImportedPeripheral.DescriptorPlace(ref: "", service: DiscoveredDatabase.Service(uuid: c.uuid, start: 0, end: 0, characteristics: []),
+                                                           characteristic: c, uuid: d.uuid)
+            let value = p.initialDescriptorValue(place, handle: d.handle)
+            if !value.isEmpty { entry += ", value: \(YAMLValues.value(value))" }
+            if let read = p.descriptorReads[d.handle], read != value {
+                comment += "; the capture read \(YAMLValues.hex(Array(read.prefix(16))))\(read.count > 16 ? " …" : ""), which a \(d.uuid) cannot hold"
+            } else if p.descriptorReads[d.handle] == nil {
+                comment += "; its value before any write is not in the capture"
             }
-            if p.writableDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription || writableAuxiliaries {
+            if p.writtenDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription {
                 entry += ", permissions: [read, write]"
             }
             lines.append(entry + " }    # \(comment)")

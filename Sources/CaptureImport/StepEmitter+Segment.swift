@@ -7,6 +7,7 @@ import HCI
 /// expectations of what the capture shows came of them.
 extension StepEmitter {
     mutating func emitSegment(_ events: [ScenarioWriter.PeerEvent], after timed: ScenarioWriter.Timed, triggered: Set<CaptureMark>) {
+        waitedUntil = nil
         guard !events.isEmpty else { return }
         let base = timed.end.time
         var actions: [Int: [String]] = [:]
@@ -59,7 +60,7 @@ extension StepEmitter {
                    n.mark.time > end.time - Int64(connection.parameters(at: end).timeout) * 10_000 {
                     // Sent into a link already lost: the central's last heard event was one
                     // supervision timeout before the end (Core 5.4, Vol 6, Part B, 4.5.2).
-                    if !triggered.contains(n.mark) { act(p, at: n.mark, "{ \(n.indication ? "indicate" : "notify"): \(ref), value: \(YAMLValues.value(n.value)) }") }
+                    if !triggered.contains(n.mark) { act(p, at: n.mark, writer.sendAction(n.indication, to: ref, handle: n.handle, of: p, value: YAMLValues.value(n.value))) }
                     notes.append("\(n.mark): a \(kind) of \(ref) the peripheral sent after its link was lost (about \(lost)) never reached the central; nothing expects it")
                     continue
                 }
@@ -70,7 +71,7 @@ extension StepEmitter {
                     arrivals.append((p, n.handle, [n.value], n.mark.time))
                 }
                 guard !triggered.contains(n.mark) else { continue }
-                act(p, at: n.mark, "{ \(n.indication ? "indicate" : "notify"): \(ref), value: \(YAMLValues.value(n.value)) }")
+                act(p, at: n.mark, writer.sendAction(n.indication, to: ref, handle: n.handle, of: p, value: YAMLValues.value(n.value)))
             case let .unsolicited(c, u):
                 let p = writer.owner[c]
                 act(p, at: u.mark, "{ send-pdu: \(YAMLValues.hex(u.bytes)) }")
@@ -124,24 +125,47 @@ extension StepEmitter {
                 act(p, at: mark, "power-off")
             case let .parameterRequest(c, request, update):
                 let p = writer.owner[c]
-                let interval = update?.interval ?? request.intervalMin
-                let latency = update?.latency ?? request.latency
-                let timeout = update?.supervisionTimeout ?? request.supervisionTimeout
+                let id = peripherals[p].id
+                let answer = ScenarioWriter.answer(to: request, update: update)
+                // Accepted, the parameters the central applied; else those asked for.
+                let applied = update.flatMap { $0.status == .success ? $0 : nil }
+                let interval = applied?.interval ?? request.intervalMin
+                let latency = applied?.latency ?? request.latency
+                let timeout = applied?.supervisionTimeout ?? request.supervisionTimeout
+                let asked = "\(request.viaLinkLayer ? "over its link layer (LL_CONNECTION_PARAM_REQ)" : "with an L2CAP Connection Parameter Update Request")"
+                if case let .other(what) = answer {
+                    notes.append("\(request.mark): \(id) asked for new connection parameters \(asked) and \(what), which the lab's central does not do; not reproduced")
+                    continue
+                }
+                if case .unknown = answer, request.viaLinkLayer {
+                    notes.append("\(request.mark): \(id) asked for new connection parameters \(asked) and the capture shows no answer; the lab's central answers every one, so this is not reproduced")
+                    continue
+                }
                 guard Self.allowed(interval: interval, latency: latency, timeout: timeout) else {
-                    notes.append("\(request.mark): \(peripherals[p].id) asked for connection parameters the specification does not allow (\(Self.describe(interval, latency, timeout))); not reproduced")
+                    notes.append("\(request.mark): \(id) asked for connection parameters the specification does not allow (\(Self.describe(interval, latency, timeout))); not reproduced")
                     continue
                 }
                 let values = "interval: \(FlawPlan.exact(microseconds: Int64(interval) * 1250)), latency: \(latency), timeout: \(FlawPlan.exact(microseconds: Int64(timeout) * 10_000))"
-                act(p, at: request.mark, "{ request-connection-update: { \(values) } }")
+                act(p, at: request.mark, "{ request-connection-update: { \(values)\(request.viaLinkLayer ? ", via: link-layer" : "") } }")
                 if request.intervalMin != request.intervalMax {
-                    notes.append("\(request.mark): \(peripherals[p].id) asked for an interval from \(FlawPlan.exact(microseconds: Int64(request.intervalMin) * 1250)) to \(FlawPlan.exact(microseconds: Int64(request.intervalMax) * 1250)); the scenario asks for the \(FlawPlan.exact(microseconds: Int64(interval) * 1250)) the central chose")
+                    let chosen = applied != nil ? "the \(FlawPlan.exact(microseconds: Int64(interval) * 1250)) the central chose" : "the shortest"
+                    notes.append("\(request.mark): \(id) asked for an interval from \(FlawPlan.exact(microseconds: Int64(request.intervalMin) * 1250)) to \(FlawPlan.exact(microseconds: Int64(request.intervalMax) * 1250)); the scenario asks for \(chosen)")
                 }
-                if let update, update.status == .success {
-                    expectations.append("  - expect: { connection-parameters: { \(values), within: \(within(update.mark.time))\(key(p)) } }")
-                } else {
-                    let why = update.map { "LE Connection Update Complete said \($0.status.name)" }
-                        ?? (request.accepted == false ? "the central rejected it" : "no update followed")
-                    notes.append("\(request.mark): \(peripherals[p].id) asked for new connection parameters and \(why); the lab's central accepts and applies them")
+                switch answer {
+                case .accepted:
+                    if let applied {
+                        expectations.append("  - expect: { connection-parameters: { \(values), within: \(within(applied.mark.time))\(key(p)) } }")
+                    } else {
+                        notes.append("\(request.mark): \(id) asked for new connection parameters and the central accepted them, but no update followed; the lab's central applies them")
+                    }
+                case .rejected:
+                    // `parameter-requests: reject` before it (ScenarioWriter.parameterPolicies); nothing
+                    // to wait for, so the steps after it wait for it to have been sent.
+                    unawaited = max(unawaited ?? 0, request.answered?.time ?? request.mark.time)
+                case .unknown:
+                    notes.append("\(request.mark): \(id) asked for new connection parameters and no answer or update followed; the lab's central answers and, accepting, applies them")
+                case .other:
+                    break
                 }
             case let .disconnect(c, mark, reason):
                 let p = writer.owner[c]
@@ -155,7 +179,10 @@ extension StepEmitter {
                                         "  - expect: { disconnected: { reason: connection-timeout, within: \(within(max(mark.time, replay)))\(key(p)) } }"))
                     continue
                 }
-                if Self.peripheralReasons.contains(reason.rawValue) {
+                if earlyActions.contains(mark) {
+                    // Already scheduled before the step it cut short (`emitEarlyDisconnect`).
+                    if !Self.peripheralReasons.contains(reason.rawValue) { notes.append("\(mark): the link to \(peripherals[p].id) ended with \(reason.name) (0x\(hex8(reason.rawValue))), which a peripheral cannot send; the scenario has the peripheral disconnect instead") }
+                } else if Self.peripheralReasons.contains(reason.rawValue) {
                     act(p, at: mark, "{ disconnect: { reason: \(reason.name) } }")
                 } else {
                     act(p, at: mark, "disconnect")
@@ -188,7 +215,38 @@ extension StepEmitter {
         if let unawaited, unawaited > base {
             // Its delay, and two connection events for it to cross the link.
             lines.append("  - wait: \(YAMLValues.duration(microseconds: unawaited - base + 60_000))")
+            waitedUntil = unawaited + 60_000
         }
+    }
+
+    /// The peripheral's disconnect that cut the request of `timed` short: scheduled before the
+    /// step, with its delay into it, so that it comes while the request waits (its flaw never
+    /// answers it). Its expectation stays after the step (`emitSegment`).
+    mutating func emitEarlyDisconnect(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed) {
+        guard case let .disconnect(c, mark, reason) = e else { return }
+        let id = peripherals[writer.owner[c]].id
+        var list: [String] = []
+        appendDelay(&list, from: timed.start.time, to: mark.time)
+        list.append(Self.peripheralReasons.contains(reason.rawValue) ? "{ disconnect: { reason: \(reason.name) } }" : "disconnect")
+        comment(mark, "\(id) hung up while the request below waited for its answer")
+        lines.append("  - peripheral: { \(id): [\(list.joined(separator: ", "))] }")
+        earlyActions.insert(mark)
+    }
+
+    /// A link loss that came while the step `timed` was running (a connection update, which the
+    /// central completes on its own): `link-loss` before the step, `after` the time into it. The
+    /// central's capture cannot tell whether the peripheral's link layer had taken the update;
+    /// if it had not, it left with Instant Passed (0x28) on its side, as the header says.
+    mutating func emitLinkLoss(_ e: ScenarioWriter.PeerEvent, before timed: ScenarioWriter.Timed, during what: String = "the connection update below") {
+        guard case let .linkLoss(c, mark, end) = e else { return }
+        let id = peripherals[writer.owner[c]].id
+        requiresSim = true
+        let after = max(0, mark.time - timed.start.time)
+        lines.append("  # \(mark): the link to \(id) lost its radio path here, during \(what): both ends timed out (Connection Timeout, 0x08) at \(end)")
+        lines.append(after >= 1000 ? "  - link-loss: { peripheral: \(id), after: \(YAMLValues.duration(microseconds: after - after % 1000)) }"
+                                   : "  - link-loss: \(id)")
+        guard what == "the connection update below" else { return }
+        notes.append("\(mark): the link to \(id) was lost while a connection update ran, and the central's capture cannot show whether \(id) had taken the update: the scenario loses the link there, so \(id) times out (0x08) where it may have left with Instant Passed (0x28) on hearing the central again")
     }
 
     /// Connection parameters LE Connection Update accepts (Core 5.4, Vol 4, Part E, 7.8.18): an
@@ -206,7 +264,6 @@ extension StepEmitter {
     /// The supervision timeout the replay's link has at `mark`: the lab central's 5 s, or what a
     /// reproduced parameter update set.
     func replayTimeout(_ c: Int, at mark: CaptureMark) -> Int64 {
-        let updates = writer.transcript.connections[c].parameterUpdates.filter { $0.status == .success && $0.mark <= mark }
-        return Int64(updates.last?.supervisionTimeout ?? 500) * 10_000
+        Int64(writer.replayParameters(c, at: mark).timeout) * 10_000
     }
 }

@@ -17,6 +17,11 @@ struct StepEmitter {
     var discoveredEver: Set<Int> = []
     /// A step or action that needs the embedded simulator was written (`requires: [sim]`).
     var requiresSim = false
+    /// Peripheral events whose action went before the step they cut short.
+    var earlyActions: Set<CaptureMark> = []
+    /// The capture time the last segment's closing `wait` reaches (it waits for actions nothing
+    /// expects), when it wrote one as its last line.
+    var waitedUntil: Int64?
     let filterServices: [BluetoothUUID]
     let filterNames: [String]
 
@@ -69,6 +74,8 @@ struct StepEmitter {
         switch timed.item {
         case let .scan(i): scan(i, timed)
         case let .connect(c): connect(c, timed)
+        case let .failedConnect(k): failedConnect(k, timed)
+        case let .rssiRead(c, k): rssiRead(c, k, timed)
         case let .operation(c, k): operation(c, k, writer.sessions[c].operations[k])
         case let .disconnect(c):
             let p = writer.owner[c]
@@ -109,6 +116,16 @@ struct StepEmitter {
             }
             lines.append("  - connection-update: { \(values)\(key(p)) }")
             lines.append("  - expect: { connection-parameters: { \(values)\(key(p)) } }")
+        case let .parameterPolicy(c, reject):
+            let p = writer.owner[c]
+            let connection = writer.transcript.connections[c]
+            let how = connection.capturedOnPeripheral ? "the central \(reject ? "rejected" : "accepted") \(peripherals[p].id)'s next request for new connection parameters"
+                : "the central's host \(reject ? "rejected" : "accepted") \(peripherals[p].id)'s next request for new connection parameters"
+            comment(timed.start, how + (reject ? "; from here it rejects them" : "; from here it accepts them"))
+            let answer = reject ? "reject" : "accept"
+            lines.append(writer.multi ? "  - parameter-requests: { answer: \(answer), peripheral: \(peripherals[p].id) }" : "  - parameter-requests: \(answer)")
+        case let .missedInstant(c):
+            missedInstant(c, timed)
         case let .powerOn(c):
             let p = writer.owner[c]
             requiresSim = true
@@ -116,6 +133,38 @@ struct StepEmitter {
             lines.append("  - power-on: \(peripherals[p].id)")
             advertising[p] = true
         }
+    }
+
+    /// A peripheral's link ended with Instant Passed (`ScenarioWriter.missedInstant`): the
+    /// peripheral goes out of range after it was last heard, the central updates the connection
+    /// (its side completes at the instant, Core 5.4, Vol 6, Part B, 5.1.1), and the peripheral
+    /// comes back half an interval before it left, so that the central's resent
+    /// LL_CONNECTION_UPDATE_IND reaches it at its next connection event, past the instant. The
+    /// central then times out. The capture shows neither the update nor its parameters: the
+    /// central asks for those the replay's link has.
+    private mutating func missedInstant(_ c: Int, _ timed: ScenarioWriter.Timed) {
+        let p = writer.owner[c]
+        let id = peripherals[p].id
+        let pk = key(p)
+        let (interval, latency, timeout) = writer.replayParameters(c, at: timed.start)
+        let period = Int64(interval) * 1250
+        requiresSim = true
+        comment(timed.start, "\(id) was last heard here; at \(timed.end) its link layer ended the link with Instant Passed (0x28): it received a connection update's LL_CONNECTION_UPDATE_IND only after the update's instant (Core Vol 6 Part B 5.1.1). The central moved to the new parameters and timed out")
+        lines.append("  - out-of-range: \(id)")
+        let values = "interval: \(FlawPlan.exact(microseconds: period)), latency: \(latency), timeout: \(FlawPlan.exact(microseconds: Int64(timeout) * 10_000))"
+        lines.append("  - connection-update: { \(values)\(pk) }")
+        lines.append("  - expect: { connection-parameters: { \(values)\(pk) } }")
+        // The replay's step starts once the central has the peripheral's last packet (an event
+        // later); the update's instant is 6 × (latency + 1) events after the next event.
+        let start = timed.start.time + period
+        let completed = start + period * (1 + 6 * (Int64(latency) + 1))
+        let back = timed.end.time - period / 2
+        if back - completed >= 1000 { lines.append("  - wait: \(YAMLValues.duration(microseconds: back - completed))") }
+        lines.append("  - in-range: \(id)")
+        // The central's supervision timer runs from the last event it heard (Vol 6, Part B, 4.5.2).
+        let timesOut = start + Int64(timeout) * 10_000
+        lines.append("  - expect: { disconnected: { reason: connection-timeout, within: \(YAMLValues.duration(microseconds: max(0, timesOut - max(back, completed)) + 1_000_000))\(pk) } }")
+        notes.append("\(timed.end): \(id) left with Instant Passed (0x28): it missed a connection update of the central's, which its capture does not show; the scenario's central asks for the parameters its link has (\(Self.describe(interval, latency, timeout))) while \(id) is out of range, so its supervision timeout after the instant is that link's")
     }
 
     /// When the connection's ATT transaction timed out (its last operation left unanswered), if it did.
@@ -132,7 +181,7 @@ struct StepEmitter {
     }
 
     /// Whether the operation ended in a failure its flaws reproduce (no value, no success to expect).
-    private func failed(_ o: OperationOutcome) -> Bool { o.rejected != nil || o.timedOut != nil || o.expectsError }
+    func failed(_ o: OperationOutcome) -> Bool { o.rejected != nil || o.timedOut != nil || o.expectsError || o.cutShort }
 
     /// The expectations the peripheral's flaws call for right after the operation's step: the
     /// damaged answer, the transaction timeout, the ATT error, the slowest response's time.
@@ -146,6 +195,11 @@ struct StepEmitter {
             out.append("  - expect: { att-timeout: { request: \(name.hasPrefix("0x") ? "any" : name)\(key(p)) } }")
         }
         if o.expectsError, let error { out.append("  - expect: { error: \(error.name) }") }
+        if o.cutShort {
+            // Right after the step, naming the peripheral (docs/scenarios.md, "When the link cuts a step short").
+            let reason = o.cutShortReason.map { ", reason: \($0.name)" } ?? ""
+            out.append("  - expect: { link-lost: { peripheral: \(peripherals[p].id)\(reason) } }")
+        }
         if let (least, most) = o.responseTime {
             let atLeast = least - least % 1000
             var bounds = atLeast >= 1000 ? ["at-least: \(YAMLValues.duration(microseconds: atLeast))"] : []
@@ -172,11 +226,26 @@ struct StepEmitter {
         for r in reports {
             if let p = peripherals.firstIndex(where: { $0.address == ImportedPeripheral.normalized(r.address) }), !seen.contains(p) { seen.append(p) }
         }
+        let scan = writer.transcript.scans[i]
+        let duty = Self.dutyCycle(interval: scan.interval, window: scan.window, defaultUnits: 16)
         var wanted: [Int: Bool] = [:]
+        var missed: [Int] = []
         for p in peripherals.indices where !peripherals[p].reports.isEmpty || !peripherals[p].connections.isEmpty {
+            if !seen.contains(p), duty.cycled, advertising[p] {
+                // A scan that listens part of the time misses advertisers by their phase: not
+                // hearing one says nothing of whether it still advertised.
+                missed.append(p)
+                continue
+            }
             wanted[p] = seen.contains(p)
         }
         setAdvertising(wanted, at: timed.start)
+        for p in missed {
+            let every = peripherals[p].advertisingInterval.map { " (every \(YAMLValues.duration(microseconds: $0 * 1000)))" } ?? ""
+            comment(timed.start, "\(peripherals[p].id) advertised\(every) but this scan, listening \(duty.text), did not hear it: which events a duty-cycled scan hears depends on their phase, so nothing is expected of it")
+        }
+        if let note = duty.note { notes.append("\(timed.start): the scan's \(note)") }
+        if scan.passive { notes.append("\(timed.start): the scan was passive (no scan requests); the lab's scans are active") }
         var filter: [String] = []
         if !filterServices.isEmpty { filter.append("services: [\(filterServices.map(YAMLValues.uuid).joined(separator: ", "))]") }
         if !filterNames.isEmpty { filter.append("names: [\(filterNames.map(YAMLValues.quoted).joined(separator: ", "))]") }
@@ -186,6 +255,7 @@ struct StepEmitter {
         let hearing = seen.map { (peripherals[$0].advertisingInterval ?? 100) * 1000 + 10_000 }.max() ?? 0
         let duration = max(1_000, timed.end.time - timed.start.time, hearing)
         filter.append("for: \(YAMLValues.duration(microseconds: duration))")
+        if let keys = duty.keys { filter.append("interval: \(keys.interval), window: \(keys.window)") }
         comment(timed.start, "scanning (LE Set Scan Enable) until \(timed.end); \(reports.count) advertising report\(reports.count == 1 ? "" : "s") from \(seen.count) device\(seen.count == 1 ? "" : "s")")
         lines.append("  - scan: { \(filter.joined(separator: ", ")) }")
         for p in seen {
@@ -221,9 +291,82 @@ struct StepEmitter {
         } else {
             comment(timed.start, "connecting to \(connection.peer.address); LE Connection Complete, handle 0x\(hex(connection.handle)), at \(connection.established)")
         }
-        lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s }")
+        // A new link starts with every CCCD at 0x0000 (they are per central, Core Vol 3 Part G 3.3.3.3).
+        for s in peripherals[p].database.services {
+            for ch in s.characteristics {
+                for d in ch.descriptors where d.uuid == .clientCharacteristicConfiguration { values[p][d.handle] = nil }
+            }
+        }
+        let initiator = Self.dutyCycle(interval: connection.scanInterval, window: connection.scanWindow, defaultUnits: 96)
+        if let note = initiator.note { notes.append("\(timed.start): the initiator's \(note)") }
+        let keys = initiator.keys.map { ", scan-interval: \($0.interval), scan-window: \($0.window)" } ?? ""
+        lines.append("  - connect: { peripheral: \(peripherals[p].id), within: \(within)s\(keys) }")
         lines.append("  - expect: { connected: \(peripherals[p].id) }")
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
+    }
+
+    /// A scan's or an initiator's duty cycle (LE_Scan_Interval, LE_Scan_Window in 0.625 ms units,
+    /// Core Vol 4 Part E 7.8.10, 7.8.12) as the step's keys, when it differs from the lab's default
+    /// (`defaultUnits` for both) and the format can hold it (4 to 0x4000 units, the window no
+    /// longer than the interval; else a note).
+    static func dutyCycle(interval: UInt16?, window: UInt16?, defaultUnits: UInt16)
+        -> (keys: (interval: String, window: String)?, cycled: Bool, text: String, note: String?) {
+        guard let interval, let window else { return (nil, false, "", nil) }
+        let text = "\(YAMLValues.scanDuration(units: window)) every \(YAMLValues.scanDuration(units: interval))"
+        guard (4...0x4000).contains(interval), (4...0x4000).contains(window), window <= interval else {
+            return (nil, false, text, "interval and window (\(text)) are outside what LE Set Scan Parameters allows; the lab listens all the time")
+        }
+        let keys = (interval, window) == (defaultUnits, defaultUnits) ? nil
+            : (YAMLValues.scanDuration(units: interval), YAMLValues.scanDuration(units: window))
+        return (keys, window < interval, text, nil)
+    }
+
+    /// A connection attempt that gave no connection. One the central's host gave up on (LE Create
+    /// Connection Cancel, then LE Connection Complete with Unknown Connection Identifier, Core Vol
+    /// 4 Part E 7.8.13) is a `connect` with that timeout and `connect-failed: timeout`: the device
+    /// was not connectable then, so it stops advertising first. Other failures are listed.
+    private mutating func failedConnect(_ k: Int, _ timed: ScenarioWriter.Timed) {
+        let f = writer.transcript.failedConnections[k]
+        let status = "\(f.status.name) (0x\(hex8(f.status.rawValue)))"
+        guard let p = writer.failedOwner[k] else {
+            let why = writer.peripheralSide ? "the capturing host also tried to be a central" : "it named no address (the Filter Accept List)"
+            comment(timed.start, "a connection attempt that failed with \(status); not reproduced")
+            notes.append("\(timed.start): a connection attempt failed with \(status), and \(why); not reproduced")
+            return
+        }
+        let id = peripherals[p].id
+        guard f.status == .unknownConnectionIdentifier, let cancelled = f.cancelled else {
+            comment(timed.start, "connecting to \(id) failed with \(status) at \(f.ended); not reproduced")
+            notes.append("\(timed.start): connecting to \(id) failed with \(status); the lab's central gives up a connect only at its timeout, so this is not reproduced")
+            return
+        }
+        let connectable = peripherals[p].advertisement?.connectable ?? (peripherals[p].scanResponse != nil || !peripherals[p].connections.isEmpty)
+        if connectable { setAdvertising([p: false], at: timed.start) }
+        comment(timed.start, "connecting to \(peripherals[p].address.address); the central gave up at \(cancelled) (LE Create Connection Cancel), no connection")
+        let initiator = Self.dutyCycle(interval: f.scanInterval, window: f.scanWindow, defaultUnits: 96)
+        if let note = initiator.note { notes.append("\(timed.start): the initiator's \(note)") }
+        let keys = initiator.keys.map { ", scan-interval: \($0.interval), scan-window: \($0.window)" } ?? ""
+        lines.append("  - connect: { peripheral: \(id), within: \(YAMLValues.duration(microseconds: cancelled.time - f.requested.time))\(keys) }")
+        lines.append("  - expect: { connect-failed: { peripheral: \(id), reason: timeout } }")
+    }
+
+    /// HCI Read RSSI on a central's link: `expect: { rssi: { from: link } }` reads it again, around
+    /// what the capture read and the peripheral's `rssi:` (the sim adds ±2 dB of noise); RSSI
+    /// values are the sim's, so the scenario then needs it.
+    private mutating func rssiRead(_ c: Int, _ k: Int, _ timed: ScenarioWriter.Timed) {
+        let p = writer.owner[c]
+        let id = peripherals[p].id
+        let read = Int(writer.transcript.connections[c].rssiReads[k].rssi)
+        let declared = peripherals[p].rssi ?? -60
+        comment(timed.start, "HCI Read RSSI on the link to \(id): \(read) dBm")
+        guard abs(read - declared) <= 10 else {
+            lines.append("  # the scenario's \(id) is at \(declared) dBm (its advertising reports'); not checked")
+            notes.append("\(timed.start): the link's RSSI read \(read) dBm, more than 10 dB from \(id)'s advertising reports (\(declared) dBm), which give the scenario's one RSSI")
+            return
+        }
+        requiresSim = true
+        let low = max(-127, min(read, declared) - 2), high = min(20, max(read, declared) + 2)
+        lines.append("  - expect: { rssi: { peripheral: \(id), at-least: \(low), at-most: \(high), from: link } }")
     }
 
     private func isGAPOrGATT(_ p: Int, _ handle: UInt16) -> (BluetoothUUID, BluetoothUUID)? {
@@ -283,8 +426,8 @@ struct StepEmitter {
         case let .read(handle, value):
             read(p, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         case let .write(handle, value, command):
-            if !command, peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
-                return writeDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+            if !command, !peripherals[p].isValueHandle(handle), let place = peripherals[p].descriptorPlace(handle) {
+                return writeDescriptor(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
             }
             guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
                 comment(op.start, "a write to handle 0x\(hex(handle)), which discovery did not find (\(YAMLValues.hex(value))); not reproduced")
@@ -294,6 +437,8 @@ struct StepEmitter {
             lines.append("  - write: { characteristic: \(ref), value: \(YAMLValues.value(value)), type: \(command ? "command" : "request")\(pk) }")
             lines += flawed
             if failed(o) {
+                // Whether the request crossed before the link ended is not in the capture.
+                if o.cutShort { return }
                 // The request reached the peripheral, whose flaw answered it instead of its server.
                 lines.append("  - expect: { write-sent-as: request }")
                 if !o.expectsError {
@@ -314,21 +459,12 @@ struct StepEmitter {
                 if !command || ch.properties & 0x04 != 0 { values[p][handle] = value }
             }
         case let .configure(handle, value):
-            guard let (_, ch) = peripherals[p].database.characteristic(configurationHandle: handle), let ref = peripherals[p].reference(ch.valueHandle) else { return }
-            let bits = value.first ?? 0
-            comment(op.start, "Write Request to \(ref)'s CCCD (handle 0x\(hex(handle))): \(YAMLValues.hex(value))")
-            defer { lines += flawed }
-            if op.error != nil, !failed(o) {
-                notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
+            guard let place = peripherals[p].descriptorPlace(handle) else {
+                comment(op.start, "a write of \(YAMLValues.hex(value)) to the CCCD at handle 0x\(hex(handle)), which the scenario's characteristic does not have; not reproduced")
+                notes.append("\(op.start): a CCCD write at handle 0x\(hex(handle)) (\(YAMLValues.hex(value))) on a characteristic the scenario cannot name, or without notify or indicate (on the connection to \(id))")
+                return
             }
-            if bits & 0x03 == 0 {
-                lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
-            } else if bits & 0x03 == 0x03 || (bits & 0x03 == 0x02 && ch.properties & 0x10 != 0) {
-                // Both, or indications where notify is offered too: subscribe's type says which.
-                lines.append("  - subscribe: { characteristic: \(ref), type: \(bits & 0x03 == 0x03 ? "both" : "indications")\(pk) }")
-            } else {
-                lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
-            }
+            configure(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         case let .unsupported(text):
             comment(op.start, "\(text): not reproduced")
             notes.append("\(op.start): \(text) (on the connection to \(id))")
@@ -344,8 +480,8 @@ struct StepEmitter {
 
     private mutating func read(_ p: Int, handle: UInt16, value: [UInt8], op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
         let pk = key(p)
-        if peripherals[p].database.characteristic(valueHandle: handle) == nil, let (ref, uuid) = descriptor(p, handle) {
-            return readDescriptor(p, ref: ref, uuid: uuid, handle: handle, value: value, op: op)
+        if !peripherals[p].isValueHandle(handle), let place = peripherals[p].descriptorPlace(handle) {
+            return readDescriptor(p, place, handle: handle, value: value, op: op, outcome: o, flawed: flawed)
         }
         guard let ref = peripherals[p].reference(handle), let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else {
             comment(op.start, "a read of handle 0x\(hex(handle)), which discovery did not find; not reproduced")
@@ -353,7 +489,9 @@ struct StepEmitter {
         }
         let step = writer.multi ? "  - read: { characteristic: \(ref)\(pk) }" : "  - read: \(ref)"
         if failed(o) {
-            comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)): \(o.rejected != nil ? "an answer the central rejects" : o.timedOut != nil ? "never answered" : "Error Response \(op.error?.name ?? "?")")")
+            let what = o.rejected != nil ? "an answer the central rejects" : o.timedOut != nil ? "never answered"
+                : o.cutShort ? "never answered before the link ended" : "Error Response \(op.error?.name ?? "?")"
+            comment(op.start, "ATT Read Request for \(ref) at handle 0x\(hex(handle)): \(what)")
             lines.append(step)
             lines += flawed
             return
@@ -389,6 +527,13 @@ struct StepEmitter {
             lines.append("  - expect: { error: \(error.name) }")
             return
         }
+        guard value.count <= 512 else {
+            // No attribute holds more (Core Vol 3 Part F 3.2.9): the lab's value cannot be this one.
+            comment(op.start, "ATT Read Request for \(ref): the read gave \(value.count) octets, more than an attribute holds (512); not checked")
+            lines.append(step)
+            notes.append("\(op.start): the read of \(ref) gave \(value.count) octets, more than an attribute holds (512, Core Vol 3 Part F 3.2.9); the scenario neither declares nor expects it")
+            return
+        }
         if let current = values[p][handle] {
             if current != value {
                 comment(op.start, "the value changed without a write or a notification the capture shows")
@@ -407,55 +552,85 @@ struct StepEmitter {
 
     // MARK: Descriptors
 
-    /// How steps name the characteristic that has a descriptor at `handle`, and the descriptor's type.
-    private func descriptor(_ p: Int, _ handle: UInt16) -> (ref: String, uuid: BluetoothUUID)? {
-        for s in peripherals[p].database.services {
-            for c in s.characteristics {
-                if let d = c.descriptors.first(where: { $0.handle == handle }), let ref = peripherals[p].reference(c.valueHandle) { return (ref, d.uuid) }
-            }
+    /// A Write Request to a CCCD (Core Vol 3 Part G 3.3.3.3, 4.10): `unsubscribe` for 0x0000,
+    /// `subscribe` (with the `type` that writes exactly the capture's bits) for what the
+    /// characteristic offers, and for any other value the descriptor write itself, which sends
+    /// exactly those octets. A value the lab's server refuses comes here only with the error the
+    /// capture shows (`ScenarioWriter.omission` leaves out one the device accepted).
+    private mutating func configure(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                    op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let pk = key(p)
+        let ref = place.ref
+        let properties = place.characteristic.properties
+        comment(op.start, "Write Request to \(ref)'s CCCD (handle 0x\(hex(handle))): \(YAMLValues.hex(value))")
+        let natural = op.error != nil && !failed(o) && ImportedPeripheral.configurationError(value, properties: properties) == op.error
+        if op.error != nil, !failed(o), !natural {
+            comment(op.start, "the write got ATT error \(op.error!.name), which the lab's server does not give; not reproduced")
+            notes.append("\(op.start): the CCCD write for \(ref) got ATT error \(op.error!.name); not reproduced")
+            return
         }
-        return nil
+        let notify = properties & 0x10 != 0, indicate = properties & 0x20 != 0
+        let single = value.count == 2 && value[1] == 0 ? value[0] : nil
+        switch single {
+        case 0x00?:
+            lines.append(writer.multi ? "  - unsubscribe: { characteristic: \(ref)\(pk) }" : "  - unsubscribe: \(ref)")
+        case 0x01? where notify, 0x02? where indicate && !notify:
+            // What `subscribe` writes untold: notifications, or indications when only those are offered.
+            lines.append(writer.multi ? "  - subscribe: { characteristic: \(ref)\(pk) }" : "  - subscribe: \(ref)")
+        case 0x02? where indicate, 0x03? where indicate && notify:
+            lines.append("  - subscribe: { characteristic: \(ref), type: \(single == 0x03 ? "both" : "indications")\(pk) }")
+        default:
+            lines.append("  - write: { characteristic: \(ref), descriptor: 2902, value: \(YAMLValues.hex(value))\(pk) }")
+        }
+        lines += flawed
+        if natural, let error = op.error { lines.append("  - expect: { error: \(error.name) }") }
+        if op.error == nil, !failed(o) { values[p][handle] = value }
     }
 
-    /// A read of a descriptor: the step, and the value it expects when the lab's server holds it
-    /// (the declared descriptors and 0x2900, whose value the scenario sets from this read).
-    private mutating func readDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
-        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
-        if let error = op.error {
+    /// A read of a descriptor the scenario's characteristic has: the step, and the value it
+    /// expects when the lab's descriptor holds what the capture read.
+    private mutating func readDescriptor(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                         op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let ref = place.ref
+        comment(op.start, "ATT Read Request for \(ref)'s descriptor \(place.uuid) at handle 0x\(hex(handle))")
+        if let error = op.error, !failed(o) {
             comment(op.start, "the read got ATT error \(error.name); not reproduced")
-            notes.append("\(op.start): a read of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(place.uuid) got ATT error \(error.name), which the importer cannot reproduce")
             return
         }
-        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid))\(key(p)) }")
-        guard uuid != .clientCharacteristicConfiguration, uuid != .serverCharacteristicConfiguration else {
-            lines.append("  # the lab's peripheral keeps this configuration itself; the capture read \(YAMLValues.hex(value))")
+        lines.append("  - read: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(place.uuid))\(key(p)) }")
+        if failed(o) {
+            lines += flawed
             return
         }
-        if let current = values[p][handle] {
-            guard current == value else {
-                lines.append("  # the capture read \(YAMLValues.hex(value)), which no write the capture shows explains; not checked")
-                return
-            }
-        } else {
-            peripherals[p].initialValues[handle] = value
-            values[p][handle] = value
+        defer { lines += flawed }
+        let current = values[p][handle] ?? peripherals[p].initialDescriptorValue(place, handle: handle)
+        guard current == value else {
+            lines.append("  # the capture read \(YAMLValues.hex(value)); the lab's descriptor holds \(YAMLValues.hex(current)) here, so the value is not checked")
+            notes.append("\(op.start): a read of \(ref)'s descriptor \(place.uuid) gave \(YAMLValues.hex(value)), which the scenario's descriptor does not hold there")
+            return
         }
+        values[p][handle] = value
         lines.append("  - expect: { value: \(YAMLValues.value(value)) }")
     }
 
-    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3).
-    private mutating func writeDescriptor(_ p: Int, ref: String, uuid: BluetoothUUID, handle: UInt16, value: [UInt8], op: GATTOperation) {
-        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(uuid) at handle 0x\(hex(handle))")
-        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+    /// A Write Request to a descriptor other than the CCCD (Core Vol 3 Part G 4.12.3). One the
+    /// device accepted and the lab's server refuses has no step (`ScenarioWriter.omission`).
+    private mutating func writeDescriptor(_ p: Int, _ place: ImportedPeripheral.DescriptorPlace, handle: UInt16, value: [UInt8],
+                                          op: GATTOperation, outcome o: OperationOutcome, flawed: [String]) {
+        let ref = place.ref
+        comment(op.start, "ATT Write Request to \(ref)'s descriptor \(place.uuid) at handle 0x\(hex(handle))")
+        lines.append("  - write: { characteristic: \(ref), descriptor: \(YAMLValues.uuid(place.uuid)), value: \(YAMLValues.value(value))\(key(p)) }")
+        lines += flawed
+        if failed(o) { return }
         if let error = op.error {
-            if error == .writeNotPermitted {
-                lines.append("  - expect: { error: write-not-permitted }")
+            if peripherals[p].labWriteError(place, handle: handle, value: value) == error {
+                lines.append("  - expect: { error: \(error.name) }")
             } else {
-                notes.append("\(op.start): the write of \(ref)'s descriptor \(uuid) got ATT error \(error.name), which the importer cannot reproduce")
+                notes.append("\(op.start): the write of \(ref)'s descriptor \(place.uuid) got ATT error \(error.name), which the importer cannot reproduce")
             }
             return
         }
-        peripherals[p].writableDescriptors.insert(handle)
         values[p][handle] = value
     }
 

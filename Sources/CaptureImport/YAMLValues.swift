@@ -70,6 +70,26 @@ enum YAMLValues {
         return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
     }
 
+    /// A scan interval or window (units of 0.625 ms) as a duration the scenario reads back to the
+    /// same units: `10ms`, `11.25ms`, `1.28s`, `10.24s`.
+    static func scanDuration(units: UInt16) -> String {
+        let us = Int64(units) * 625
+        if us >= 1_000_000, us % 10_000 == 0 {
+            var fraction = String(us % 1_000_000 / 10_000)
+            if fraction.count == 1 { fraction = "0" + fraction }
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            return fraction.isEmpty ? "\(us / 1_000_000)s" : "\(us / 1_000_000).\(fraction)s"
+        }
+        if us % 1000 == 0 { return "\(us / 1000)ms" }
+        if us % 10 == 0 {
+            var fraction = String(us % 1000)
+            fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            return "\(us / 1000).\(fraction)ms"
+        }
+        return "\(us)us"
+    }
+
     /// The scenario's names for the characteristic properties octet (Core 5.4, Vol 3, Part G, 3.3.1.1).
     static func properties(_ octet: UInt8) -> [String] {
         let names = ["broadcast", "read", "write-without-response", "write", "notify", "indicate",

@@ -98,19 +98,23 @@ extension SimAir {
 
     // MARK: Walking out of range
 
-    /// The RSSI of `controller` starts falling by `dBPerSecond` from its current value. When it
-    /// passes `AirModel.receiverSensitivity` the device is out of range (`setInRange(false)`):
-    /// scanners stop receiving it and its connections time out. `setRSSI` or `setInRange(true)`
-    /// stops the ramp.
+    /// The RSSI of `controller` starts falling by `dBPerSecond` from its current value. Receivers
+    /// hear its PDUs while their readings reach `AirModel.receiverSensitivity` (with noise, the
+    /// last ones come and go); once even the strongest reading (RSSI + `rssiNoise`) is below it,
+    /// the device is out of range (`setInRange(false)`): scanners stop receiving it and its
+    /// connections time out. `setRSSI` or `setInRange(true)` stops the walk; back in range the
+    /// device has the RSSI it walked from.
     public func startLeavingRange(_ controller: SimController, dBPerSecond: Double) {
         stopRamp(controller)
         let now = loop.now
         let from = Double(controller.radio.rssi)
         guard dBPerSecond > 0 else { return }
+        if controller.radio.walkedFrom == nil { controller.radio.walkedFrom = controller.radio.rssi }
         var ramp = RSSIRamp(start: now, from: from, dBPerSecond: dBPerSecond)
-        let margin = from - Double(model.receiverSensitivity)
+        // Heard while RSSI + noise >= sensitivity, i.e. RSSI >= sensitivity - noise.
+        let margin = from - (Double(model.receiverSensitivity) - Double(model.rssiNoise))
         let seconds = max(0, margin) / dBPerSecond
-        // The first instant (whole µs) at which the reading is below the sensitivity.
+        // The first instant (whole µs) at which no reading reaches the sensitivity any more.
         let at = now + .microseconds(Int64((seconds * 1e6).rounded(.down)) + 1)
         ramp.leavesRange = loop.schedule(at: at) { [weak self, weak controller] in
             guard let self, let controller else { return }

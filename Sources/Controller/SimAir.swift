@@ -12,13 +12,21 @@ import HCI
 ///
 /// Timing choices (each documented where it is made):
 /// - advertising events every Advertising_Interval_Min + advDelay (0–10 ms, seeded, whole µs);
-///   every PDU of an event (ADV_*, SCAN_REQ/SCAN_RSP, CONNECT_IND) is delivered at the event's start;
+///   the event's PDUs go on channels 37, 38, 39 (those enabled) `AirModel.advertisingChannelSpacing`
+///   apart, and a scanner or initiator catches the event only on the channel its open scan window
+///   listens to then; every PDU of an event (ADV_*, SCAN_REQ/SCAN_RSP, CONNECT_IND) is delivered
+///   at the event's start;
 /// - a connection is created at the advertising event its initiator answers; its interval is
 ///   Connection_Interval_Min; its first anchor is 1.25 ms + `AirModel.transmitWindowOffset` later;
 /// - data, LL_TERMINATE_IND and LL control PDUs go at the first anchor not earlier than now
-///   (with peripheral latency: one the peripheral listens on); an update applies 6 events after
-///   its LL_CONNECTION_UPDATE_IND, with the instant's old anchor as the new base;
+///   (with peripheral latency: one the peripheral listens on); an update applies 6 × (latency + 1)
+///   events after its LL_CONNECTION_UPDATE_IND, with the instant's old anchor as the new base;
 /// - a silent peer times out at (last anchor heard) + supervision timeout.
+///
+/// Radio: one threshold, `AirModel.receiverSensitivity`. Each PDU's reading is the sender's RSSI
+/// plus a seeded noise draw; below the sensitivity it is not received (`receivedReading`,
+/// `signalReaches`). A device whose RSSI + noise cannot reach it is not heard at all
+/// (`signalCanReach`): scanners and initiators miss it and its connections time out.
 ///
 /// Determinism: time comes only from `loop`; random draws only from `SeededRandom` streams derived
 /// from `seed` and each device's public address, so adding a device does not change another
@@ -50,7 +58,9 @@ public final class SimAir {
     /// Read RSSI on its peers' connections. `AirModel.rssiNoise` is added per reading.
     public func setRSSI(_ dBm: Int8, for controller: SimController) {
         stopRamp(controller)
+        controller.radio.walkedFrom = nil
         controller.radio.rssi = dBm
+        for entry in controller.links { entry.link.reachabilityMayHaveChanged() }
     }
 
     /// The RSSI now, following `startLeavingRange` while it runs.
@@ -77,10 +87,21 @@ public final class SimAir {
 
     /// Out of range, nothing from or to the device crosses the air: scanners stop seeing it, its
     /// connections go silent and both sides time out unless it comes back within the supervision
-    /// timeout, in which case the connections carry on.
+    /// timeout, in which case the connections carry on. Back in range, a device that walked away
+    /// (`startLeavingRange`) is where it walked from: its RSSI is the one it had before the walk,
+    /// never the faded value below the sensitivity.
     public func setInRange(_ inRange: Bool, for controller: SimController) {
-        if inRange { stopRamp(controller) }
-        guard controller.radio.isInRange != inRange else { return }
+        if inRange {
+            stopRamp(controller)
+            if let from = controller.radio.walkedFrom {
+                controller.radio.rssi = from
+                controller.radio.walkedFrom = nil
+            }
+        }
+        guard controller.radio.isInRange != inRange else {
+            for entry in controller.links { entry.link.reachabilityMayHaveChanged() }
+            return
+        }
         controller.radio.isInRange = inRange
         for entry in controller.links { entry.link.reachabilityMayHaveChanged() }
     }
@@ -100,17 +121,61 @@ public final class SimAir {
     /// One RSSI reading of `transmitter` (dBm), with the model's seeded noise, clamped to the
     /// range HCI can report (−127…+20, Vol 4, Part E, 7.7.65.2).
     func rssiReading(of transmitter: SimController) -> Int8 {
+        Int8(min(20, max(-127, noisyRSSI(of: transmitter))))
+    }
+
+    /// The RSSI of one PDU of `transmitter`: its RSSI now plus one seeded noise draw.
+    private func noisyRSSI(of transmitter: SimController) -> Int64 {
         var value = currentRSSI(of: transmitter)
         if model.rssiNoise > 0 {
             let n = Int64(model.rssiNoise)
             value += transmitter.radio.rssiRandom.int(in: -n...n)
         }
-        return Int8(min(20, max(-127, value)))
+        return value
+    }
+
+    /// The reading of one PDU of `transmitter` that a receiver decodes, or nil when it falls below
+    /// `AirModel.receiverSensitivity` and is lost. Always draws (the value is reported).
+    func receivedReading(of transmitter: SimController) -> Int8? {
+        let value = noisyRSSI(of: transmitter)
+        guard value >= Int64(model.receiverSensitivity) else { return nil }
+        return Int8(min(20, value))
+    }
+
+    /// Whether some reading of `transmitter` can reach the sensitivity (RSSI + noise ≥ it): false
+    /// means nothing it sends is heard. No draw.
+    @inline(__always)
+    func signalCanReach(_ transmitter: SimController) -> Bool {
+        currentRSSI(of: transmitter) + Int64(model.rssiNoise) >= Int64(model.receiverSensitivity)
+    }
+
+    /// Whether the noise decides what of `transmitter` is heard: some readings reach the
+    /// sensitivity and some do not.
+    @inline(__always)
+    func signalIsMarginal(_ transmitter: SimController) -> Bool {
+        guard model.rssiNoise > 0 else { return false }
+        let rssi = currentRSSI(of: transmitter), n = Int64(model.rssiNoise), floor = Int64(model.receiverSensitivity)
+        return rssi - n < floor && rssi + n >= floor
+    }
+
+    /// Whether one PDU of `transmitter` is received, when its reading is not reported. Draws the
+    /// noise only when it decides (`signalIsMarginal`), so a strong or a silent device draws nothing.
+    func signalReaches(_ transmitter: SimController) -> Bool {
+        if signalIsMarginal(transmitter) { return receivedReading(of: transmitter) != nil }
+        return signalCanReach(transmitter)
+    }
+
+    /// Read RSSI on a connection (Vol 4, Part E, 7.5.4): the RSSI of the packets the controller
+    /// received, so never below the sensitivity.
+    func linkRSSIReading(of transmitter: SimController) -> Int8 {
+        max(rssiReading(of: transmitter), model.receiverSensitivity)
     }
 
     /// Delivers one legacy advertising event (Vol 6, Part B, 4.4.2) of `advertiser` at the current
     /// time: first to every scanner that hears it (in attach order), then to the first initiator
     /// that targets it, which connects. Scan requests and responses are part of the same event.
+    /// An initiator needs the advertising PDU (on a channel its scan window listens to, above the
+    /// sensitivity) and the advertiser its CONNECT_IND (above the sensitivity too).
     func deliverAdvertisingEvent(_ pdu: AdvertisingPDU, from advertiser: SimController) {
         let now = loop.now
         for receiver in controllers where receiver.isScanning && canHear(receiver, advertiser) {
@@ -118,7 +183,8 @@ public final class SimAir {
         }
         guard pdu.type.isConnectable else { return }
         for receiver in controllers where receiver.isInitiating && canHear(receiver, advertiser) {
-            if receiver.initiatorAccepts(pdu) {
+            if receiver.initiatorAccepts(pdu), receiver.initiatorCatches(pdu, at: now),
+               signalReaches(advertiser), signalReaches(receiver) {
                 establishConnection(initiator: receiver, advertiser: advertiser, pdu: pdu, at: now)
                 return
             }
@@ -169,6 +235,8 @@ struct AdvertisingPDU {
     var target: LEAddress?
     var data: [UInt8]
     var scanResponse: [UInt8]
+    /// Advertising_Channel_Map (7.8.5): bit 0 channel 37, bit 1 channel 38, bit 2 channel 39.
+    var channelMap: UInt8 = 0x07
 }
 
 /// The radio side of one device: what the air needs to know about it.
@@ -184,4 +252,6 @@ struct RadioState {
     var linkFaults: LinkFaults?
     /// The RSSI falling while the device walks out of range.
     var ramp: RSSIRamp?
+    /// The RSSI it had when it started walking away: where `setInRange(true)` brings it back.
+    var walkedFrom: Int8?
 }

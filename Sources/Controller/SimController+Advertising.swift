@@ -110,7 +110,7 @@ extension SimController {
                 type: p.advertisingType, advertiser: own,
                 target: p.advertisingType.isDirected ? LEAddress(p.peerAddress, type: p.peerAddressType) : nil,
                 data: p.advertisingType.isDirected ? [] : advertisingData,
-                scanResponse: scanResponseData)
+                scanResponse: scanResponseData, channelMap: p.channelMap)
             air.deliverAdvertisingEvent(pdu, from: self)
         }
         guard isAdvertising else { return }

@@ -105,6 +105,10 @@ extension SimController {
             disconnect(handle: handle, reason: reason)
         case let .leConnectionUpdate(parameters):
             connectionUpdate(parameters)
+        case let .leRemoteConnectionParameterRequestReply(parameters):
+            remoteConnectionParameterRequestReply(parameters)
+        case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
+            remoteConnectionParameterRequestNegativeReply(handle: handle, reason: reason)
         case .unknown:
             // Part E, 4.5 lets a controller answer an opcode it does not support with either event;
             // Command Complete with Unknown HCI Command (0x01), as most controllers do.
@@ -127,6 +131,6 @@ extension SimController {
             return
         }
         let peer = entry.isCentral ? entry.link.peripheral : entry.link.central
-        sendCommandComplete(.readRSSI, ReadRSSIReturn(handle: handle, rssi: air.rssiReading(of: peer)).encoded)
+        sendCommandComplete(.readRSSI, ReadRSSIReturn(handle: handle, rssi: air.linkRSSIReading(of: peer)).encoded)
     }
 }

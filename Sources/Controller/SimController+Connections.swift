@@ -114,10 +114,10 @@ extension SimController {
 
     /// 7.8.18: Command Status; Unknown Connection Identifier for a bad handle, Invalid HCI Command
     /// Parameters for parameters `connectionParametersAreValid` rejects, Command Disallowed while
-    /// another update or a termination is in progress on the connection. On the central, the link
-    /// layer sends LL_CONNECTION_UPDATE_IND; on the peripheral it sends LL_CONNECTION_PARAM_REQ and
-    /// the central's link layer accepts it (Vol 6, Part B, 5.1.7; the central's host is not asked:
-    /// the sim has no LE Remote Connection Parameter Request event). The new interval is
+    /// another update or a termination is in progress on the connection (or its ends are out of
+    /// step after a missed instant). On the central, the link layer sends LL_CONNECTION_UPDATE_IND;
+    /// on the peripheral it sends LL_CONNECTION_PARAM_REQ, which the central's host answers
+    /// (Vol 6, Part B, 5.1.7; SimLink+Procedures.swift). The new interval is
     /// Connection_Interval_Min, as at connection creation.
     func connectionUpdate(_ p: LEConnectionUpdateParameters) {
         guard let entry = linkEntry(handle: p.handle) else {
@@ -131,13 +131,61 @@ extension SimController {
             return
         }
         let link = entry.link
-        guard link.update == nil, link.termination == nil else {
+        guard link.update == nil, link.termination == nil, link.desync == nil else {
             sendCommandStatus(.leConnectionUpdate, .commandDisallowed)
             return
         }
         sendCommandStatus(.leConnectionUpdate, .success)
-        let parameters = SimLink.Parameters(intervalUnits: p.intervalMin, latency: p.maxLatency, timeoutUnits: p.supervisionTimeout)
-        link.update = entry.isCentral ? .indicationPending(parameters) : .requestPending(parameters)
-        link.scheduleNextEvent()
+        let parameters = SimLink.Parameters(p)
+        if entry.isCentral {
+            link.update = .indicationPending(parameters)
+            link.scheduleNextEvent()
+        } else {
+            link.peripheralRequests(parameters)
+        }
+    }
+
+    // MARK: LE Remote Connection Parameter Request Reply and Negative Reply
+
+    /// 7.8.31: Command Complete with Status and Connection_Handle. Unknown Connection Identifier
+    /// for a bad handle, Command Disallowed when the connection has no request waiting for this
+    /// host, Invalid HCI Command Parameters for parameters LE Connection Update would refuse.
+    func remoteConnectionParameterRequestReply(_ p: LEConnectionUpdateParameters) {
+        let opcode = HCIOpcode.leRemoteConnectionParameterRequestReply
+        guard let entry = linkEntry(handle: p.handle) else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .unknownConnectionIdentifier, handle: p.handle).encoded)
+        }
+        guard entry.isCentral, entry.link.isAwaitingCentralHost else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .commandDisallowed, handle: p.handle).encoded)
+        }
+        guard connectionParametersAreValid(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                           latency: p.maxLatency, timeout: p.supervisionTimeout),
+              p.minCELength <= p.maxCELength else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .invalidCommandParameters, handle: p.handle).encoded)
+        }
+        sendCommandComplete(opcode, ConnectionHandleReturn(handle: p.handle).encoded)
+        entry.link.centralHostAccepts(SimLink.Parameters(p))
+    }
+
+    /// 7.8.32: as the Reply; a Reason of 0x00 (success) is Invalid HCI Command Parameters.
+    func remoteConnectionParameterRequestNegativeReply(handle: UInt16, reason: HCIStatus) {
+        let opcode = HCIOpcode.leRemoteConnectionParameterRequestNegativeReply
+        guard let entry = linkEntry(handle: handle) else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .unknownConnectionIdentifier, handle: handle).encoded)
+        }
+        guard entry.isCentral, entry.link.isAwaitingCentralHost else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .commandDisallowed, handle: handle).encoded)
+        }
+        guard !reason.isSuccess else {
+            return sendCommandComplete(opcode, ConnectionHandleReturn(status: .invalidCommandParameters, handle: handle).encoded)
+        }
+        sendCommandComplete(opcode, ConnectionHandleReturn(handle: handle).encoded)
+        entry.link.centralHostRejects(reason)
+    }
+}
+
+extension SimLink.Parameters {
+    init(_ p: LEConnectionUpdateParameters) {
+        self.init(intervalUnits: p.intervalMin, intervalMaxUnits: p.intervalMax, latency: p.maxLatency, timeoutUnits: p.supervisionTimeout)
     }
 }

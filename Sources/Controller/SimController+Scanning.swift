@@ -6,9 +6,15 @@ import HCI
 // (Vol 4, Part E, 7.8.10–7.8.11), and the initiating state (Vol 6, Part B, 4.4.4) behind LE Create
 // Connection and its Cancel (Vol 4, Part E, 7.8.12–7.8.13).
 //
-// A scanner hears an advertising event when its scan window is open at the event's start:
-// (t − scan start) mod LE_Scan_Interval < LE_Scan_Window. An initiator hears every advertising
-// event of its target (its scan window is not modelled).
+// Channel timing (Vol 6, Part B, 4.4.2 and 4.4.3): an advertising event sends its PDU on each
+// enabled primary channel in turn, 37 then 38 then 39, `AirModel.advertisingChannelSpacing`
+// apart from the event's start. A scanner (or an initiator) listens in scan window k — from
+// start + k × LE_Scan_Interval for LE_Scan_Window — on channel 37 + (k mod 3), a different
+// channel each window as the specification recommends; with window = interval it listens all the
+// time, changing channel at each interval. It catches the event when one of the event's PDUs goes
+// out, on the channel it listens to, inside an open window; at most once per event. (Its reports,
+// scan request and response, or CONNECT_IND, are still delivered at the event's start.) Then the
+// PDU must be heard: its reading, RSSI plus noise, at or above the receiver sensitivity (SimAir).
 
 extension SimController {
     /// 7.8.10. Command Disallowed while scanning. Scanning_Filter_Policy values other than 0x00
@@ -43,18 +49,37 @@ extension SimController {
         return .success
     }
 
-    private func scanWindowIsOpen(at t: Instant) -> Bool {
-        let interval = Int64(scanParameters.interval) * 625_000
-        let window = Int64(scanParameters.window) * 625_000
-        guard window < interval else { return true }
-        return (t - scanStart).nanoseconds % interval < window
+    /// The primary channel (0, 1, 2 for 37, 38, 39) a device scanning since `start` with
+    /// `interval` and `window` (0.625 ms units) listens to at `t`; nil while its window is closed.
+    static func listeningChannel(at t: Instant, start: Instant, interval: UInt16, window: UInt16) -> Int64? {
+        let elapsed = (t - start).nanoseconds
+        guard elapsed >= 0 else { return nil }
+        let intervalNs = Int64(max(1, interval)) * 625_000
+        guard elapsed % intervalNs < Int64(window) * 625_000 else { return nil }
+        return (elapsed / intervalNs) % 3
+    }
+
+    /// Whether such a device catches the advertising event that starts at `t0` on `channelMap`:
+    /// the PDU on the i-th enabled channel goes at t0 + i × spacing.
+    static func catchesEvent(at t0: Instant, channelMap: UInt8, start: Instant, interval: UInt16, window: UInt16,
+                             spacing: TimeSpan) -> Bool {
+        var slot: Int64 = 0
+        for channel in Int64(0)..<3 where channelMap & (1 << UInt8(channel)) != 0 {
+            let t = Instant(nanoseconds: t0.nanoseconds + slot * spacing.nanoseconds)
+            if listeningChannel(at: t, start: start, interval: interval, window: window) == channel { return true }
+            slot += 1
+        }
+        return false
     }
 
     /// An advertising event reaches this scanner (Vol 6, Part B, 4.4.3): one LE Advertising Report
     /// per PDU (7.7.65.2), the SCAN_RSP right after the advertising PDU for an active scanner and a
-    /// scannable type. ADV_DIRECT_IND is reported only when it is addressed to this device.
+    /// scannable type. ADV_DIRECT_IND is reported only when it is addressed to this device. Each PDU
+    /// is heard only above the sensitivity: the advertising PDU, the SCAN_REQ at the advertiser,
+    /// the SCAN_RSP.
     func scannerReceives(_ pdu: AdvertisingPDU, from advertiser: SimController, at t: Instant) {
-        guard scanWindowIsOpen(at: t) else { return }
+        guard Self.catchesEvent(at: t, channelMap: pdu.channelMap, start: scanStart, interval: scanParameters.interval,
+                                window: scanParameters.window, spacing: model.advertisingChannelSpacing) else { return }
         let eventType: AdvertisingReportType
         switch pdu.type {
         case .connectableUndirected: eventType = .advInd
@@ -65,19 +90,20 @@ extension SimController {
             eventType = .advDirectInd
         default: return
         }
-        report(eventType, pdu.advertiser, data: pdu.data, from: advertiser)
-        if scanParameters.isActive, pdu.type.isScannable {
-            report(.scanRsp, pdu.advertiser, data: pdu.scanResponse, from: advertiser)
+        guard let rssi = air.receivedReading(of: advertiser) else { return }
+        report(eventType, pdu.advertiser, data: pdu.data, rssi: rssi)
+        if scanParameters.isActive, pdu.type.isScannable, air.signalReaches(self),
+           let responseRSSI = air.receivedReading(of: advertiser) {
+            report(.scanRsp, pdu.advertiser, data: pdu.scanResponse, rssi: responseRSSI)
         }
     }
 
-    private func report(_ type: AdvertisingReportType, _ sender: LEAddress, data: [UInt8], from advertiser: SimController) {
+    /// The reading was drawn before the duplicate filter and the mask check, so neither shifts later draws.
+    private func report(_ type: AdvertisingReportType, _ sender: LEAddress, data: [UInt8], rssi: Int8) {
         if filterDuplicates {
             let key = sender.address.rawValue | UInt64(sender.type.rawValue) << 48 | UInt64(type.rawValue) << 56
             guard reportedDuplicates.insert(key).inserted else { return }
         }
-        // Drawn before the mask check, so a host's event masks never shift later draws.
-        let rssi = air.rssiReading(of: advertiser)
         sendLEMeta(.advertisingReport([LEAdvertisingReport(eventType: type, address: sender, data: data, rssi: rssi)]),
                    bit: EventMask.leAdvertisingReport)
     }
@@ -104,6 +130,7 @@ extension SimController {
             return .connectionAlreadyExists
         }
         initiating = p
+        initiatingStart = loop.now
         return .success
     }
 
@@ -121,6 +148,15 @@ extension SimController {
             return pdu.target == airAddress(ownAddressType: p.ownAddressType)
         }
         return true
+    }
+
+    /// Whether the initiator's scan (LE_Scan_Interval and LE_Scan_Window of 7.8.12, from when LE
+    /// Create Connection was accepted) catches the advertising event at `t` (the channel timing
+    /// at the top of this file).
+    func initiatorCatches(_ pdu: AdvertisingPDU, at t: Instant) -> Bool {
+        guard let p = initiating else { return false }
+        return Self.catchesEvent(at: t, channelMap: pdu.channelMap, start: initiatingStart, interval: p.scanInterval,
+                                 window: p.scanWindow, spacing: model.advertisingChannelSpacing)
     }
 
     /// 7.8.13: Command Complete, then LE Connection Complete with Unknown Connection Identifier

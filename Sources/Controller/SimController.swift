@@ -87,6 +87,8 @@ public final class SimController {
     var scanStart: Instant = .zero
     var reportedDuplicates = Set<UInt64>()
     var initiating: LECreateConnectionParameters?
+    /// When LE Create Connection was accepted: the initiator's scan windows count from here.
+    var initiatingStart: Instant = .zero
 
     // Connections (SimController+Connections.swift)
     var links: [LinkEntry] = []

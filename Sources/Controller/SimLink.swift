@@ -22,6 +22,12 @@ import HCI
 /// peripheral's packets to the central's host and their Number Of Completed Packets to the
 /// peripheral's host. Each host receives its frames in that order, in one batch per host.
 ///
+/// ## Control procedures (SimLink+Procedures.swift)
+/// Connection Update (5.1.1), Connection Parameters Request (5.1.7) with the central's host asked
+/// through LE Remote Connection Parameter Request, the Instant Passed (0x28) and LL Response
+/// Timeout (0x22) endings. LL control PDUs take a slot of their sender's event and, like data,
+/// are lost under `LinkFaults.lossRate` or a marginal signal and resent at the next opportunity.
+///
 /// ## Silence and supervision (4.5.2)
 /// While both ends are attached, powered and in range, every anchor counts as an event in which
 /// each side heard the other. When that stops (power-off, reset, out of range) the timeout is
@@ -30,7 +36,10 @@ import HCI
 /// Coming back in range before it fires resumes the connection.
 final class SimLink {
     struct Parameters {
+        /// The interval the link uses (Connection_Interval_Min, as at creation).
         var intervalUnits: UInt16
+        /// Interval_Max, as a request carries it (LL_CONNECTION_PARAM_REQ).
+        var intervalMaxUnits: UInt16
         var latency: UInt16
         var timeoutUnits: UInt16
     }
@@ -48,12 +57,32 @@ final class SimLink {
 
     /// The Connection Update (5.1.1) and Connection Parameters Request (5.1.7) procedures.
     enum Update {
-        /// The peripheral's LL_CONNECTION_PARAM_REQ waits for a connection event.
+        /// The peripheral's LL_CONNECTION_PARAM_REQ waits for a connection event (and is resent
+        /// until the central receives it).
         case requestPending(Parameters)
-        /// The central's LL_CONNECTION_UPDATE_IND waits for a connection event.
+        /// The central's host was asked (LE Remote Connection Parameter Request) and has not answered.
+        case awaitingCentralHost(Parameters)
+        /// The central's LL_REJECT_EXT_IND waits for a connection event.
+        case rejectionPending(HCIStatus)
+        /// The central's LL_CONNECTION_UPDATE_IND waits for its first connection event.
         case indicationPending(Parameters)
-        /// LL_CONNECTION_UPDATE_IND was sent; the parameters apply at event `instant`.
-        case waitingForInstant(Parameters, instant: Int64)
+        /// LL_CONNECTION_UPDATE_IND went out; the parameters apply at event `instant`. Until the
+        /// peripheral has received it (`delivered`) the central resends it at each event the
+        /// peripheral listens to.
+        case waitingForInstant(Parameters, instant: Int64, delivered: Bool)
+    }
+
+    /// The ends after an instant the peripheral missed: the central runs on the new parameters
+    /// from `base`, the peripheral still on the old ones (SimLink+Procedures.swift).
+    struct Desync {
+        /// What the LL_CONNECTION_UPDATE_IND the central keeps resending carries.
+        var parameters: Parameters
+        /// The instant's anchor: the old timing's anchor and the new timing's first.
+        var base: Instant
+        /// Nanoseconds between the anchors the peripheral listens on: old interval × (old latency + 1).
+        var peripheralPeriod: Int64
+        /// The peripheral's supervision timeout (the old one).
+        var peripheralTimeout: TimeSpan
     }
 
     unowned let air: SimAir
@@ -69,17 +98,25 @@ final class SimLink {
     private(set) var intervalUnits: UInt16
     private(set) var latency: UInt16
     private(set) var timeoutUnits: UInt16
-    private var intervalNanoseconds: Int64
-    private var anchorBase: Instant
+    private(set) var intervalNanoseconds: Int64
+    private(set) var anchorBase: Instant
     private var counterBase: Int64 = 0
 
     private(set) var termination: Termination?
     /// T_Terminate (5.1.3): started when the LL_TERMINATE_IND is queued.
     private var terminationTimer: LoopTimer?
     var update: Update?
+    /// Set when the peripheral missed an instant (SimLink+Procedures.swift).
+    var desync: Desync?
+    /// The peripheral's procedure response timer (Vol 6, Part B, 5.2), while its request waits.
+    var procedureTimer: LoopTimer?
+    /// The next attempt to reach a desynchronized peripheral.
+    var resyncTimer: LoopTimer?
+    /// The peripheral's own supervision timer once the ends are desynchronized.
+    var peripheralSupervisionTimer: LoopTimer?
 
-    private var centralAttached = true
-    private var peripheralAttached = true
+    private(set) var centralAttached = true
+    private(set) var peripheralAttached = true
     private(set) var isClosed = false
     private var toPeripheral = FIFO<QueuedPacket>()
     private var toCentral = FIFO<QueuedPacket>()
@@ -89,7 +126,7 @@ final class SimLink {
     var faults = LinkFaults.none { didSet { readFaults() } }
     // What `faults` asks for, read on every packet (kept apart so the fault-free path stays cheap).
     private var isDelaying = false
-    private var isLossy = false
+    private(set) var isLossy = false
     private var isDropping = false
     private var isTotalLoss = false
 
@@ -111,14 +148,16 @@ final class SimLink {
     /// ATT PDUs removed by `LinkFaults.drops`.
     var droppedATTPDUs: [ATTDrop] = []
     private var lastProcessed: Int64 = -1
+    var lastProcessedCounter: Int64 { lastProcessed }
     private var eventTimer: LoopTimer?
     private var scheduledCounter: Int64 = .max
     private lazy var eventTask: () -> Void = { [weak self] in self?.runEvent() }
 
-    private var wasReachable = true
+    var wasReachable = true
     private var reachableSince: Instant
-    private var lastHeard: Instant?
-    private var supervisionTimer: LoopTimer?
+    /// The anchor of the last connection event in which both ends heard each other.
+    var lastHeard: Instant?
+    var supervisionTimer: LoopTimer?
 
     init(air: SimAir, central: SimController, peripheral: SimController,
          centralAddress: LEAddress, peripheralAddress: LEAddress,
@@ -150,6 +189,8 @@ final class SimLink {
         Instant(nanoseconds: anchorBase.nanoseconds + (k - counterBase) * intervalNanoseconds)
     }
 
+    func firstEventCounter(atOrAfter t: Instant) -> Int64 { firstCounter(atOrAfter: t) }
+
     /// The first event whose anchor is at or after `t`.
     private func firstCounter(atOrAfter t: Instant) -> Int64 {
         let delta = t.nanoseconds - anchorBase.nanoseconds
@@ -165,7 +206,7 @@ final class SimLink {
     }
 
     /// The first event at or after `k` on which the peripheral listens despite latency.
-    private func peripheralListens(atOrAfter k: Int64) -> Int64 {
+    func peripheralListens(atOrAfter k: Int64) -> Int64 {
         guard latency > 0 else { return k }
         let step = Int64(latency) + 1
         let offset = (k - counterBase) % step
@@ -174,9 +215,15 @@ final class SimLink {
 
     // MARK: Scheduling
 
-    var isReachable: Bool {
+    /// Whether the two ends hear each other at all: both attached, powered and in range, the path
+    /// not cut, and each one's signal able to reach the other's sensitivity.
+    var physicallyReachable: Bool {
         centralAttached && peripheralAttached && !isSevered && !isTotalLoss && air.canHear(central, peripheral)
+            && air.signalCanReach(central) && air.signalCanReach(peripheral)
     }
+
+    /// Whether connection events carry anything: reachable, and both on the same timing.
+    var isReachable: Bool { desync == nil && physicallyReachable }
 
     /// The next event that has something to carry, if any. A packet held back by added latency
     /// (`QueuedPacket.readyAt`) waits for the first event at or after its time.
@@ -194,9 +241,11 @@ final class SimLink {
         var instant: Int64?
         switch update {
         case .requestPending?: peripheralAt = earliest
-        case .indicationPending?: centralAt = earliest
-        case let .waitingForInstant(_, at)?: instant = max(at, earliest)
-        case nil: break
+        case .indicationPending?, .rejectionPending?: centralAt = earliest
+        case let .waitingForInstant(_, at, delivered)?:
+            instant = max(at, earliest)
+            if !delivered { centralAt = earliest }
+        case .awaitingCentralHost?, nil: break
         }
         var next = instant
         if let k = peripheralAt { next = min(next ?? k, k) }
@@ -207,15 +256,24 @@ final class SimLink {
         return next
     }
 
-    /// Makes sure the next event with work is scheduled (at most one task per connection).
+    /// Makes sure the next event with work is scheduled (at most one task per connection). While
+    /// the peripheral does not hear the central, only the central's side of a connection update
+    /// goes on (`unheardEventCounter`).
     func scheduleNextEvent() {
-        guard !isClosed, isReachable, let k = nextEventCounter() else { return }
+        guard !isClosed, let k = isReachable ? nextEventCounter() : unheardEventCounter() else { return }
         if let pending = eventTimer {
             if scheduledCounter <= k { return }
             pending.cancel()
         }
         scheduledCounter = k
         eventTimer = loop.schedule(at: anchor(k), eventTask)
+    }
+
+    /// Drops the scheduled event, if any.
+    func cancelPendingEvent() {
+        eventTimer?.cancel()
+        eventTimer = nil
+        scheduledCounter = .max
     }
 
     func enqueue(_ frame: [UInt8], fromCentral: Bool) {
@@ -234,39 +292,23 @@ final class SimLink {
         let k = scheduledCounter
         scheduledCounter = .max
         eventTimer = nil
-        guard !isClosed, isReachable else { return }
+        guard !isClosed else { return }
         lastProcessed = k
+        guard isReachable else {
+            // Nobody hears this event; the central's link layer runs its side of an update anyway.
+            runProcedures(at: k, heard: false)
+            scheduleNextEvent()
+            return
+        }
 
         if let termination, termination.ahead == 0 {
             terminate(termination)
             return
         }
 
-        var centralBudget = max(1, air.model.maxPDUsPerEvent)
-        var peripheralBudget = centralBudget
-
-        if case let .waitingForInstant(parameters, instant)? = update, instant <= k {
-            update = nil
-            apply(parameters, at: k)
-            central.sendLEMeta(.connectionUpdateComplete(LEConnectionUpdateComplete(
-                handle: centralHandle, connectionInterval: intervalUnits, peripheralLatency: latency,
-                supervisionTimeout: timeoutUnits)), bit: EventMask.leConnectionUpdateComplete)
-            peripheral.sendLEMeta(.connectionUpdateComplete(LEConnectionUpdateComplete(
-                handle: peripheralHandle, connectionInterval: intervalUnits, peripheralLatency: latency,
-                supervisionTimeout: timeoutUnits)), bit: EventMask.leConnectionUpdateComplete)
-        }
-        switch update {
-        case let .requestPending(parameters)?:
-            // LL_CONNECTION_PARAM_REQ reaches the central, which answers with
-            // LL_CONNECTION_UPDATE_IND in a later event.
-            peripheralBudget -= 1
-            update = .indicationPending(parameters)
-        case let .indicationPending(parameters)?:
-            centralBudget -= 1
-            update = .waitingForInstant(parameters, instant: k + air.model.connectionUpdateInstantOffset)
-        default:
-            break
-        }
+        var budgets = (central: max(1, air.model.maxPDUsPerEvent), peripheral: max(1, air.model.maxPDUsPerEvent))
+        guard runProcedures(at: k, heard: true, budgets: &budgets) else { return }
+        var centralBudget = budgets.central, peripheralBudget = budgets.peripheral
 
         // An initiator sends only what is ahead of its LL_TERMINATE_IND.
         let centralLimit = termination?.byCentral == true ? termination!.ahead : Int.max
@@ -320,7 +362,7 @@ final class SimLink {
     }
 
     /// New parameters from the instant on; the instant's anchor (old interval) is the new base.
-    private func apply(_ p: Parameters, at k: Int64) {
+    func apply(_ p: Parameters, at k: Int64) {
         anchorBase = anchor(k)
         counterBase = k
         intervalUnits = p.intervalUnits
@@ -339,14 +381,16 @@ final class SimLink {
         let now = loop.now
         let receiver = fromCentral ? peripheral : central
         let handle = fromCentral ? peripheralHandle : centralHandle
+        // A sender whose readings straddle the sensitivity loses some PDUs, as under `lossRate`.
+        let lossy = isLossy || air.signalIsMarginal(fromCentral ? central : peripheral)
         var sent = 0
         while budget > 0, sent < limit, let head = queue.first, head.readyAt <= now {
             let pdus = Self.pduCount(head.frame, payload: payload)
-            if isLossy {
+            if lossy {
                 var state = fromCentral ? fromCentralState : fromPeripheralState
                 while state.headPDUsAcknowledged < pdus && budget > 0 {
                     budget -= 1
-                    if drawLoss() {
+                    if transmissionLost(fromCentral: fromCentral) {
                         lostTransmissions += 1
                         air.faultRecord.lostTransmissions += 1
                     } else {
@@ -407,7 +451,7 @@ final class SimLink {
 
     /// Ends the connection on both attached ends: handles freed, queued packets discarded (the
     /// host treats them as flushed on Disconnection Complete, Vol 4, Part E, 4.3).
-    private func close() {
+    func close() {
         isClosed = true
         eventTimer?.cancel()
         eventTimer = nil
@@ -415,6 +459,10 @@ final class SimLink {
         terminationTimer = nil
         supervisionTimer?.cancel()
         supervisionTimer = nil
+        for timer in [procedureTimer, resyncTimer, peripheralSupervisionTimer] { timer?.cancel() }
+        procedureTimer = nil
+        resyncTimer = nil
+        peripheralSupervisionTimer = nil
         if centralAttached {
             centralAttached = false
             central.aclOutstanding -= toPeripheral.count
@@ -450,9 +498,14 @@ final class SimLink {
     }
 
     /// Re-evaluates whether the two ends hear each other, arming or cancelling the supervision
-    /// timeout on a change.
+    /// timeout on a change. Desynchronized ends (a missed instant) never resume: the central
+    /// only tries to reach the peripheral at the anchors the two timings share.
     func reachabilityMayHaveChanged() {
         guard !isClosed else { return }
+        if desync != nil {
+            scheduleResync()
+            return
+        }
         let reachable = isReachable
         guard reachable != wasReachable else { return }
         wasReachable = reachable
@@ -470,6 +523,15 @@ final class SimLink {
         var k = lastCounter(atOrBefore: now)
         if k > lastProcessed, anchor(k) >= now { k -= 1 }   // an event due this very instant has not happened
         if k >= 0, anchor(k) >= reachableSince { lastHeard = anchor(k) }
+        armSupervision()
+        scheduleNextEvent()   // the central's side of a connection update goes on unheard
+    }
+
+    /// The supervision timer of both ends: (last event heard) + connSupervisionTimeout with
+    /// Connection Timeout (0x08), or, if no event was heard, CONNECT_IND + 6 × connInterval with
+    /// Connection Failed to be Established (0x3E) (4.5.2).
+    func armSupervision() {
+        supervisionTimer?.cancel()
         let deadline: Instant
         let reason: HCIStatus
         if let lastHeard {
@@ -485,10 +547,46 @@ final class SimLink {
     private func supervisionTimedOut(_ reason: HCIStatus) {
         supervisionTimer = nil
         guard !isClosed else { return }
+        if desync != nil {
+            // Only the central's timer: the peripheral keeps its own (old) timeout.
+            leave(central: true, reason: reason)
+            return
+        }
         let notifyCentral = centralAttached
         let notifyPeripheral = peripheralAttached
         close()
         if notifyCentral { central.sendDisconnectionComplete(handle: centralHandle, reason: reason) }
         if notifyPeripheral { peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: reason) }
+    }
+
+    /// One end's link layer leaves the connection by itself (an instant passed, a procedure or its
+    /// own supervision timer ran out) and tells its host `reason`; the other end goes on until its
+    /// supervision timer runs out. Its queued packets are discarded as at a disconnection.
+    func leave(central isCentral: Bool, reason: HCIStatus) {
+        guard !isClosed else { return }
+        if isCentral {
+            guard centralAttached else { return }
+            centralAttached = false
+            central.aclOutstanding -= toPeripheral.count
+            central.counters.aclDiscardedOnDisconnect += toPeripheral.count
+            toPeripheral.removeAll()
+            central.removeLink(self)
+            central.sendDisconnectionComplete(handle: centralHandle, reason: reason)
+        } else {
+            guard peripheralAttached else { return }
+            peripheralAttached = false
+            peripheral.aclOutstanding -= toCentral.count
+            peripheral.counters.aclDiscardedOnDisconnect += toCentral.count
+            toCentral.removeAll()
+            peripheral.removeLink(self)
+            peripheral.sendDisconnectionComplete(handle: peripheralHandle, reason: reason)
+            procedureTimer?.cancel()
+            procedureTimer = nil
+        }
+        if !centralAttached && !peripheralAttached {
+            close()
+        } else {
+            reachabilityMayHaveChanged()
+        }
     }
 }

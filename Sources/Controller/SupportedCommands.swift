@@ -27,6 +27,9 @@ enum SupportedCommands {
         (.leCreateConnection, 26, 4),
         (.leCreateConnectionCancel, 26, 5),
         (.leConnectionUpdate, 27, 2),
+        // Mandatory with the Connection Parameters Request procedure (LE_Features bit 1, below).
+        (.leRemoteConnectionParameterRequestReply, 33, 4),
+        (.leRemoteConnectionParameterRequestNegativeReply, 33, 5),
     ]
 
     /// Supported_Commands of Read Local Supported Commands (7.4.2): 64 octets.

@@ -1,10 +1,11 @@
 import ATT
+import HCI
 import Host
 
 /// The join between ATT's own violation event (`ATTBearer.observeViolations`, which cannot
 /// name Host's types: ATT sits beside Host, not above it) and the host's `ProtocolViolation`:
 /// each `ATTProtocolViolation` becomes one with layer `att`, the kind its `name` gives, the
-/// PDU's octets and the answer the bearer sent. A new ATT case needs a line in the switch below
+/// PDU's octets and what the host answered (an Error Response, or ending the link). A new ATT case needs a line in the switch below
 /// (it is exhaustive, so the build says where).
 extension ProtocolViolation.Kind {
     // ATT's own kinds are `ATTProtocolViolation.name` ("pipelined-request", …); these two are
@@ -17,7 +18,8 @@ extension ProtocolViolation.Kind {
 
 extension ProtocolViolation {
     /// `event` as the host reports it, for the connection `handle`: layer `att`, the kind named
-    /// as `ATTProtocolViolation.name` names it, the PDU's octets and the answer the bearer sent.
+    /// as `ATTProtocolViolation.name` names it, the PDU's octets and the answer the host sent: an
+    /// Error Response, or the end of the link for a violation the bearer gives up on.
     public init(att event: ATTViolationEvent, handle: UInt16) {
         let violation = event.violation
         var answer = Answer.none
@@ -30,8 +32,15 @@ extension ProtocolViolation {
             if opcode.method == .request {
                 answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.requestNotSupported.rawValue)
             }
+        case let .invalidHandle(opcode, _, _):
+            if opcode.method == .request {
+                answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.invalidHandle.rawValue)
+            }
+        case .pipelinedRequest:
+            // The bearer gives up and `Connection` ends the link, as BlueZ does.
+            answer = .disconnect(Connection.attDropReason)
         case .emptyPDU, .unsolicitedResponse, .unexpectedResponse, .unsolicitedConfirmation, .unsupported,
-             .pipelinedRequest, .repeatedMTUExchange, .shrinkingMTU, .unverifiedSignedWrite:
+             .repeatedMTUExchange, .shrinkingMTU, .unverifiedSignedWrite:
             break
         }
         self.init(layer: .att, kind: Kind(violation.name), handle: handle, detail: violation.description,

@@ -20,9 +20,12 @@ extension BLEHost {
     public var isConnecting: Bool { initiator != nil }
 
     /// Connects to `peer` as central (LE Create Connection, Vol 4 Part E 7.8.12). The controller
-    /// waits for the peer's next connectable advertisement; after `timeout` (default: the
+    /// waits for the peer's next connectable advertisement its scan catches: `scanInterval` and
+    /// `scanWindow` are the initiator's duty cycle (default 60 ms and 60 ms: always listening;
+    /// 0.625 ms units on the wire, as `ScanConfiguration`). After `timeout` (default: the
     /// configuration's) the attempt is cancelled with LE Create Connection Cancel and fails.
     public func connect(to peer: LEAddress, parameters: ConnectionParameters? = nil, timeout: TimeSpan? = nil,
+                        scanInterval: TimeSpan = .milliseconds(60), scanWindow: TimeSpan = .milliseconds(60),
                         completion: @escaping (Result<Connection, HostError>) -> Void) {
         if let error = requireReady() { return completion(.failure(error)) }
         if let pending = initiator {
@@ -34,7 +37,9 @@ extension BLEHost {
         }
         let state = InitiatorState(peer: peer, completion: completion)
         initiator = state
-        let command = LECreateConnectionParameters(peer: peer, ownAddressType: ownAddressType,
+        let interval = ScanConfiguration.scanUnits(scanInterval)
+        let command = LECreateConnectionParameters(peer: peer, ownAddressType: ownAddressType, scanInterval: interval,
+                                                   scanWindow: min(ScanConfiguration.scanUnits(scanWindow), interval),
                                                    connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,
                                                    maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
         driver.send(.leCreateConnection(command)) { [weak self] result in

@@ -13,17 +13,28 @@ public struct ScanConfiguration: Hashable {
     public var active: Bool
     /// Report every advertising event instead of each device once per scan.
     public var allowDuplicates: Bool
-    /// Scan interval and window (0.625 ms units on the wire).
+    /// Scan interval and window (LE Set Scan Parameters, Vol 4 Part E 7.8.10: 0.625 ms units on
+    /// the wire, 2.5 ms to 10.24 s, window ≤ interval; values outside are clamped, a window
+    /// longer than the interval is cut to it).
     public var interval: TimeSpan
     public var window: TimeSpan
+    /// Report only devices heard at least this strong (dBm), as apps filter by RSSI; a weaker
+    /// report is dropped and the device may still be reported when it is heard stronger. Nil: all.
+    public var minimumRSSI: Int8?
 
     public init(services: [BluetoothUUID]? = nil, active: Bool = true, allowDuplicates: Bool = false,
-                interval: TimeSpan = .milliseconds(10), window: TimeSpan = .milliseconds(10)) {
+                interval: TimeSpan = .milliseconds(10), window: TimeSpan = .milliseconds(10), minimumRSSI: Int8? = nil) {
         self.services = services
         self.active = active
         self.allowDuplicates = allowDuplicates
         self.interval = interval
         self.window = window
+        self.minimumRSSI = minimumRSSI
+    }
+
+    /// A duration in LE_Scan_Interval / LE_Scan_Window units (0.625 ms), within 0x0004–0x4000.
+    static func scanUnits(_ t: TimeSpan) -> UInt16 {
+        UInt16(clamping: min(max(t.nanoseconds / 625_000, 4), 0x4000))
     }
 }
 
@@ -60,6 +71,10 @@ final class ScannerState {
     var reported: Set<LEAddress> = []
     /// Scannable advertisements waiting for their SCAN_RSP.
     var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: LoopTimer)] = [:]
+    /// Scannable advertisements offered alone because no SCAN_RSP came within
+    /// `BLEHost.scanResponseWait`, with whether they were reported: a scan response that comes
+    /// later still belongs to them (until the device advertises again).
+    var offeredAlone: [LEAddress: (report: ScanReport, delivered: Bool)] = [:]
     var isEnabled = false
 
     init(configuration: ScanConfiguration, onReport: @escaping (ScanReport) -> Void) {
@@ -72,20 +87,21 @@ extension BLEHost {
     public var isScanning: Bool { scanner?.isEnabled ?? false }
 
     /// How long an active scanner holds a scannable advertisement while waiting for its scan
-    /// response before reporting it alone.
+    /// response before reporting it alone. Only how soon a device is reported depends on it: a
+    /// scan response that comes later is still merged (`receiveAdvertisingReport`).
     static let scanResponseWait = TimeSpan.milliseconds(10)
 
     /// Starts scanning; `onReport` is called for each matching device (once per device unless
-    /// duplicates are allowed). Scanning again while scanning replaces the configuration.
+    /// duplicates are allowed; once more when a device reported without its scan response gets
+    /// one with data later). Scanning again while scanning replaces the configuration.
     public func startScanning(_ configuration: ScanConfiguration = .init(),
                               onReport: @escaping (ScanReport) -> Void,
                               completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         if let error = requireReady() { return completion(.failure(error)) }
         let state = ScannerState(configuration: configuration, onReport: onReport)
-        let units = { (t: TimeSpan) in UInt16(clamping: min(max(t.nanoseconds / 625_000, 4), 0x4000)) }
-        let interval = units(configuration.interval)
+        let interval = ScanConfiguration.scanUnits(configuration.interval)
         let params = LEScanParameters(active: configuration.active, interval: interval,
-                                      window: min(units(configuration.window), interval), ownAddressType: ownAddressType)
+                                      window: min(ScanConfiguration.scanUnits(configuration.window), interval), ownAddressType: ownAddressType)
         var commands: [HCICommand] = []
         if scanner?.isEnabled == true { commands.append(.leSetScanEnable(enable: false, filterDuplicates: false)) }
         discardPendingScanResponses()
@@ -124,24 +140,39 @@ extension BLEHost {
         }
         let sender = report.sender
         if report.eventType == .scanRsp {
-            guard let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
-            pending.timer.cancel()
-            var merged = pending.report
-            merged.scanResponse = data
-            deliver(merged, to: state)
+            if let pending = state.awaitingScanResponse.removeValue(forKey: sender) {
+                pending.timer.cancel()
+                var merged = pending.report
+                merged.scanResponse = data
+                deliver(merged, to: state)
+            } else if let alone = state.offeredAlone.removeValue(forKey: sender) {
+                // A scan response after the wait: HCI does not bound when a controller reports
+                // it, and it may report other devices first (Vol 4 Part E 7.7.65.2). It still
+                // answers that advertisement (Vol 6 Part B 4.4.3.2): merge. A device already
+                // reported alone is reported again only when the response adds something.
+                var merged = alone.report
+                merged.scanResponse = data
+                if !alone.delivered {
+                    deliver(merged, to: state)
+                } else if !data.structures.isEmpty, passesFilters(merged, state) {
+                    state.onReport(merged)
+                }
+            }
+            // Else it answers no advertisement this scan heard (an earlier scan's): dropped.
             return
         }
         let scanReport = ScanReport(address: sender, rssi: report.rssi, advertisement: data, scanResponse: nil,
                                     isConnectable: report.eventType.isConnectable, time: loop.now)
         let scannable = report.eventType == .advInd || report.eventType == .advScanInd
         if state.configuration.active && scannable {
+            state.offeredAlone[sender] = nil
             if let previous = state.awaitingScanResponse.removeValue(forKey: sender) {
                 previous.timer.cancel()
                 deliver(previous.report, to: state)
             }
             let timer = loop.schedule(after: Self.scanResponseWait) { [weak self, weak state] in
                 guard let self, let state, let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
-                self.deliver(pending.report, to: state)
+                state.offeredAlone[sender] = (pending.report, self.deliver(pending.report, to: state))
             }
             state.awaitingScanResponse[sender] = (scanReport, timer)
         } else {
@@ -149,12 +180,23 @@ extension BLEHost {
         }
     }
 
-    private func deliver(_ report: ScanReport, to state: ScannerState) {
-        guard state.isEnabled, report.matches(services: state.configuration.services) else { return }
+    /// Whether `report` passes the scan's filters: the services, and the RSSI floor.
+    private func passesFilters(_ report: ScanReport, _ state: ScannerState) -> Bool {
+        guard state.isEnabled, report.matches(services: state.configuration.services) else { return false }
+        if let floor = state.configuration.minimumRSSI, report.rssi < floor { return false }
+        return true
+    }
+
+    /// Reports `report` when it passes the filters (and, without duplicates, is the device's
+    /// first); returns whether it did.
+    @discardableResult
+    private func deliver(_ report: ScanReport, to state: ScannerState) -> Bool {
+        guard passesFilters(report, state) else { return false }
         if !state.configuration.allowDuplicates {
-            guard state.reported.insert(report.address).inserted else { return }
+            guard state.reported.insert(report.address).inserted else { return false }
         }
         state.onReport(report)
+        return true
     }
 
     private func flushPendingScanResponses() {

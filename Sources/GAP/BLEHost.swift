@@ -56,6 +56,15 @@ public final class BLEHost {
     /// Every protocol violation the controller or a peer committed, typed, from every layer of
     /// every connection (HCI, L2CAP, LE signaling, SMP, ATT), with what the host answered.
     public var onViolation: ((ProtocolViolation) -> Void)?
+    /// How this host answers its peer's request for new connection parameters: over the link
+    /// layer (LE Remote Connection Parameter Request, Vol 4 Part E 7.7.65.6, which a controller
+    /// may raise in either role: a central's too may use LL_CONNECTION_PARAM_REQ, and Linux's
+    /// emulated controllers do for every LE Connection Update) or, as central, over L2CAP
+    /// (Connection Parameter Update Request, Vol 3 Part A 4.20): true accepts. The default
+    /// accepts parameters in the ranges of LE Connection Update (Vol 4 Part E 7.8.18).
+    public var acceptsConnectionParameters: (Connection, ConnectionParameters) -> Bool = { _, p in p.isValid }
+    /// Each such request and the answer given (after the answer went to the controller or peer).
+    public var onConnectionParameterRequest: ((ConnectionParameterRequest) -> Void)?
     public var onStateChange: ((State) -> Void)?
 
     // Role state lives in the extensions' files.
@@ -87,12 +96,14 @@ public final class BLEHost {
     /// Resets and configures the controller (Vol 4 Part E 7.3.2 onward): Reset, Read Local
     /// Version, Read Local Supported Commands, Read BD_ADDR, Set Event Mask, LE Set Event Mask,
     /// LE Read Buffer Size (falling back to Read Buffer Size when it reports 0), and LE Set
-    /// Random Address when one is configured.
+    /// Random Address when one is configured. The LE event mask takes LE Remote Connection
+    /// Parameter Request (bit 5): the host, not the controller, decides on a peer's request.
     public func powerOn(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard state != .poweringOn else { return completion(.failure(.invalidState("power-on already in progress"))) }
         state = .poweringOn
         let eventMask = EventMask.defaultMask | EventMask.leMeta
         let leMask = EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
+            | EventMask.leRemoteConnectionParameterRequest
         var steps: [(HCICommand, (CommandResult) throws -> Void)] = [
             (.reset, { _ in }),
             (.readLocalVersionInformation, { [unowned self] r in self.localVersion = try r.decode(ReadLocalVersionInformationReturn.self) }),
@@ -201,12 +212,38 @@ public final class BLEHost {
             connectionComplete(e)
         case let .leMeta(.connectionUpdateComplete(e)):
             connections[e.handle]?.parametersUpdated(e)
+        case let .leMeta(.remoteConnectionParameterRequest(e)):
+            remoteConnectionParameterRequest(e)
         case let .disconnectionComplete(e):
             disconnectionComplete(e)
         case let .hardwareError(code):
             onProtocolError?(.invalidState("controller hardware error 0x\(String(code, radix: 16))"))
         default:
             break
+        }
+    }
+
+    /// Vol 4 Part E 7.7.65.6: the peer's link layer asks for new parameters and the controller
+    /// waits for this host's answer (Vol 6 Part B 5.1.7), so one always goes at once: LE Remote
+    /// Connection Parameter Request Reply with the parameters asked for (7.8.31), or a Negative
+    /// Reply with Unacceptable Connection Parameters (0x3B, 7.8.32), also for a handle the host
+    /// does not know.
+    private func remoteConnectionParameterRequest(_ e: LERemoteConnectionParameterRequest) {
+        let p = ConnectionParameters(intervalMin: e.intervalMin, intervalMax: e.intervalMax, latency: e.maxLatency,
+                                     supervisionTimeout: e.timeout)
+        let connection = connections[e.handle]
+        let accepted = connection.map { acceptsConnectionParameters($0, p) } ?? false
+        let answer: HCICommand = accepted
+            ? .leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters(
+                handle: e.handle, intervalMin: e.intervalMin, intervalMax: e.intervalMax, maxLatency: e.maxLatency,
+                supervisionTimeout: e.timeout))
+            : .leRemoteConnectionParameterRequestNegativeReply(handle: e.handle, reason: .unacceptableConnectionParameters)
+        driver.send(answer) { [weak self] result in
+            if case let .failure(error) = result { self?.onProtocolError?(error) }
+        }
+        if let connection {
+            onConnectionParameterRequest?(ConnectionParameterRequest(connection: connection, parameters: p, accepted: accepted,
+                                                                     procedure: .linkLayer))
         }
     }
 

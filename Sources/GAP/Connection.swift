@@ -27,6 +27,8 @@ public final class Connection {
 
     private var disconnectObservers: [(HCIStatus) -> Void] = []
     private var parameterObservers: [(Connection) -> Void] = []
+    /// A peripheral's LE Connection Update waiting for LE Connection Update Complete.
+    private var pendingLinkLayerRequest: ((Result<Void, HostError>) -> Void)?
 
     init(host: BLEHost, event e: LEConnectionComplete) {
         self.host = host
@@ -46,7 +48,7 @@ public final class Connection {
         // A peer that breaks ATT in a way real stacks answer by dropping the bearer (a pipelined
         // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
         // channel down; the peer sees Remote User Terminated Connection.
-        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: .remoteUserTerminatedConnection) }
+        bearer.onDropLink = { [weak self] _ in self?.disconnect(reason: Connection.attDropReason) }
         // Every layer's violations reach the host's one `onViolation` (ATTViolations.swift is
         // the join for ATT's own event); ATT's also reach `observeATTViolations`.
         link.onViolation = { [weak host] violation in host?.report(violation) }
@@ -56,11 +58,23 @@ public final class Connection {
             for observer in host.attViolationObservers { observer(self, event) }
             host.report(ProtocolViolation(att: event, handle: handle))
         }
+        link.acceptsConnectionParameters = { [weak self, weak host] p in
+            guard let self, let host else { return false }
+            let parameters = ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax, latency: p.latency,
+                                                  supervisionTimeout: p.timeout)
+            let accepted = host.acceptsConnectionParameters(self, parameters)
+            host.onConnectionParameterRequest?(ConnectionParameterRequest(connection: self, parameters: parameters, accepted: accepted,
+                                                                          procedure: .l2cap))
+            return accepted
+        }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
         }
     }
+
+    /// The reason the link ends with when the ATT bearer gives up on a peer that broke the protocol.
+    static let attDropReason = HCIStatus.remoteUserTerminatedConnection
 
     public var intervalTime: TimeSpan { .microseconds(Int64(interval) * 1250) }
     public var supervisionTimeoutTime: TimeSpan { .milliseconds(Int64(supervisionTimeout) * 10) }
@@ -107,10 +121,30 @@ public final class Connection {
         }
     }
 
-    /// Asks for new connection parameters: a central runs LE Connection Update; a peripheral asks
-    /// its central over L2CAP (Connection Parameter Update Request), which then updates.
-    public func updateParameters(_ p: ConnectionParameters, completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+    /// Asks for new connection parameters: a central runs LE Connection Update. A peripheral asks
+    /// its central over L2CAP (Connection Parameter Update Request, Vol 3 Part A 4.20; the
+    /// completion says whether the central accepted), or, `via: .linkLayer`, with LE Connection
+    /// Update on its own controller, whose link layer sends LL_CONNECTION_PARAM_REQ (Vol 6
+    /// Part B 5.1.7; the completion comes with LE Connection Update Complete: success, or the
+    /// central's reason as a `.command` error).
+    public func updateParameters(_ p: ConnectionParameters, via procedure: ParameterUpdateProcedure = .l2cap,
+                                 completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard isConnected, let host else { return completion(.failure(.unknownConnection(handle))) }
+        if role == .peripheral, procedure == .linkLayer {
+            guard pendingLinkLayerRequest == nil else {
+                return completion(.failure(.invalidState("a connection parameter request is already in progress")))
+            }
+            let params = LEConnectionUpdateParameters(handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                      maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
+            pendingLinkLayerRequest = completion
+            host.driver.send(.leConnectionUpdate(params)) { [weak self] result in
+                guard case let .failure(error) = result, let self else { return }
+                let pending = self.pendingLinkLayerRequest
+                self.pendingLinkLayerRequest = nil
+                pending?(.failure(error))
+            }
+            return
+        }
         if role == .central {
             let params = LEConnectionUpdateParameters(handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                       maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
@@ -126,7 +160,13 @@ public final class Connection {
     }
 
     func parametersUpdated(_ e: LEConnectionUpdateComplete) {
-        guard e.status.isSuccess else { return }
+        let pending = pendingLinkLayerRequest
+        pendingLinkLayerRequest = nil
+        guard e.status.isSuccess else {
+            pending?(.failure(.command(.leConnectionUpdate, e.status)))
+            return
+        }
+        defer { pending?(.success(())) }
         interval = e.connectionInterval
         latency = e.peripheralLatency
         supervisionTimeout = e.supervisionTimeout
@@ -137,6 +177,9 @@ public final class Connection {
         guard isConnected else { return }
         isConnected = false
         disconnectReason = reason
+        let pending = pendingLinkLayerRequest
+        pendingLinkLayerRequest = nil
+        pending?(.failure(.unknownConnection(handle)))
         link.close(reason: reason)
         bearer.close(reason: reason.rawValue)
         host?.gattServer.detach(bearer)
@@ -144,6 +187,23 @@ public final class Connection {
         disconnectObservers.removeAll()
         for observer in observers { observer(reason) }
     }
+}
+
+/// How a peripheral asks for new connection parameters.
+public enum ParameterUpdateProcedure: String, Hashable, Sendable {
+    /// L2CAP Connection Parameter Update Request (Vol 3 Part A 4.20), answered by the central's host.
+    case l2cap
+    /// LE Connection Update on the peripheral: LL_CONNECTION_PARAM_REQ (Vol 6 Part B 5.1.7),
+    /// which the central's controller hands its host (LE Remote Connection Parameter Request).
+    case linkLayer = "link-layer"
+}
+
+/// A peripheral's request for new parameters, as the central's host answered it.
+public struct ConnectionParameterRequest {
+    public let connection: Connection
+    public let parameters: ConnectionParameters
+    public let accepted: Bool
+    public let procedure: ParameterUpdateProcedure
 }
 
 extension Connection: CustomStringConvertible {

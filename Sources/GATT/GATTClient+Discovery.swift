@@ -21,9 +21,15 @@ extension GATTClient {
                 case let .success(.readByGroupTypeResponse(response)):
                     var next = Int(start)
                     for entry in response.entries {
-                        guard Int(entry.handle) >= next, entry.endGroupHandle >= entry.handle,
-                              let uuid = BluetoothUUID(attributeValue: entry.value) else {
-                            return completion(.failure(.invalidResponse("Read By Group Type Response entry \(hex4(entry.handle))..\(hex4(entry.endGroupHandle)) out of order or without a UUID")))
+                        let what = "Read By Group Type Response entry \(hex4(entry.handle))..\(hex4(entry.endGroupHandle))"
+                        guard Int(entry.handle) >= next else {
+                            return completion(.failure(.invalidResponse("\(what) is out of order: it starts before \(hex4(UInt16(clamping: next))), where the request or the entry before it left off")))
+                        }
+                        guard entry.endGroupHandle >= entry.handle else {
+                            return completion(.failure(.invalidResponse("\(what) ends before it starts")))
+                        }
+                        guard let uuid = BluetoothUUID(attributeValue: entry.value) else {
+                            return completion(.failure(.invalidResponse("\(what) has a value of \(entry.value.count) octets, not a 2- or 16-octet service UUID")))
                         }
                         found.append(GATTRemoteService(uuid: uuid, range: ATTHandleRange(start: entry.handle, end: entry.endGroupHandle)))
                         next = Int(entry.endGroupHandle) + 1
@@ -93,10 +99,16 @@ extension GATTClient {
                 case let .success(.readByTypeResponse(response)):
                     var next = Int(start)
                     for entry in response.entries {
-                        guard Int(entry.handle) >= next, entry.handle <= service.range.end,
-                              let characteristic = GATTRemoteCharacteristic(declarationHandle: entry.handle, value: entry.value,
+                        let what = "characteristic declaration at \(hex4(entry.handle))"
+                        guard Int(entry.handle) >= next else {
+                            return completion(.failure(.invalidResponse("\(what) is out of order: it comes before \(hex4(UInt16(clamping: next))), where the request or the declaration before it left off")))
+                        }
+                        guard entry.handle <= service.range.end else {
+                            return completion(.failure(.invalidResponse("\(what) is outside its service, which ends at \(hex4(service.range.end))")))
+                        }
+                        guard let characteristic = GATTRemoteCharacteristic(declarationHandle: entry.handle, value: entry.value,
                                                                             serviceEnd: service.range.end) else {
-                            return completion(.failure(.invalidResponse("characteristic declaration at \(hex4(entry.handle)) is malformed or out of order")))
+                            return completion(.failure(.invalidResponse("\(what) is malformed: \(GATTRemoteCharacteristic.flaw(declarationHandle: entry.handle, value: entry.value, serviceEnd: service.range.end))")))
                         }
                         found.append(characteristic)
                         next = Int(entry.handle) + 1
@@ -245,6 +257,15 @@ extension GATTRemoteCharacteristic {
     ///     | Properties (1) | Value Handle (2) | Characteristic UUID (2 or 16) |
     ///
     /// The value handle must follow the declaration inside the service.
+    /// What is wrong with a declaration value `init?(declarationHandle:value:serviceEnd:)` refuses
+    /// (Core Vol 3 Part G 3.3.1: properties, value handle, then a 2- or 16-octet UUID).
+    static func flaw(declarationHandle: UInt16, value: [UInt8], serviceEnd: UInt16) -> String {
+        guard value.count == 5 || value.count == 19 else { return "its value has \(value.count) octets, not 5 or 19" }
+        let valueHandle = UInt16(value[1]) | UInt16(value[2]) << 8
+        if valueHandle <= declarationHandle { return "its value handle \(hex4(valueHandle)) is not after the declaration" }
+        return "its value handle \(hex4(valueHandle)) is past its service's end, \(hex4(serviceEnd))"
+    }
+
     init?(declarationHandle: UInt16, value: [UInt8], serviceEnd: UInt16) {
         guard value.count == 5 || value.count == 19 else { return nil }
         var reader = ByteReader(value)

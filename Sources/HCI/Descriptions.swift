@@ -38,6 +38,9 @@ extension LEMetaEvent: CustomStringConvertible {
         case let .connectionUpdateComplete(e):
             return "LE Connection Update Complete status \(e.status.name) handle 0x\(hex4(e.handle)) " +
                 "interval \(Double(e.connectionInterval) * 1.25) ms latency \(e.peripheralLatency) timeout \(Int(e.supervisionTimeout) * 10) ms"
+        case let .remoteConnectionParameterRequest(e):
+            return "LE Remote Connection Parameter Request handle 0x\(hex4(e.handle)) " +
+                "interval \(Double(e.intervalMin) * 1.25)–\(Double(e.intervalMax) * 1.25) ms latency \(e.maxLatency) timeout \(Int(e.timeout) * 10) ms"
         case let .unknown(sub, params):
             return "LE Meta subevent 0x\(hex2(sub)) [\(params.spacedHex)]"
         }

@@ -50,6 +50,12 @@ public enum HCICommand: Hashable, Sendable {
     case leCreateConnectionCancel
     /// 7.8.18
     case leConnectionUpdate(LEConnectionUpdateParameters)
+    /// 7.8.31: the same 14 octets as LE Connection Update (Connection_Handle, Interval_Min,
+    /// Interval_Max, Max_Latency, Timeout, Min_CE_Length, Max_CE_Length): the parameters a host
+    /// accepts in answer to LE Remote Connection Parameter Request (7.7.65.6).
+    case leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters)
+    /// 7.8.32: Connection_Handle (2), Reason (1): the host rejects the peer's request.
+    case leRemoteConnectionParameterRequestNegativeReply(handle: UInt16, reason: HCIStatus)
     /// Any other opcode, parameters kept verbatim.
     case unknown(opcode: HCIOpcode, parameters: [UInt8])
 
@@ -78,6 +84,8 @@ public enum HCICommand: Hashable, Sendable {
         case .leCreateConnection: return .leCreateConnection
         case .leCreateConnectionCancel: return .leCreateConnectionCancel
         case .leConnectionUpdate: return .leConnectionUpdate
+        case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
+        case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
         case let .unknown(opcode, _): return opcode
         }
     }
@@ -115,8 +123,11 @@ public enum HCICommand: Hashable, Sendable {
             w.write(UInt8(filter ? 1 : 0))
         case let .leCreateConnection(p):
             p.encode(into: &w)
-        case let .leConnectionUpdate(p):
+        case let .leConnectionUpdate(p), let .leRemoteConnectionParameterRequestReply(p):
             p.encode(into: &w)
+        case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
+            w.writeUInt16LE(handle)
+            w.write(reason.rawValue)
         case let .unknown(_, parameters):
             w.write(bytes: parameters)
         }
@@ -214,6 +225,12 @@ public enum HCICommand: Hashable, Sendable {
         case .leConnectionUpdate:
             try expect(LEConnectionUpdateParameters.size)
             self = .leConnectionUpdate(try LEConnectionUpdateParameters(from: &r))
+        case .leRemoteConnectionParameterRequestReply:
+            try expect(LEConnectionUpdateParameters.size)
+            self = .leRemoteConnectionParameterRequestReply(try LEConnectionUpdateParameters(from: &r))
+        case .leRemoteConnectionParameterRequestNegativeReply:
+            try expect(3)
+            self = .leRemoteConnectionParameterRequestNegativeReply(handle: try r.readUInt16LE(), reason: HCIStatus(rawValue: try r.readUInt8()))
         default:
             self = .unknown(opcode: opcode, parameters: r.readRemaining())
         }
@@ -242,6 +259,10 @@ extension HCICommand: CustomStringConvertible {
             return "LE Create Connection to \(p.peer) interval \(Double(p.connectionIntervalMin) * 1.25)–\(Double(p.connectionIntervalMax) * 1.25) ms timeout \(Int(p.supervisionTimeout) * 10) ms"
         case let .leConnectionUpdate(p):
             return "LE Connection Update handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .leRemoteConnectionParameterRequestReply(p):
+            return "LE Remote Connection Parameter Request Reply handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
+            return "LE Remote Connection Parameter Request Negative Reply handle 0x\(hex4(handle)) reason \(reason)"
         case let .unknown(opcode, params): return "\(opcode) [\(params.spacedHex)]"
         default: return opcode.description
         }

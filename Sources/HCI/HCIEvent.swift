@@ -200,6 +200,10 @@ public enum EventMask {
     public static let leConnectionComplete: UInt64 = 1 << 0
     public static let leAdvertisingReport: UInt64 = 1 << 1
     public static let leConnectionUpdateComplete: UInt64 = 1 << 2
+    /// Bit 5: LE Remote Connection Parameter Request (7.7.65.6). Not in the default mask: a host
+    /// that leaves it masked has its controller reject a peer's request by itself, with
+    /// Unsupported Remote Feature (0x1A).
+    public static let leRemoteConnectionParameterRequest: UInt64 = 1 << 5
     /// The LE mask a controller starts with (7.8.1): the first five LE events.
     public static let leDefaultMask: UInt64 = 0x1F
 }

@@ -35,6 +35,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
     public static let leCreateConnectionCancel = HCIOpcode(ogf: 0x08, ocf: 0x000E)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
+    public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
+    public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
 
     /// Spec names for the opcodes BLELab knows; others print as OGF/OCF.
     public var name: String? {
@@ -62,6 +64,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .leCreateConnection: return "LE Create Connection"
         case .leCreateConnectionCancel: return "LE Create Connection Cancel"
         case .leConnectionUpdate: return "LE Connection Update"
+        case .leRemoteConnectionParameterRequestReply: return "LE Remote Connection Parameter Request Reply"
+        case .leRemoteConnectionParameterRequestNegativeReply: return "LE Remote Connection Parameter Request Negative Reply"
         default: return nil
         }
     }

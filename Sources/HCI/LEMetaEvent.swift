@@ -5,12 +5,14 @@ public enum LEMetaEvent: Hashable, Sendable {
     case connectionComplete(LEConnectionComplete)
     case advertisingReport([LEAdvertisingReport])
     case connectionUpdateComplete(LEConnectionUpdateComplete)
+    case remoteConnectionParameterRequest(LERemoteConnectionParameterRequest)
     case unknown(subevent: UInt8, parameters: [UInt8])
 
     public enum Subevent {
         public static let connectionComplete: UInt8 = 0x01
         public static let advertisingReport: UInt8 = 0x02
         public static let connectionUpdateComplete: UInt8 = 0x03
+        public static let remoteConnectionParameterRequest: UInt8 = 0x06
     }
 
     public var subevent: UInt8 {
@@ -18,6 +20,7 @@ public enum LEMetaEvent: Hashable, Sendable {
         case .connectionComplete: return Subevent.connectionComplete
         case .advertisingReport: return Subevent.advertisingReport
         case .connectionUpdateComplete: return Subevent.connectionUpdateComplete
+        case .remoteConnectionParameterRequest: return Subevent.remoteConnectionParameterRequest
         case let .unknown(code, _): return code
         }
     }
@@ -36,6 +39,8 @@ public enum LEMetaEvent: Hashable, Sendable {
             self = .advertisingReport(reports)
         case Subevent.connectionUpdateComplete:
             self = .connectionUpdateComplete(try LEConnectionUpdateComplete(from: &r))
+        case Subevent.remoteConnectionParameterRequest:
+            self = .remoteConnectionParameterRequest(try LERemoteConnectionParameterRequest(from: &r))
         default:
             self = .unknown(subevent: sub, parameters: r.readRemaining())
         }
@@ -49,6 +54,7 @@ public enum LEMetaEvent: Hashable, Sendable {
             w.write(UInt8(truncatingIfNeeded: list.count))
             for report in list { report.encode(into: &w) }
         case let .connectionUpdateComplete(e): e.encode(into: &w)
+        case let .remoteConnectionParameterRequest(e): e.encode(into: &w)
         case let .unknown(_, params): w.write(bytes: params)
         }
     }
@@ -215,5 +221,43 @@ public struct LEConnectionUpdateComplete: Hashable, Sendable {
         w.writeUInt16LE(connectionInterval)
         w.writeUInt16LE(peripheralLatency)
         w.writeUInt16LE(supervisionTimeout)
+    }
+}
+
+/// 7.7.65.6: Connection_Handle (2), Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2).
+/// The peer's link layer asks for new connection parameters (LL_CONNECTION_PARAM_REQ, Vol 6,
+/// Part B, 5.1.7); the host answers with LE Remote Connection Parameter Request Reply or
+/// Negative Reply (7.8.31, 7.8.32).
+public struct LERemoteConnectionParameterRequest: Hashable, Sendable {
+    public var handle: UInt16
+    /// Units of 1.25 ms.
+    public var intervalMin: UInt16
+    public var intervalMax: UInt16
+    public var maxLatency: UInt16
+    /// Units of 10 ms.
+    public var timeout: UInt16
+
+    public init(handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16, timeout: UInt16) {
+        self.handle = handle
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+        self.maxLatency = maxLatency
+        self.timeout = timeout
+    }
+
+    init(from r: inout ByteReader) throws {
+        handle = try r.readUInt16LE()
+        intervalMin = try r.readUInt16LE()
+        intervalMax = try r.readUInt16LE()
+        maxLatency = try r.readUInt16LE()
+        timeout = try r.readUInt16LE()
+    }
+
+    func encode(into w: inout ByteWriter) {
+        w.writeUInt16LE(handle)
+        w.writeUInt16LE(intervalMin)
+        w.writeUInt16LE(intervalMax)
+        w.writeUInt16LE(maxLatency)
+        w.writeUInt16LE(timeout)
     }
 }

@@ -215,3 +215,29 @@ public struct LEReadAdvertisingPhysicalChannelTxPowerReturn: ReturnParameters, H
 
     public var encoded: [UInt8] { [status.rawValue, UInt8(bitPattern: txPowerLevel)] }
 }
+
+/// Status and Connection_Handle (2): the return parameters of LE Remote Connection Parameter
+/// Request Reply and Negative Reply (7.8.31, 7.8.32).
+public struct ConnectionHandleReturn: ReturnParameters, Hashable, Sendable {
+    public var status: HCIStatus
+    public var handle: UInt16
+
+    public init(status: HCIStatus = .success, handle: UInt16) {
+        self.status = status
+        self.handle = handle
+    }
+
+    public init(decoding bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        status = HCIStatus(rawValue: try r.readUInt8())
+        handle = try r.readUInt16LE()
+        try r.expectEnd()
+    }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: 3)
+        w.write(status.rawValue)
+        w.writeUInt16LE(handle)
+        return w.bytes
+    }
+}

@@ -52,6 +52,9 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
         case pairingFailed(SMPPairingFailedReason)
         /// An ATT Error Response (Vol 3 Part F 3.4.1.1) to the request with `opcode`.
         case errorResponse(opcode: UInt8, code: UInt8)
+        /// The host ended the link (HCI Disconnect, Vol 4 Part E 7.1.6) with this reason: what
+        /// real stacks do about some violations (a pipelined ATT request, Vol 3 Part F 3.3.2).
+        case disconnect(HCIStatus)
 
         public var description: String {
             switch self {
@@ -61,11 +64,13 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
             case .connectionParametersRejected: return "Connection Parameter Update Response rejected"
             case let .pairingFailed(reason): return "Pairing Failed \(reason)"
             case let .errorResponse(opcode, code): return "Error Response to 0x\(hex2(opcode)): 0x\(hex2(code))"
+            case let .disconnect(reason): return "Disconnect, \(reason)"
             }
         }
 
         /// Short and stable, for machine-readable reports: `none`, `command-reject 0x0000`,
-        /// `connection-parameters-rejected`, `pairing-failed 0x07`, `error-response 0x0a 0x04`.
+        /// `connection-parameters-rejected`, `pairing-failed 0x07`, `error-response 0x0a 0x04`,
+        /// `disconnect 0x13`.
         public var token: String {
             switch self {
             case .none: return "none"
@@ -73,6 +78,7 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
             case .connectionParametersRejected: return "connection-parameters-rejected"
             case let .pairingFailed(reason): return "pairing-failed 0x" + hex2(reason.rawValue)
             case let .errorResponse(opcode, code): return "error-response 0x\(hex2(opcode)) 0x\(hex2(code))"
+            case let .disconnect(reason): return "disconnect 0x" + hex2(reason.rawValue)
             }
         }
     }

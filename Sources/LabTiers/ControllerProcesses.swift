@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import BLERuntime
 import Transport
 
 /// RootCanal 1.10.0 from the venv, started on free ports (docs/tiers.md, "RootCanal 1.10.0").
@@ -16,6 +17,9 @@ import Transport
 /// when blelab is SIGKILLed.
 public final class RootCanalProcess {
     public static let version = "1.10.0"
+    /// RootCanal runs its link-layer model on a timer of this period: advertising events,
+    /// deliveries on the phy (docs/tiers.md).
+    public static let tick = TimeSpan.milliseconds(5)
 
     public let process: HelperProcess
     /// Its HCI port: each connection there is a new controller on the one LE phy.

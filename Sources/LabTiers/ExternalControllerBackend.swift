@@ -73,6 +73,18 @@ public final class ExternalControllerBackend: ScenarioBackend {
 
     public static let bumbleVersion = "0.0.236"
 
+    /// RootCanal 1.10.0 adds no advDelay (Core 5.4 Vol 6 Part B 4.4.2.2.1): an advertiser's next
+    /// event is the first tick of its model (every 5 ms) at least one interval after the last,
+    /// and a scanner sends no SCAN_REQ while one is pending. Advertisers enabled within one tick
+    /// stayed in it, and only the first of them in RootCanal's device list was ever scanned
+    /// (docs/tiers.md, "Advertisers in lockstep"). Intervals a tick apart make them drift apart
+    /// instead. Bumble's lab controllers carry the scan response with the advertisement (no
+    /// SCAN_REQ), and the other sources are controllers nobody here knows: nothing changes there.
+    public var advertisingIntervalStagger: TimeSpan {
+        if case .rootCanal = source { return RootCanalProcess.tick }
+        return .zero
+    }
+
     private func exitNote(_ process: HelperProcess) -> String {
         process.isRunning ? "" : ", which \(process.exit.map { "\($0)" } ?? "is gone")"
     }

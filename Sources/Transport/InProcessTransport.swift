@@ -11,6 +11,8 @@ public final class InProcessTransport: HCITransport {
     public var onClose: ((TransportError) -> Void)?
     public let endpointDescription: String
     public private(set) var isClosed = false
+    /// Bumped by `discardInFlight`: frames handed over before it are not delivered.
+    private var generation: UInt64 = 0
 
     /// - Parameter deliverToController: the controller's input, e.g. `controller.receive(fromHost:)`.
     public init(loop: EventLoop, endpoint: String, deliverToController: @escaping ([UInt8]) -> Void) {
@@ -28,10 +30,17 @@ public final class InProcessTransport: HCITransport {
     /// The controller's output: call with each frame the controller emits for its host.
     public func deliverToHost(_ frame: [UInt8]) {
         guard !isClosed else { return }
+        let sent = generation
         loop.execute { [weak self] in
-            guard let self, !self.isClosed else { return }
+            guard let self, !self.isClosed, self.generation == sent else { return }
             self.onFrame?(frame)
         }
+    }
+
+    /// Drops the frames the controller handed over that the host has not received yet: what a
+    /// device that loses power had on its way from its controller to its host dies with it.
+    public func discardInFlight() {
+        generation &+= 1
     }
 
     /// Ends the link, as a closed socket would: the host is told once.

@@ -1,5 +1,5 @@
-/// Parses `text`, the contents of `file`, as the scenario YAML subset (see SCENARIO-FORMAT.md,
-/// "The YAML subset"). `file` is used only in error messages.
+/// Parses `text`, the contents of `file`, as the scenario YAML subset (docs/scenarios.md
+/// section 10, "The YAML subset"). `file` is used only in error messages.
 ///
 /// One document of block and flow collections and plain, single- and double-quoted scalars, each
 /// scalar and each flow collection on one line. Scalars keep their text: nothing is typed. An

@@ -164,6 +164,59 @@ final class ATTBearerConformanceTests: XCTestCase {
         }
     }
 
+    // MARK: Part F 3.2.2 and 3.4.3.1: handles no attribute can have
+
+    /// Handle 0x0000 is reserved (3.2.2) and a range may not start at 0x0000 or after its end
+    /// (3.4.3.1 and the other range requests): the client broke the protocol whatever the server
+    /// holds. Each request is answered Invalid Handle naming the handle (a range: its Starting
+    /// Handle) without reaching the server, and reported as `invalid-handle`; a Write Command to
+    /// handle 0x0000 is ignored and reported.
+    func testHandleZeroAndBackwardsRangesAreAnsweredInvalidHandleAndReported() {
+        let cases: [(request: String, answer: String?, violation: ATTProtocolViolation)] = [
+            ("0a 00 00", "01 0a 00 00 01", .invalidHandle(.readRequest, start: 0, end: nil)),
+            ("0c 00 00 04 00", "01 0c 00 00 01", .invalidHandle(.readBlobRequest, start: 0, end: nil)),
+            ("0e 03 00 00 00", "01 0e 00 00 01", .invalidHandle(.readMultipleRequest, start: 0, end: nil)),
+            ("12 00 00 41", "01 12 00 00 01", .invalidHandle(.writeRequest, start: 0, end: nil)),
+            ("16 00 00 00 00 41", "01 16 00 00 01", .invalidHandle(.prepareWriteRequest, start: 0, end: nil)),
+            ("04 00 00 ff ff", "01 04 00 00 01", .invalidHandle(.findInformationRequest, start: 0, end: 0xFFFF)),
+            ("04 05 00 01 00", "01 04 05 00 01", .invalidHandle(.findInformationRequest, start: 5, end: 1)),
+            ("06 09 00 08 00 00 28 0f 18", "01 06 09 00 01", .invalidHandle(.findByTypeValueRequest, start: 9, end: 8)),
+            ("08 00 00 ff ff 00 2a", "01 08 00 00 01", .invalidHandle(.readByTypeRequest, start: 0, end: 0xFFFF)),
+            ("10 ff ff 01 00 00 28", "01 10 ff ff 01", .invalidHandle(.readByGroupTypeRequest, start: 0xFFFF, end: 1)),
+            ("52 00 00 41", nil, .invalidHandle(.writeCommand, start: 0, end: nil)),
+        ]
+        for c in cases {
+            let h = BearerHarness()
+            let server = RecordingServer()
+            h.bearer.server = server
+            var events: [ATTViolationEvent] = []
+            h.bearer.observeViolations { events.append($0) }
+            h.peer(c.request)
+            settle(h)
+            XCTAssertEqual(h.sentHex, c.answer.map { [$0] } ?? [], c.request)
+            XCTAssertTrue(server.requests.isEmpty && server.commands.isEmpty, c.request)
+            XCTAssertEqual(events.map(\.violation), [c.violation], c.request)
+            XCTAssertEqual(events.first?.violation.name, "invalid-handle", c.request)
+            XCTAssertEqual(events.first?.consequence, c.answer == nil ? .dropped : .errorResponse, c.request)
+            XCTAssertEqual(events.first?.pdu.spacedHex, c.request, c.request)
+            XCTAssertEqual(h.bearer.state, .open, c.request)
+        }
+    }
+
+    /// A handle range of one handle (start == end) and a valid handle naming no attribute are no
+    /// violation: a client may hold handles from before the database changed.
+    func testAOneHandleRangeAndAMissingHandleAreNoViolation() {
+        for request in ["04 07 00 07 00", "08 ff ff ff ff 00 2a", "0a 99 00", "0e 05 00 ff ff"] {
+            let h = BearerHarness()
+            let server = RecordingServer()
+            h.bearer.server = server
+            h.peer(request)
+            settle(h)
+            XCTAssertEqual(server.requests.map(\.0.encoded.spacedHex), [request])
+            XCTAssertEqual(h.bearer.counters.protocolViolations, 0, request)
+        }
+    }
+
     // MARK: Part F 3.3 and 3.4.8: opcodes it does not know
 
     /// An opcode Core 5.4 does not define is a violation: as a request it gets Request Not

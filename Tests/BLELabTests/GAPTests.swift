@@ -37,8 +37,10 @@ final class GAPTests: XCTestCase {
             if case .leSetEventMask = c { return c }
             return nil
         }
+        // LE Remote Connection Parameter Request (bit 5) too: the host answers a peer's request.
         XCTAssertEqual(masks, [.setEventMask(EventMask.defaultMask | EventMask.leMeta),
-                               .leSetEventMask(EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete)])
+                               .leSetEventMask(EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
+                                   | EventMask.leRemoteConnectionParameterRequest)])
     }
 
     func testOperationsBeforePowerOnFailWithNotReady() throws {

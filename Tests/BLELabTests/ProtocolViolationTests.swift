@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import Host
 import XCTest
 
 /// A central that breaks the Attribute Protocol against a simulated peripheral on the sim air:
@@ -81,5 +82,32 @@ final class ProtocolViolationTests: XCTestCase {
         let server = try XCTUnwrap(r.peripheral.host.connections.values.first)
         XCTAssertEqual(server.bearer.mtu, 247)
         XCTAssertEqual(hostEvents().map(\.violation.name), ["repeated-mtu-exchange"])
+    }
+
+    /// A read of handle 0x0000 and a Read By Group Type whose range runs backwards: each answered
+    /// Invalid Handle, the link kept, and each reported to the peripheral's host as a typed
+    /// `att/invalid-handle` violation with the Error Response it sent.
+    func testHandleZeroAndABackwardsRangeAreAnsweredAndReportedAsTypedViolations() throws {
+        let (r, hostEvents) = try rig()
+        var typed: [ProtocolViolation] = []
+        r.peripheral.host.onViolation = { typed.append($0) }
+        let before = r.peripheral.device.traffic.records.count
+        let zero = try r.lab.wait { done in r.connection.bearer.send(request: .readRequest(ATTReadRequest(handle: 0)), completion: done) }
+        XCTAssertEqual(zero.failureValue, .errorResponse(ATTErrorResponse(requestOpcode: .readRequest, handle: 0, error: .invalidHandle)))
+        let backwards = try r.lab.wait { done in
+            r.connection.bearer.send(request: .readByGroupTypeRequest(ATTReadByGroupTypeRequest(range: ATTHandleRange(start: 9, end: 2),
+                                                                                                  groupType: .primaryService)),
+                                     completion: done)
+        }
+        XCTAssertEqual(backwards.failureValue, .errorResponse(ATTErrorResponse(requestOpcode: .readByGroupTypeRequest, handle: 9, error: .invalidHandle)))
+        XCTAssertEqual(r.peripheral.device.traffic.records.dropFirst(before).filter(\.wasSent).map(\.bytes.spacedHex),
+                       ["01 0a 00 00 01", "01 10 09 00 01"])
+        XCTAssertTrue(r.connection.isConnected)
+        XCTAssertEqual(hostEvents().map(\.violation.name), ["invalid-handle", "invalid-handle"])
+        XCTAssertEqual(typed.map { "\($0.layer)/\($0.kind) -> \($0.answer.token)" },
+                       ["att/invalid-handle -> error-response 0x0a 0x01", "att/invalid-handle -> error-response 0x10 0x01"])
+        XCTAssertEqual(typed.map(\.octets.spacedHex), ["0a 00 00", "10 09 00 02 00 00 28"])
+        let recorded = r.peripheral.activity.map(\.description).filter { $0.contains("invalid-handle") }
+        XCTAssertEqual(recorded.count, 2, "\(r.peripheral.activity.map(\.description))")
     }
 }

@@ -32,7 +32,8 @@ final class ForeignCaptureTests: XCTestCase {
         now += 1000
     }
 
-    func capture() -> [UInt8] {
+    /// `longerRead`: the long read goes on with that many more Read Blob Responses of 22 octets.
+    func capture(longerRead: Int = 0) -> [UInt8] {
         packets = []
         at(0)
         sent(command(0x2042, [0x01, 0x00, 0x00, 0x00, 0x00, 0x00]))                  // LE Set Extended Scan Enable
@@ -75,6 +76,10 @@ final class ForeignCaptureTests: XCTestCase {
         let long = Array("The quick brown fox jumps".utf8)
         exchange([0x0A, 0x0B, 0x00], [0x0B] + Array(long.prefix(22)))
         exchange([0x0C, 0x0B, 0x00, 0x16, 0x00], [0x0D] + Array(long.dropFirst(22)))
+        for k in 0..<longerRead {
+            let offset = 25 + k * 22
+            exchange([0x0C, 0x0B, 0x00, UInt8(offset & 0xFF), UInt8(offset >> 8)], [0x0D] + [UInt8](repeating: UInt8(0x41 + k % 26), count: 22))
+        }
         // A queued write of 22 octets to 2A38.
         let value = Array("set the rate to 72 bpm".utf8)
         exchange([0x16, 0x0B, 0x00, 0x00, 0x00] + value.prefix(18), [0x17, 0x0B, 0x00, 0x00, 0x00] + value.prefix(18))
@@ -127,6 +132,16 @@ final class ForeignCaptureTests: XCTestCase {
         XCTAssertTrue(yaml.contains("supervision timeout 720ms; the lab's central connects with 30ms, 0 and 5s"), yaml)
         let replay = ScenarioRunner().run(scenario)
         XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(yaml)")
+    }
+
+    /// A device that answered a long read with more than an attribute can hold (512 octets, Core
+    /// Vol 3 Part F 3.2.9): the value is neither declared nor expected, and the header says so.
+    func testAValueLongerThanAnAttributeIsListed() throws {
+        let (result, scenario) = try importAndLoad(capture(longerRead: 25), source: "long.btsnoop")
+        XCTAssertTrue(result.yaml.contains("the read gave 575 octets, more than an attribute holds (512"), result.yaml)
+        XCTAssertEqual(scenario.peripherals.first?.services.first?.characteristics[1].value, [], result.yaml)
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 
     /// The same capture in every format the importer reads gives the same scenario (the header's

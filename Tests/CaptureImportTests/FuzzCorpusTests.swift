@@ -294,6 +294,52 @@ final class HostileValueImportTests: XCTestCase {
                             replays: false)
     }
 
+    /// A characteristic of the device's own service with the UUID of GAP's Device Name (2A00, which
+    /// every simulated peripheral serves in 1800): the steps that name it must say which service.
+    func testAUUIDTheLabAlsoServesIsNamedWithItsService() throws {
+        // The Read By Type Response declaring 2A9D (properties 0xA3, value handle 0x000C).
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0xA3, 0x0C, 0x00, 0x00, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("- read: { characteristic: 181D/2A00, descriptor: 2900 }"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("characteristic: 2A00,"), result.yaml)
+        let replay = ScenarioRunner().run(try Scenario.parse(result.yaml, file: "hostile.yaml"))
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
+    /// Descriptors a characteristic's properties do not announce (2900 without extended-properties,
+    /// 2903 without broadcast, a CCCD without notify or indicate), which the lab does not lay out:
+    /// no step names them, and a user description the lab keeps read-only is not written.
+    func testDescriptorsThePropertiesDoNotAnnounceGetNoSteps() throws {
+        // 2A9D's declaration with properties [read] instead of [broadcast, read, indicate, extended-properties].
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0x02, 0x0C, 0x00, 0x9D, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertFalse(result.yaml.contains("descriptor: 2900"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("descriptor: 2903"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("which the scenario's characteristic does not have"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("which the device accepted and the lab's server refuses (write-not-permitted)"), result.yaml)
+        let replay = ScenarioRunner().run(try Scenario.parse(result.yaml, file: "hostile.yaml"))
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
+    /// Two characteristics claiming one value handle (2A9D's declaration pointing at GAP's Device
+    /// Name, 0x0003): the descriptors found after 2A9D are named as 2A9D's, not Device Name's.
+    func testDescriptorsBelongToTheirOwnCharacteristicWhenValueHandlesCollide() throws {
+        let (result, _) = try importAndLoad(try patched("gatt-mandatory-descriptors", [0xA3, 0x0C, 0x00, 0x9D, 0x2A], [0xA3, 0x03, 0x00, 0x9D, 0x2A]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("- read: { characteristic: 2A9D, descriptor: 2900 }"), result.yaml)
+        XCTAssertFalse(result.yaml.contains("characteristic: 2A00, descriptor"), result.yaml)
+    }
+
+    /// A CCCD write of a value no characteristic can take (a reserved bit), which the device
+    /// accepted: the lab's server refuses it, so it has no step and is listed.
+    func testACCCDValueTheLabRefusesIsListed() throws {
+        let (result, _) = try importAndLoad(try patched("gatt-cccd-written-directly", [0x12, 0x0D, 0x00, 0x03, 0x00], [0x12, 0x0D, 0x00, 0x03, 0x01]),
+                                            source: "hostile.btsnoop")
+        XCTAssertTrue(result.yaml.contains("a write of hex:03 01 to FFF1's descriptor 2902, which the device accepted and the lab's server refuses (value-not-allowed)"),
+                      result.yaml)
+        XCTAssertFalse(result.yaml.contains("type: both"), result.yaml)
+    }
+
     func testImpossibleConnectionParametersAreListed() throws {
         // LE Connection Update Complete: interval 1.25 ms, latency 500, timeout 10 ms.
         try importAndReplay(try patched("link-connection-update", [0x03, 0x00, 0x01, 0x00, 0x50, 0x00, 0x04, 0x00, 0x58, 0x02],

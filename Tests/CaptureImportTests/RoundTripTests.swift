@@ -39,19 +39,11 @@ final class RoundTripTests: XCTestCase {
         }
 
         // The imported peripherals' declared services against the original's, for what was discovered.
-        // A connect expected to give no connection (`connect-failed`) leaves none in the capture.
-        let originalConnects = original.steps.enumerated().compactMap { i, step -> String? in
-            guard case let .connect(p, _) = step.action else { return nil }
-            let failed = original.steps[(i + 1)...].prefix { $0.isExpectation }.contains { next in
-                if case .expect(.interruption(.connectFailed)) = next.action { return true }
-                return false
-            }
-            return failed ? nil : p
-        }
-        let importedConnects = scenario.steps.compactMap { step -> String? in
-            if case let .connect(p, _) = step.action { return p }
-            return nil
-        }
+        // A connect expected to give no connection (`connect-failed`) leaves none in the capture,
+        // and comes back as such a connect.
+        let originalConnects = Self.establishingConnects(original)
+        let importedConnects = Self.establishingConnects(scenario)
+        XCTAssertEqual(Self.failingConnects(scenario), Self.failingConnects(original), "\(file): connects that give no connection")
         XCTAssertEqual(importedConnects.count, originalConnects.count, "\(file): connections")
         for (i, session) in imported.sessions.enumerated() where i < min(originalConnects.count, importedConnects.count) {
             let o = try XCTUnwrap(original.peripheral(originalConnects[i]))
@@ -70,6 +62,21 @@ final class RoundTripTests: XCTestCase {
             XCTAssertEqual(m.address, imported.transcript.connections[i].peer, "\(file): \(m.id)'s address")
         }
     }
+
+    /// The peripherals of the scenario's `connect` steps, in order, that an `expect: { connect-failed }`
+    /// does not follow (or that one does).
+    static func establishingConnects(_ scenario: Scenario, failing: Bool = false) -> [String] {
+        scenario.steps.enumerated().compactMap { i, step -> String? in
+            guard case let .connect(p, _) = step.action else { return nil }
+            let failed = scenario.steps[(i + 1)...].prefix { $0.isExpectation }.contains { next in
+                if case .expect(.interruption(.connectFailed)) = next.action { return true }
+                return false
+            }
+            return failed == failing ? p : nil
+        }
+    }
+
+    static func failingConnects(_ scenario: Scenario) -> Int { establishingConnects(scenario, failing: true).count }
 
     /// The services `add-service` actions give the peripheral, anywhere in the scenario.
     static func addedServices(_ scenario: Scenario, peripheral id: String) -> [ServiceSpec] {

@@ -85,11 +85,20 @@ final class LinkControlTests: XCTestCase {
         XCTAssertEqual(pair.peripheral.acl.map(\.time), [instant + .milliseconds(60) * k])
     }
 
-    /// The peripheral's request (LL_CONNECTION_PARAM_REQ) goes at k0, the central's
-    /// LL_CONNECTION_UPDATE_IND at k0 + 1, the instant is k0 + 7.
+    /// The peripheral's request (LL_CONNECTION_PARAM_REQ) goes at k0, the central's host accepts
+    /// it at once, its LL_CONNECTION_UPDATE_IND goes at k0 + 1, the instant is k0 + 7.
     func testConnectionUpdateFromThePeripheral() {
         let lab = TestLab()
         let pair = lab.connectedPair(intervalUnits: 0x0018)
+        pair.central.send(.leSetEventMask(EventMask.leDefaultMask | EventMask.leRemoteConnectionParameterRequest))
+        lab.settle()
+        pair.central.clear()
+        pair.central.onFrame = { _, frame in
+            guard case let .event(.leMeta(.remoteConnectionParameterRequest(e)))? = try? HCIPacket(h4: frame) else { return }
+            pair.central.send(.leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters(
+                handle: e.handle, intervalMin: e.intervalMin, intervalMax: e.intervalMax, maxLatency: e.maxLatency,
+                supervisionTimeout: e.timeout)))
+        }
         lab.run(until: pair.anchor(1) + .milliseconds(1))
         pair.peripheral.send(.leConnectionUpdate(LEConnectionUpdateParameters(
             handle: pair.peripheralHandle, intervalMin: 0x0010, intervalMax: 0x0010, maxLatency: 2, supervisionTimeout: 0x0050)))

@@ -193,11 +193,13 @@ final class LinkFaultTests: XCTestCase {
             XCTAssertEqual(host.disconnections.map(\.event.reason), [.connectionTimeout])
             XCTAssertEqual(host.disconnections.map(\.time), [lastAnchor + .milliseconds(1_000)])
         }
-        // Back in range: reports resume at the RSSI it had when it left.
+        // Back in range: where it walked from (-60), never the faded -91, which no receiver could
+        // decode (below the -90 dBm sensitivity).
         lab.air.setInRange(true, for: pair.peripheral.controller)
+        XCTAssertEqual(lab.air.rssi(of: pair.peripheral.controller), -60)
         let back = lab.loop.now
         lab.run(for: .milliseconds(300))
-        XCTAssertEqual(Set(scanner.reports.filter { $0.time > back }.map(\.report.rssi)), [-91])
+        XCTAssertEqual(Set(scanner.reports.filter { $0.time > back }.map(\.report.rssi)), [-60])
     }
 }
 

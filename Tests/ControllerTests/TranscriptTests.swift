@@ -55,8 +55,9 @@ final class TranscriptTests: XCTestCase {
     /// Supported_Commands as 64 octets: Disconnect (0.5), Set Event Mask and Reset (5.6–7), Read
     /// Local Version/Features/Buffer Size (14.3, 14.5, 14.7), Read BD_ADDR and Read RSSI (15.1,
     /// 15.5), the LE commands of octets 25–26 and LE Connection Update (27.2).
+    /// Octet 33 = 0x30: LE Remote Connection Parameter Request Reply and Negative Reply (bits 4, 5).
     static let supportedCommands = "20 00 00 00 00 c0 00 00 00 00 00 00 00 00 a8 22 00 00 00 00 00 00 00 00 00 f7 3f 04"
-        + String(repeating: " 00", count: 36)
+        + String(repeating: " 00", count: 5) + " 30" + String(repeating: " 00", count: 30)
 
     func testResetAndConfigureSequence() {
         let lab = TestLab()
@@ -108,7 +109,7 @@ final class TranscriptTests: XCTestCase {
                 listed.append(entry.opcode)
             }
         }
-        XCTAssertEqual(listed.count, 22)
+        XCTAssertEqual(listed.count, 24)
         func status(of opcode: HCIOpcode) -> HCIStatus? {
             host.clear()
             host.controller.receive(fromHost: [0x01, UInt8(opcode.rawValue & 0xFF), UInt8(opcode.rawValue >> 8), 0x00])

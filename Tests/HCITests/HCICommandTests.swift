@@ -303,6 +303,37 @@ final class HCICommandTests: XCTestCase {
         assertCommand(.unknown(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x3FF), parameters: []), bytes("ff ff 00"))
     }
 
+    // MARK: 7.8.31, 7.8.32 Connection Parameters Request procedure
+
+    /// 7.8.31: the same layout as LE Connection Update (7.8.18), under OCF 0x020.
+    func testLERemoteConnectionParameterRequestReply() {
+        assertCommand(.leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters(
+            handle: 0x0041, intervalMin: 0x0010, intervalMax: 0x0020, maxLatency: 4, supervisionTimeout: 0x0258,
+            minCELength: 0x0002, maxCELength: 0x0003)), bytes(
+            "20 20",   // Opcode 0x2020 (OGF 0x08, OCF 0x020)
+            "0e",      // Parameter_Total_Length 14
+            "41 00",   // Connection_Handle
+            "10 00",   // Interval_Min 20 ms
+            "20 00",   // Interval_Max 40 ms
+            "04 00",   // Max_Latency
+            "58 02",   // Timeout 6 s
+            "02 00",   // Min_CE_Length
+            "03 00"    // Max_CE_Length
+        ))
+    }
+
+    /// 7.8.32: Connection_Handle and Reason.
+    func testLERemoteConnectionParameterRequestNegativeReply() {
+        assertCommand(.leRemoteConnectionParameterRequestNegativeReply(handle: 0x0EFF, reason: .unacceptableConnectionParameters), bytes(
+            "21 20",   // Opcode 0x2021 (OGF 0x08, OCF 0x021)
+            "03",      // Parameter_Total_Length
+            "ff 0e",   // Connection_Handle
+            "3b"       // Reason: Unacceptable Connection Parameters
+        ))
+        XCTAssertEqual(HCICommand.leRemoteConnectionParameterRequestNegativeReply(handle: 1, reason: .unacceptableConnectionParameters).description,
+                       "LE Remote Connection Parameter Request Negative Reply handle 0x0001 reason unacceptable-connection-parameters (0x3b)")
+    }
+
     // MARK: Coverage
 
     /// Every case of `HCICommand` with one vector. The switch has no default: adding a case to the
@@ -318,6 +349,9 @@ final class HCICommandTests: XCTestCase {
         .leCreateConnection(LECreateConnectionParameters(peer: LEAddress(ReferenceDevice.peripheral, type: .random))),
         .leCreateConnectionCancel,
         .leConnectionUpdate(LEConnectionUpdateParameters(handle: 1, intervalMin: 6, intervalMax: 6, maxLatency: 0, supervisionTimeout: 10)),
+        .leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters(handle: 1, intervalMin: 6, intervalMax: 6, maxLatency: 0,
+                                                                               supervisionTimeout: 10)),
+        .leRemoteConnectionParameterRequestNegativeReply(handle: 1, reason: .unacceptableConnectionParameters),
         .unknown(opcode: HCIOpcode(rawValue: 0xFC00), parameters: [1, 2, 3]),
     ]
 
@@ -328,14 +362,15 @@ final class HCICommandTests: XCTestCase {
              .leReadLocalSupportedFeatures, .leSetRandomAddress, .leSetAdvertisingParameters,
              .leReadAdvertisingPhysicalChannelTxPower, .leSetAdvertisingData, .leSetScanResponseData,
              .leSetAdvertisingEnable, .leSetScanParameters, .leSetScanEnable, .leCreateConnection,
-             .leCreateConnectionCancel, .leConnectionUpdate, .unknown:
+             .leCreateConnectionCancel, .leConnectionUpdate, .leRemoteConnectionParameterRequestReply,
+             .leRemoteConnectionParameterRequestNegativeReply, .unknown:
             return true
         }
     }
 
     func testEveryNamedOpcodeDecodesToItsOwnCase() throws {
         let named = (0...0xFFFF).map { HCIOpcode(rawValue: UInt16($0)) }.filter { $0.name != nil }
-        XCTAssertEqual(named.count, 23)
+        XCTAssertEqual(named.count, 25)
         let modelled = Set(Self.oneOfEach.map(\.opcode)).subtracting([HCIOpcode(rawValue: 0xFC00)])
         XCTAssertEqual(Set(named), modelled, "every named opcode has a case and a vector")
         for command in Self.oneOfEach {

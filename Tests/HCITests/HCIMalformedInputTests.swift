@@ -48,7 +48,8 @@ final class HCIMalformedInputTests: XCTestCase {
         (.leSetRandomAddress, 6), (.leSetAdvertisingParameters, 15), (.leReadAdvertisingPhysicalChannelTxPower, 0),
         (.leSetAdvertisingData, 32), (.leSetScanResponseData, 32), (.leSetAdvertisingEnable, 1),
         (.leSetScanParameters, 7), (.leSetScanEnable, 2), (.leCreateConnection, 25), (.leCreateConnectionCancel, 0),
-        (.leConnectionUpdate, 14),
+        (.leConnectionUpdate, 14), (.leRemoteConnectionParameterRequestReply, 14),
+        (.leRemoteConnectionParameterRequestNegativeReply, 3),
     ]
 
     static func command(_ opcode: HCIOpcode, parameters: [UInt8]) -> [UInt8] {
@@ -56,7 +57,7 @@ final class HCIMalformedInputTests: XCTestCase {
     }
 
     func testEveryKnownCommandRejectsParametersOfTheWrongSize() {
-        XCTAssertEqual(Self.fixedSizes.count, 23, "one row per named opcode")
+        XCTAssertEqual(Self.fixedSizes.count, 25, "one row per named opcode")
         for (opcode, size) in Self.fixedSizes {
             // The right size (all zero octets) decodes to the command's own case.
             let right = Self.command(opcode, parameters: [UInt8](repeating: 0, count: size))

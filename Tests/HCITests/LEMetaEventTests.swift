@@ -149,6 +149,26 @@ final class LEMetaEventTests: XCTestCase {
                      bytes("3e 0a 03", "3b", "02 00", "00 00 00 00 00 00"))  // Status 0x3B Unacceptable Connection Parameters
     }
 
+    // MARK: 7.7.65.6 LE Remote Connection Parameter Request
+
+    func testLERemoteConnectionParameterRequest() {
+        assertLEMeta(.remoteConnectionParameterRequest(LERemoteConnectionParameterRequest(
+            handle: 0x0001, intervalMin: 0x0010, intervalMax: 0x0018, maxLatency: 2, timeout: 0x0190)),
+                     bytes("3e",     // Event_Code LE Meta
+                           "0b",     // Parameter_Total_Length 11
+                           "06",     // Subevent_Code LE Remote Connection Parameter Request
+                           "01 00",  // Connection_Handle 0x0001
+                           "10 00",  // Interval_Min 20 ms
+                           "18 00",  // Interval_Max 30 ms
+                           "02 00",  // Max_Latency 2
+                           "90 01")) // Timeout 4 s
+        // One octet short: a typed error, never a crash.
+        XCTAssertThrowsError(try HCIEvent(decoding: bytes("3e 0a 06 01 00 10 00 18 00 02 00 90")))
+        XCTAssertEqual(LEMetaEvent.remoteConnectionParameterRequest(LERemoteConnectionParameterRequest(
+            handle: 1, intervalMin: 0x10, intervalMax: 0x18, maxLatency: 2, timeout: 0x190)).description,
+                       "LE Remote Connection Parameter Request handle 0x0001 interval 20.0–30.0 ms latency 2 timeout 4000 ms")
+    }
+
     // MARK: Subevents outside the subset
 
     /// central #33/#34: LE Extended Advertising Report (0x0D) stays `.unknown` and re-encodes byte for byte.

@@ -160,6 +160,17 @@ final class ReturnParametersTests: XCTestCase {
         assertReturn(ReadRSSIReturn(status: .unknownConnectionIdentifier, handle: 0x0EFF, rssi: 20), bytes("02 ff 0e 14"))
     }
 
+    // MARK: 7.8.31 / 7.8.32 LE Remote Connection Parameter Request (Negative) Reply
+
+    func testConnectionHandleReturn() {
+        assertReturn(ConnectionHandleReturn(handle: 0x0041),
+                     bytes("00",      // Status
+                           "41 00"))  // Connection_Handle
+        assertReturn(ConnectionHandleReturn(status: .commandDisallowed, handle: 0x0EFF), bytes("0c ff 0e"))
+        XCTAssertThrowsDecodeError(try ConnectionHandleReturn(decoding: bytes("00 41")), .truncated(needed: 2, available: 1, at: 1))
+        XCTAssertThrowsDecodeError(try ConnectionHandleReturn(decoding: bytes("00 41 00 00")), .trailingBytes(count: 1, at: 3))
+    }
+
     // MARK: 7.8.6 LE Read Advertising Physical Channel Tx Power
 
     func testLEReadAdvertisingPhysicalChannelTxPower() {

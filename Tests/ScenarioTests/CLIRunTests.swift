@@ -232,7 +232,7 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", "--help"]), .passed)
         XCTAssertEqual(cli.out, Help.run + "\n")
         XCTAssertEqual(cli.run(["bogus"]), .badInput)
-        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list or import\n")
+        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list, import or verdicts\n")
     }
 }
 

@@ -61,12 +61,12 @@ final class FaultSchemaTests: XCTestCase {
             "test.yaml:9:19: error: found '120%', expected a loss rate from 0% to 100% such as 10%",
         ])
         XCTAssertEqual(errors(file(peripheral: "link: { drop: { att: 0, from: centre } }")), [
-            "test.yaml:9:26: error: found '0', expected the number of the ATT PDU to drop, from 1",
+            "test.yaml:9:26: error: found '0', expected the number of the ATT PDU to drop, from 1 to 1000000",
             "test.yaml:9:35: error: found 'centre', expected central or peripheral; did you mean 'central'?",
         ])
         XCTAssertEqual(errors(file(peripheral: "mtu: 20")), ["test.yaml:9:10: error: found '20', expected an ATT_MTU from 23 to 517"])
         XCTAssertEqual(errors(file(step: "- out-of-range: { peripheral: hm10, rate: 10 }")), [
-            "test.yaml:11:45: error: found '10', expected a rate in dB per second such as 10dB/s; add the unit: 10dB/s",
+            "test.yaml:11:45: error: found '10', expected a rate above 0 and up to 1000dB/s, such as 10dB/s; add the unit: 10dB/s",
         ])
         XCTAssertEqual(errors(file(step: "- connection-update: { interval: 7ms, timeout: 2s }")), [
             "test.yaml:11:36: error: found '7ms', expected a connection interval from 7.5ms to 4s in steps of 1.25ms (such as 30ms, 48.75ms or 1s)",

@@ -4,8 +4,8 @@ import BLEWire
 import XCTest
 @testable import Scenario
 
-/// SCENARIO-FORMAT.md is a contract: its example (kept verbatim in Fixtures/format-shape.yaml)
-/// validates and passes, and a tour of every construct it names validates and passes too.
+/// The format's original example (kept verbatim in Fixtures/format-shape.yaml) validates and
+/// passes, and a tour of every core construct (Fixtures/format-tour.yaml) validates and passes too.
 final class FormatExampleTests: XCTestCase {
     func testTheFormatsExampleValidatesAsDocumented() throws {
         let s = try Scenario.load(path: ScenarioText.fixtures + "/format-shape.yaml")

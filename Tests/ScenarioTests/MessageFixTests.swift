@@ -30,7 +30,7 @@ final class MessageFixTests: XCTestCase {
     func testPeripheralActionExamplesAreValidYAMLSubset() {
         let bare = errors(withStep("- peripheral"))
         XCTAssertEqual(bare, [
-            "test.yaml:10:5: error: found 'peripheral', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link); 'peripheral' needs a value, e.g. peripheral: { hm10: [{ notify: FFE1 }] }",
+            "test.yaml:10:5: error: found 'peripheral', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests); 'peripheral' needs a value, e.g. peripheral: { hm10: [{ notify: FFE1 }] }",
         ])
         XCTAssertEqual(errors(withStep("- peripheral: hm10")), [
             "test.yaml:10:17: error: found 'hm10', expected peripheral ids with their actions, such as { hm10: [{ notify: FFE1 }] }",
@@ -193,7 +193,7 @@ final class SchemaHintTests: XCTestCase {
     /// "found unknown key 'notifcation', expected a 'value' key (value)".
     func testMisspeltExpectationBesideValue() {
         XCTAssertEqual(errors(file(step: "- expect: { notifcation: FFE1, value: text:a }")), [
-            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'notification'?",
+            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'notification'?",
         ])
         XCTAssertEqual(errors(file(step: "- expect: { value: text:a, colour: red }")), [
             "test.yaml:11:30: error: found unknown key 'colour', expected a 'value' key (value)",

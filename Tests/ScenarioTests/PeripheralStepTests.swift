@@ -73,6 +73,17 @@ final class PeripheralStepTests: XCTestCase {
                        "step 4 (test.yaml:24): peripheral: { hm10: [{ request-connection-update: { interval: 50ms, timeout: 2s } }] }: expected hm10 to request-connection-update interval 50ms latency 0 timeout 2000ms; seen hm10 has no connection (the central is not connected to it)")
     }
 
+    /// A second link-layer request while the first is still waiting for the central is refused
+    /// by the peripheral's own host at once: the step says so instead of ok.
+    func testALinkLayerRequestRefusedByTheHostFailsTheStep() throws {
+        let request = "{ request-connection-update: { interval: 50ms, timeout: 2s, via: link-layer } }"
+        let result = try run(connect + "\n  - peripheral: { hm10: [\(request), \(request)] }")
+        XCTAssertEqual(result.verdict,
+                       "step 3 (test.yaml:23): peripheral: { hm10: [\(request), \(request)] }: expected hm10 to request-connection-update interval 50ms latency 0 timeout 2000ms via link-layer; seen hm10's host refused it: a connection parameter request is already in progress")
+        XCTAssertEqual(try run(connect + "\n  - peripheral: { hm10: [\(request)] }").steps[2].note,
+                       "hm10: request-connection-update interval 50ms latency 0 timeout 2000ms via link-layer (LL_CONNECTION_PARAM_REQ asked of the controller on 1 connection)")
+    }
+
     func testStopNotifyingWithNothingRunningFails() throws {
         XCTAssertEqual(try run("  - peripheral: { hm10: [{ stop-notifying: FFE1 }] }").verdict,
                        "step 1 (test.yaml:21): peripheral: { hm10: [{ stop-notifying: FFE1 }] }: expected hm10 to stop-notifying FFE1; seen no notify-every is running on FFE1")

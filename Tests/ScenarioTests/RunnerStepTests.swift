@@ -93,7 +93,7 @@ final class RunnerStepTests: XCTestCase {
         XCTAssertEqual(result.verdict, "passed")
         XCTAssertEqual(result.steps[3].note, "ATT_MTU 100")
         XCTAssertEqual(try verdict(c + "\n  - write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }"),
-                       "step 4 (test.yaml:24): write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }: expected a Write Command of 40 octets to FFE4; seen the value does not fit a Write Command (at most ATT_MTU - 3 = 20 octets)")
+                       "step 4 (test.yaml:24): write: { characteristic: FFE4, value: \"text:0123456789012345678901234567890123456789\", type: command }: expected a Write Command of 40 octets to FFE4; seen 40 octets do not fit a Write Command at ATT_MTU 23 (at most ATT_MTU - 3 = 20 octets); exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts")
     }
 
     // MARK: Reads and writes
@@ -189,7 +189,7 @@ final class RunnerStepTests: XCTestCase {
 
     func testNotificationFailures() throws {
         XCTAssertEqual(try verdict(c + "\n  - subscribe: FFE1\n  - expect: { notification: FFE1, within: 2s }"),
-                       "step 5 (test.yaml:25): expect: { notification: FFE1, within: 2s }: expected a notification of FFE1 from hm10 within 2s; seen no notification of FFE1 arrived")
+                       "step 5 (test.yaml:25): expect: { notification: FFE1, within: 2s }: expected a notification of FFE1 from hm10 within 2s; seen no notification of FFE1 arrived since step 4")
         XCTAssertEqual(try verdict(c + "\n  - subscribe: FFE1\n  - peripheral: { hm10: [{ notify: FFE1, value: text:xy }, { notify: FFE1, value: text:yz }] }\n  - expect: { notification: FFE1, in-order: [text:yz, text:xy] }"),
                        "step 6 (test.yaml:26): expect: { notification: FFE1, in-order: [text:yz, text:xy] }: expected 2 notifications of FFE1 from hm10, in order text:yz, text:xy within 1s; seen 2 notifications of FFE1: text:xy at 1.845s, text:yz at 1.845s")
         XCTAssertEqual(try verdict(c + "\n  - subscribe: FFE1\n  - peripheral: { hm10: [{ notify: FFE1, value: text:xy }] }\n  - expect: { notification: FFE1, value: text:zz }"),

@@ -1,3 +1,4 @@
+import ATT
 import BLELab
 import BLERuntime
 import BLEWire
@@ -109,5 +110,53 @@ final class HostileTargetTests: XCTestCase {
         hostile.stop { stopped = true }
         XCTAssertTrue(lab.run(within: .seconds(5)) { stopped })
         XCTAssertEqual(events.named("disconnected").count, 2)
+    }
+
+    /// The service a hostile peer meets in both roles: the slow characteristic's read is answered
+    /// a second later, so a request right behind it is pipelined whatever the timing (reported,
+    /// and the link dropped with 0x13); the long one comes back cut to ATT_MTU - 4 in a Read By
+    /// Type, which shows the ATT_MTU a repeated Exchange MTU did not change.
+    func testTheSlowReadMakesPipeliningCertainAndTheLongReadShowsATTMTU() throws {
+        let (lab, target, peer) = try makeLab()
+        let events = Events()
+        let hostile = HostileTarget(device: target, role: .peripheral) { events.all.append($0) }
+        let started: Result<Void, HostError> = try lab.wait { done in hostile.start(completion: done) }
+        XCTAssertNoThrow(try started.get())
+        func connect() throws -> Connection {
+            let connected: Result<Connection, HostError> = try lab.wait { done in
+                peer.host.connect(to: LEAddress(Self.targetAddress, type: .random), completion: done)
+            }
+            return try connected.get()
+        }
+        let first = try connect()
+        let bearer = first.bearer
+        bearer.preferredMTU = 100
+        XCTAssertEqual(try lab.wait { done in first.client.exchangeMTU(completion: done) }.get(), 100)
+        XCTAssertTrue(bearer.sendUnchecked([0x02, 0x17, 0x00]))                         // again, Client Rx MTU 23
+        lab.run(for: .milliseconds(200))
+        let long = try lab.wait { done in
+            bearer.send(request: .readByTypeRequest(ATTReadByTypeRequest(range: .all, attributeType: HostileTarget.longUUID)), completion: done)
+        }
+        guard case let .readByTypeResponse(response) = try long.get() else { return XCTFail("\(long)") }
+        XCTAssertEqual(response.entries.first?.value, Array(HostileTarget.longValue.prefix(96)), "ATT_MTU 100 kept: 100 - 4 octets")
+
+        var slowAnswer: Result<ATTPDU, ATTError>?
+        let start = lab.loop.now
+        bearer.send(request: .readByTypeRequest(ATTReadByTypeRequest(range: .all, attributeType: HostileTarget.slowReadUUID))) { slowAnswer = $0 }
+        XCTAssertTrue(lab.run(within: .seconds(2)) { slowAnswer != nil })
+        guard case let .readByTypeResponse(slow)? = try slowAnswer?.get() else { return XCTFail("\(String(describing: slowAnswer))") }
+        XCTAssertEqual(slow.entries.first?.value, Array("slow".utf8))
+        XCTAssertGreaterThanOrEqual(lab.loop.now - start, HostileTarget.slowReadDelay, "answered by the application a second later")
+
+        XCTAssertTrue(bearer.sendUnchecked([0x08, 0x01, 0x00, 0xFF, 0xFF] + HostileTarget.slowReadUUID.littleEndianBytes))
+        lab.run(for: .milliseconds(300))
+        XCTAssertTrue(bearer.sendUnchecked([0x0A, 0x01, 0x00]))                         // before the answer: pipelined
+        XCTAssertTrue(lab.run(within: .seconds(2)) { !first.isConnected })
+        XCTAssertEqual(first.disconnectReason, .remoteUserTerminatedConnection)
+        XCTAssertEqual(events.violations, ["1 att/repeated-mtu-exchange -> none", "1 att/pipelined-request -> disconnect 0x13"])
+        XCTAssertTrue(lab.run(within: .seconds(2)) { events.named("advertising").count == 2 }, "advertising again for the next round")
+        let second = try connect()
+        XCTAssertTrue(second.isConnected)
+        XCTAssertTrue(lab.run(within: .seconds(1)) { hostile.connectionCount == 2 }, "a new connection for the next round")
     }
 }

@@ -1,7 +1,7 @@
 import XCTest
 import YAMLSubset
 
-/// Every example in SCENARIO-FORMAT.md, copied here (tests never read ../shared), parsed to the
+/// Every example of the format's original specification, copied here, parsed to the
 /// tree written out by hand. The trees were also checked against PyYAML 6.0.3 with its
 /// BaseLoader, which keeps every scalar a string as the subset does.
 final class ScenarioFormatExampleTests: XCTestCase {

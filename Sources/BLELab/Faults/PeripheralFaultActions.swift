@@ -2,21 +2,27 @@ import BLERuntime
 import Controller
 import GAP
 import HCI
+import Transport
 
 /// New connection parameters a peripheral asks for (`request-connection-update`): L2CAP
 /// Connection Parameter Update Request (Core 5.4 Vol 3 Part A 4.20), which the central's host
-/// answers and, when it accepts, applies with LE Connection Update (Vol 4 Part E 7.8.18).
+/// answers and, when it accepts, applies with LE Connection Update (Vol 4 Part E 7.8.18); or,
+/// `via: .linkLayer`, LE Connection Update on the peripheral (LL_CONNECTION_PARAM_REQ, Vol 6
+/// Part B 5.1.7), which the central's controller hands its host to answer.
 public struct ConnectionUpdateRequest: Hashable, Sendable, CustomStringConvertible {
     /// Connection interval in 1.25 ms units (min = max), peripheral latency in events,
     /// supervision timeout in 10 ms units.
     public var interval: UInt16
     public var latency: UInt16
     public var timeout: UInt16
+    /// How a peripheral asks (a central always uses LE Connection Update).
+    public var via: ParameterUpdateProcedure
 
-    public init(interval: UInt16, latency: UInt16, timeout: UInt16) {
+    public init(interval: UInt16, latency: UInt16, timeout: UInt16, via: ParameterUpdateProcedure = .l2cap) {
         self.interval = interval
         self.latency = latency
         self.timeout = timeout
+        self.via = via
     }
 
     public var parameters: ConnectionParameters {
@@ -25,6 +31,7 @@ public struct ConnectionUpdateRequest: Hashable, Sendable, CustomStringConvertib
 
     public var description: String {
         "interval \(Self.milliseconds(micros: Int64(interval) * 1250)) latency \(latency) timeout \(Self.milliseconds(micros: Int64(timeout) * 10_000))"
+            + (via == .linkLayer ? " via link-layer" : "")
     }
 
     /// "48.75ms", "50ms".
@@ -61,15 +68,22 @@ extension SimulatedPeripheral {
         case let .requestConnectionUpdate(request):
             let connections = host.connections.values.sorted { $0.handle < $1.handle }
             guard !connections.isEmpty else { return failed(action, "\(spec.id) has no connection", context) }
+            // The central answers a few connection events later: its answer is recorded when it
+            // comes, not waited for. A refusal by this host itself (a link-layer request while
+            // one is still waiting) comes at once and fails the step.
+            var refusals: [String] = []
             for connection in connections {
-                // The central answers over L2CAP a few connection events later: its answer is
-                // recorded when it comes, not waited for.
-                connection.updateParameters(request.parameters) { [weak self] result in
-                    if case let .failure(error) = result { self?.record(.note("request-connection-update: \(error)")) }
+                var answeredAtOnce = true
+                connection.updateParameters(request.parameters, via: request.via) { [weak self] result in
+                    guard case let .failure(error) = result else { return }
+                    if answeredAtOnce { refusals.append("\(error)") } else { self?.record(.note("request-connection-update: \(error)")) }
                 }
+                answeredAtOnce = false
             }
+            if let refusal = refusals.first { return failed(action, "\(spec.id)'s host refused it: \(refusal)", context) }
             record(.action(action))
-            did(action, "\(action.description) (L2CAP Connection Parameter Update Request sent on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
+            let sent = request.via == .linkLayer ? "LL_CONNECTION_PARAM_REQ asked of the controller" : "L2CAP Connection Parameter Update Request sent"
+            did(action, "\(action.description) (\(sent) on \(connections.count) connection\(connections.count == 1 ? "" : "s"))", context)
         case let .burst(ref, source, count):
             // All handed to the stack at once: the host queues what the controller's ACL
             // buffers cannot take and sends it as Number Of Completed Packets returns credits
@@ -89,11 +103,14 @@ extension SimulatedPeripheral {
 extension LabDevice {
     /// Powers the device's controller off (`SimAir.powerOff`) and tells its host, which ends its
     /// connections, as when the device's battery dies or its firmware resets: peers time out.
+    /// What the controller had already handed to its host transport dies with it: a Number Of
+    /// Completed Packets still in flight would reach a host that has let go of the link.
     /// False off the simulator.
     @discardableResult
     public func powerOff() -> Bool {
         guard let controller, let air = lab.air else { return false }
         air.powerOff(controller)
+        (transport as? InProcessTransport)?.discardInFlight()
         host.controllerDidReset(reason: .hardwareFailure)
         return true
     }

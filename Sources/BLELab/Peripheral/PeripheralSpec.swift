@@ -18,7 +18,7 @@ public struct PeripheralSpec: Hashable {
     /// Nil: the peripheral does not advertise until an action starts it.
     public var advertising: AdvertisingSpec?
     public var services: [ServiceSpec]
-    /// GAP Device Name (0x2A00); nil: the advertised name, else the id.
+    /// GAP Device Name (0x2A00); nil: see `servedDeviceName`.
     public var deviceName: String?
     public var onConnect: [PeripheralAction]
     public var onDisconnect: [PeripheralAction]
@@ -36,6 +36,18 @@ public struct PeripheralSpec: Hashable {
         self.deviceName = deviceName
         self.onConnect = onConnect
         self.onDisconnect = onDisconnect
+    }
+
+    /// The value of its Device Name characteristic (0x2A00): `deviceName`, else the complete local
+    /// name it advertises (advertising data, then scan response), else a shortened one, else the
+    /// id. A Local Name AD is the device's name or a shortening of it (Core Specification
+    /// Supplement Part A 1.2), so a complete one wherever it is sent is the name.
+    public var servedDeviceName: String {
+        if let deviceName { return deviceName }
+        let contents = [advertising?.content, advertising?.scanResponse].compactMap { $0 }
+        return contents.first { $0.name != nil && !$0.nameIsShortened }?.name
+            ?? contents.first { $0.name != nil }?.name
+            ?? id
     }
 
     /// Every characteristic with where it lives, in declaration order.

@@ -38,7 +38,7 @@ public final class SimulatedPeripheral {
     /// powered on.
     public init(spec: PeripheralSpec, in lab: Lab) throws {
         self.spec = spec
-        var configuration = HostConfiguration(deviceName: spec.deviceName ?? spec.advertising?.name ?? spec.id)
+        var configuration = HostConfiguration(deviceName: spec.servedDeviceName)
         var publicAddress: BDAddr?
         if let address = spec.address {
             if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }

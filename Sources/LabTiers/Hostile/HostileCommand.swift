@@ -25,9 +25,10 @@ public enum HostileCommand {
         usage: blelab hostile --role peripheral|central --transport VALUE [options]
 
         BLELab's host in one role on external controllers, facing a peer that breaks the protocol
-        on purpose (tools/hostile_peer.py; make hostile). One JSON object per line on stdout: ready,
-        advertising, connected, violation (layer, kind, answer, detail, octets), gatt, script-done,
-        disconnected, connect-failed, failure, done. Stops on 'quit' or the end of standard input.
+        on purpose (tools/hostile_peer.py; make hostile). One JSON object per line on stdout: ready
+        (address, controller, att_mtu: the Rx MTU its ATT offers), advertising, connected,
+        violation (layer, kind, answer, detail, octets), gatt, script-done, disconnected,
+        connect-failed, failure, done. Stops on 'quit' or the end of standard input.
 
           --role peripheral   serve a GATT service and advertise (again after each disconnection)
           --role central      connect to --peer again and again, running GATT procedures each time
@@ -148,7 +149,8 @@ public enum HostileCommand {
         emit(.object([(key: "t", value: .double(Double(lab.loop.now.nanoseconds) / 1e9)), (key: "event", value: "ready"),
                       (key: "role", value: .string(options.role!.rawValue)),
                       (key: "address", value: .string("\(device.host.address)")),
-                      (key: "controller", value: .string(backend.description))]))
+                      (key: "controller", value: .string(backend.description)),
+                      (key: "att_mtu", value: .int(Int64(device.host.configuration.attMTU)))]))
 
         let input = StandardInput(loop: lab.loop)
         let deadline = options.duration.map { lab.loop.now + $0 }

@@ -13,13 +13,19 @@ import Scenario
 /// layer, kind, answer, octets) and every GATT procedure's outcome, so a harness can compare
 /// what the peer sent with what BLELab saw.
 ///
-/// - `peripheral`: a GATT server (`HostileTarget.service`) advertised as connectable under
+/// - `peripheral`: a GATT server (`HostileTarget.serviceUUID`) advertised as connectable under
 ///   `name`; advertising starts again after each disconnection.
 /// - `central`: connects to `peer` again and again; on each connection runs Exchange MTU,
 ///   discovery of everything, a read of each readable characteristic, a write of each writable
 ///   one, a subscription to each notifying one, and last a Read Using Characteristic UUID of
 ///   the Device Name (0x2A00) over the whole range: the peer's sign that the script is done and
 ///   the client idle. Every procedure's failure is reported and the script goes on.
+///
+/// In both roles the host's GATT server holds the service, for the peer's requests: among its
+/// characteristics one whose reads the application answers `slowReadDelay` later (as an app
+/// answering a read itself does), so that a peer's request sent right behind a read of it is
+/// certainly pipelined (Core Vol 3 Part F 3.3.2) whatever the transport's timing, and one longer
+/// than any ATT_MTU, whose reads show the ATT_MTU in use.
 ///
 /// Notifications and indications for a handle the GATT client never discovered are reported as
 /// `gatt/notification-for-unknown-handle` (the client ignores them; an indication is still
@@ -35,6 +41,12 @@ public final class HostileTarget {
     public static let writeUUID = BluetoothUUID(string: "B1E1B0A2-0000-4000-8000-00805F9B34FB")!
     public static let writeWithoutResponseUUID = BluetoothUUID(string: "B1E1B0A3-0000-4000-8000-00805F9B34FB")!
     public static let notifyUUID = BluetoothUUID(string: "B1E1B0A4-0000-4000-8000-00805F9B34FB")!
+    /// Read, answered by the application `slowReadDelay` after the request.
+    public static let slowReadUUID = BluetoothUUID(string: "B1E1B0A5-0000-4000-8000-00805F9B34FB")!
+    /// Read, `longValue` (300 octets: more than an ATT PDU carries at any ATT_MTU BLELab offers).
+    public static let longUUID = BluetoothUUID(string: "B1E1B0A6-0000-4000-8000-00805F9B34FB")!
+    public static let longValue = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+    public static let slowReadDelay = TimeSpan.seconds(1)
     /// The central's last step: Read Using Characteristic UUID of the Device Name.
     public static let doneMarkerUUID = BluetoothUUID(uuid16: 0x2A00)
 
@@ -77,18 +89,26 @@ public final class HostileTarget {
         host.onViolation = { [weak self] violation in self?.violated(violation) }
         host.onConnection = { [weak self] connection in self?.connected(connection) }
         host.onDisconnection = { [weak self] connection, reason in self?.disconnected(connection, reason: reason) }
+        do {
+            let handles = try host.gattServer.addService(GATTService(uuid: Self.serviceUUID, characteristics: [
+                GATTCharacteristic(uuid: Self.readUUID, properties: .read, value: Array("hostile-lab".utf8)),
+                GATTCharacteristic(uuid: Self.writeUUID, properties: [.read, .write], value: [0]),
+                GATTCharacteristic(uuid: Self.writeWithoutResponseUUID, properties: .writeWithoutResponse, value: [0]),
+                GATTCharacteristic(uuid: Self.notifyUUID, properties: .notify, value: [0]),
+                GATTCharacteristic(uuid: Self.slowReadUUID, properties: .read, value: Array("slow".utf8)),
+                GATTCharacteristic(uuid: Self.longUUID, properties: .read, value: Self.longValue),
+            ]))
+            if let slow = handles.characteristic(Self.slowReadUUID)?.valueHandle {
+                let loop = self.loop
+                host.gattServer.setReadHandler({ _, answer in
+                    loop.schedule(after: Self.slowReadDelay) { answer(.storedValue) }
+                }, forHandle: slow)
+            }
+        } catch {
+            return completion(.failure(.invalidState("the hostile target's GATT service: \(error)")))
+        }
         switch role {
         case .peripheral:
-            do {
-                _ = try host.gattServer.addService(GATTService(uuid: Self.serviceUUID, characteristics: [
-                    GATTCharacteristic(uuid: Self.readUUID, properties: .read, value: Array("hostile-lab".utf8)),
-                    GATTCharacteristic(uuid: Self.writeUUID, properties: [.read, .write], value: [0]),
-                    GATTCharacteristic(uuid: Self.writeWithoutResponseUUID, properties: .writeWithoutResponse, value: [0]),
-                    GATTCharacteristic(uuid: Self.notifyUUID, properties: .notify, value: [0]),
-                ]))
-            } catch {
-                return completion(.failure(.invalidState("the hostile target's GATT service: \(error)")))
-            }
             advertise(completion: completion)
         case .central:
             guard peer != nil else { return completion(.failure(.invalidState("a central needs the peer's address"))) }

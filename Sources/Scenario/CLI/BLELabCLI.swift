@@ -77,6 +77,7 @@ public struct BLELabCLI {
         case let .validate(paths): return validate(paths)
         case let .list(arguments): return list(arguments)
         case let .importCapture(arguments): return importCapture(arguments)
+        case let .verdicts(arguments): return verdicts(arguments)
         }
     }
 

@@ -6,6 +6,8 @@ public enum CLICommand: Equatable {
     case list(ListArguments)
     /// `import CAPTURE [-o FILE]` (ImportCommand.swift).
     case importCapture(ImportArguments)
+    /// `verdicts [LABEL=]JUNIT…` (VerdictsCommand.swift).
+    case verdicts(VerdictsArguments)
     /// Print this help text and exit 0.
     case help(String)
     /// `--version`: print `BLELabVersion.text` and exit 0.
@@ -88,6 +90,7 @@ public enum CLIArguments {
             return .validate(paths: try positional(rest, command: "validate"))
         case "list": return try parseList(rest)
         case "import": return try ImportArguments.parse(rest)
+        case "verdicts": return try VerdictsArguments.parse(rest)
         case "help":
             switch rest.first {
             case nil: return .help(Help.main)
@@ -95,15 +98,16 @@ public enum CLIArguments {
             case "validate"?: return .help(Help.validate)
             case "list"?: return .help(Help.list)
             case "import"?: return .help(Help.importCapture)
-            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list and import")
+            case "verdicts"?: return .help(Help.verdicts)
+            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list, import and verdicts")
             }
         case "-h", "--help": return .help(Help.main)
         case "--version", "version":
             guard rest.isEmpty else { throw UsageError("--version takes nothing after it") }
             return .version
         default:
-            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "help"]).map { "; \($0)" } ?? ""
-            throw UsageError("unknown command '\(command)': expected run, validate, list or import\(hint)")
+            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "verdicts", "help"]).map { "; \($0)" } ?? ""
+            throw UsageError("unknown command '\(command)': expected run, validate, list, import or verdicts\(hint)")
         }
     }
 
@@ -236,6 +240,7 @@ public enum Help {
       validate [PATHS…]  check scenario files without running them; every error is printed
       list [PATHS…]      list scenarios: name, tags, file
       import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
+      verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
       --version          the version, and the git commit blelab was built from
 
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)

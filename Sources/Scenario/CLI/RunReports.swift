@@ -121,6 +121,9 @@ public enum RunReports {
         if let direction = e.direction { members.append(("direction", .string(direction))) }
         if let bytes = e.bytes { members.append(("bytes", .string(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")))) }
         if let step = e.step { members.append(("step", .int(Int64(step)))) }
+        if let layer = e.layer { members.append(("layer", .string(layer))) }
+        if let violation = e.violation { members.append(("violation", .string(violation))) }
+        if let answer = e.answer { members.append(("answer", .string(answer))) }
         return .object(members)
     }
 

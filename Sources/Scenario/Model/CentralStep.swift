@@ -19,15 +19,19 @@ public struct CentralStep {
     /// `type:` on a subscribe step: what it writes to the CCCD (notifications, indications or
     /// both); nil: notifications, or indications when only those are offered.
     public var subscription: GATTClientConfiguration?
+    /// `scan-interval` and `scan-window` on a connect step: the initiator's duty cycle (LE Create
+    /// Connection, Vol 4 Part E 7.8.12). Nil: 60 ms and 60 ms.
+    public var connectScan: ScanTiming?
 
     public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false,
-                subscription: GATTClientConfiguration? = nil) {
+                subscription: GATTClientConfiguration? = nil, connectScan: ScanTiming? = nil) {
         self.index = index
         self.location = location
         self.text = text
         self.action = action
         self.acquire = acquire
         self.subscription = subscription
+        self.connectScan = connectScan
     }
 
     public var isExpectation: Bool {
@@ -110,13 +114,37 @@ public struct ScanStep: Hashable {
     public var duration: TimeSpan
     /// Report every advertising event instead of each device once.
     public var duplicates: Bool
+    /// The scan's interval and window (LE Set Scan Parameters, Vol 4 Part E 7.8.10); nil: 10 ms and 10 ms.
+    public var timing: ScanTiming?
+    /// Keep only devices heard at least this strong (dBm); nil: all.
+    public var minRSSI: Int8?
 
-    public init(services: [BluetoothUUID] = [], names: [String] = [], duration: TimeSpan = .seconds(1), duplicates: Bool = false) {
+    public init(services: [BluetoothUUID] = [], names: [String] = [], duration: TimeSpan = .seconds(1), duplicates: Bool = false,
+                timing: ScanTiming? = nil, minRSSI: Int8? = nil) {
         self.services = services
         self.names = names
         self.duration = duration
         self.duplicates = duplicates
+        self.timing = timing
+        self.minRSSI = minRSSI
     }
+}
+
+/// A scanner's or an initiator's duty cycle: it listens for `window` at the start of every
+/// `interval` (2.5 ms to 10.24 s in steps of 0.625 ms, window ≤ interval).
+public struct ScanTiming: Hashable {
+    public var interval: TimeSpan
+    public var window: TimeSpan
+
+    public init(interval: TimeSpan, window: TimeSpan) {
+        self.interval = interval
+        self.window = window
+    }
+
+    /// What `scan` uses untold: always listening, a new channel every 10 ms.
+    public static let scanDefault = ScanTiming(interval: .milliseconds(10), window: .milliseconds(10))
+    /// What `connect` uses untold: always listening, a new channel every 60 ms.
+    public static let connectDefault = ScanTiming(interval: .milliseconds(60), window: .milliseconds(60))
 }
 
 /// How a `write` step chooses between a Write Request and a Write Command.

@@ -37,6 +37,8 @@ public enum Expectation {
     /// The step right before was cut short by the link, or its connect failed
     /// (InterruptionExpectation.swift).
     case interruption(InterruptionExpectation)
+    /// The RSSI the central measures for a peripheral: from the last scan, or on the link.
+    case rssi(RSSIExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -49,6 +51,7 @@ public enum Expectation {
         case let .notification(e): return e.peripheral
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
         case let .fault(f): return f.peripheral
+        case let .rssi(e): return e.peripheral
         case .value, .writeSentAs, .error: return nil
         case let .flaw(e): return e.peripheral
         case let .interruption(e): return e.peripheral
@@ -74,7 +77,43 @@ public enum Expectation {
         case let .flaw(e): return e.summary
         case let .fault(f): return f.summary
         case let .interruption(e): return e.summary
+        case let .rssi(e): return e.summary
         }
+    }
+}
+
+/// `expect: { rssi: { peripheral: ID, at-least: dBm, at-most: dBm, from: scan|link } }`.
+public struct RSSIExpectation: Hashable {
+    public enum Source: String, Hashable, CaseIterable {
+        /// The report of the most recent scan (its advertising report's RSSI).
+        case scan
+        /// HCI Read RSSI on the connection (Vol 4 Part E 7.5.4).
+        case link
+    }
+
+    public var peripheral: String
+    public var atLeast: Int8?
+    public var atMost: Int8?
+    /// Nil: the link when connected, else the last scan.
+    public var source: Source?
+
+    public init(peripheral: String, atLeast: Int8? = nil, atMost: Int8? = nil, source: Source? = nil) {
+        self.peripheral = peripheral
+        self.atLeast = atLeast
+        self.atMost = atMost
+        self.source = source
+    }
+
+    public var summary: String {
+        var bounds: [String] = []
+        if let atLeast { bounds.append("at least \(atLeast) dBm") }
+        if let atMost { bounds.append("at most \(atMost) dBm") }
+        let from = source.map { $0 == .scan ? " in the last scan" : " on the link" } ?? ""
+        return "the RSSI of \(peripheral)\(from) \(bounds.joined(separator: " and "))"
+    }
+
+    public func holds(_ rssi: Int8) -> Bool {
+        (atLeast.map { rssi >= $0 } ?? true) && (atMost.map { rssi <= $0 } ?? true)
     }
 }
 

@@ -37,19 +37,25 @@ public enum FaultStep: Hashable {
     case connectionUpdate(peripheral: String, ConnectionUpdateRequest)
     /// The faults on the peripheral's connections from now on (replacing its `link:` block).
     case link(peripheral: String, LinkFaults)
+    /// From now on the central's host accepts (the default: those in range) or rejects the
+    /// peripheral's requests for new connection parameters, over the link layer (LE Remote
+    /// Connection Parameter Request, Vol 4 Part E 7.7.65.6) or L2CAP (Vol 3 Part A 4.20).
+    case parameterRequests(peripheral: String, accept: Bool)
 
     public var peripheral: String {
         switch self {
         case let .linkLoss(p, _), let .outOfRange(p, _), let .inRange(p), let .powerOff(p), let .powerOn(p),
-             let .connectionUpdate(p, _), let .link(p, _):
+             let .connectionUpdate(p, _), let .link(p, _), let .parameterRequests(p, _):
             return p
         }
     }
 
     /// Whether the step needs the embedded simulator (a real controller's air cannot be told).
     public var needsSimulator: Bool {
-        if case .connectionUpdate = self { return false }
-        return true
+        switch self {
+        case .connectionUpdate, .parameterRequests: return false
+        default: return true
+        }
     }
 }
 

@@ -24,7 +24,7 @@ public struct SourceLocation: Hashable, Sendable, Comparable, CustomStringConver
     }
 }
 
-/// A tier a scenario can run on (SCENARIO-FORMAT.md `requires:`, `blelab run --transport`): the
+/// A tier a scenario can run on (docs/scenarios.md `requires:`, `blelab run --transport`): the
 /// embedded simulator, a socket controller, or a Linux virtual controller.
 public struct TransportTier: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String

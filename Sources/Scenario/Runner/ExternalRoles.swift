@@ -38,6 +38,7 @@ public struct ScenarioRoles {
 
     /// Why the scenario cannot run with these roles (it is then skipped), or nil.
     public func unsupported(_ scenario: Scenario) -> String? {
+        if central != nil, let reason = Self.radioStepsOnlyBLELabsCentralTakes(scenario) { return reason }
         if let central, let reason = central.unsupported(scenario) { return reason }
         if let peripheral, let spec = peripheral.served(in: scenario), let reason = peripheral.unsupported(spec, in: scenario) {
             return reason

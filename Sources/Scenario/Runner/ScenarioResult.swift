@@ -135,9 +135,10 @@ public struct TimelineEvent {
         case att
         /// A simulated peripheral acted or saw something.
         case peripheral
-        /// The central met a flawed peer: a response it rejected, an ATT timeout, a notification
-        /// for a handle it never discovered, a Service Changed indication; or a peripheral's ATT
-        /// bearer met a central that broke the protocol (`ATTProtocolViolation`).
+        /// A lab device's host met a peer (or controller) that broke the protocol, of any layer
+        /// (`layer`, `violation`, `answer` say which and what it did); or the central met a flawed
+        /// peer: an ATT timeout, a notification for a handle it never discovered, a Service
+        /// Changed indication.
         case protocolViolation = "protocol-violation"
     }
 
@@ -148,10 +149,16 @@ public struct TimelineEvent {
     public var text: String
     /// For `att`: "sent" or "received" (by `device`'s host).
     public var direction: String?
-    /// For `att`: the PDU's octets.
+    /// For `att`: the PDU's octets; for a protocol violation, the octets that broke the rules.
     public var bytes: [UInt8]?
     /// For steps: the step index.
     public var step: Int?
+    /// For a protocol violation its host reported: the layer (`l2cap`, `signaling`, `smp`,
+    /// `hci`, `att`, `gatt`, `gap`), the kind (`unknown-channel`, `pipelined-request`, …) and
+    /// what the host answered (`none`, `command-reject 0x0000`, `disconnect 0x13`, …).
+    public var layer: String?
+    public var violation: String?
+    public var answer: String?
 }
 
 /// One device's HCI packets, for a btsnoop capture.

@@ -7,13 +7,13 @@ import GATT
 import HCI
 import Host
 
-/// The scripted central's steps (SCENARIO-FORMAT.md "Central steps").
+/// The scripted central's steps (docs/scenarios.md section 5).
 extension ScenarioSession {
     func execute(_ step: CentralStep, position: Int) throws {
         if try executeExternal(step, position: position) { return }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
-        case let .connect(id, within): try connect(id, within: within, step: step, position: position)
+        case let .connect(id, within): try connect(id, within: within, scan: step.connectScan ?? .connectDefault, step: step, position: position)
         case let .discover(id, services): try discover(id, services: services, step: step, position: position)
         case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
         case let .read(id, ref): try read(ref, on: id, step: step, position: position)
@@ -34,8 +34,10 @@ extension ScenarioSession {
 
     private func scan(_ scan: ScanStep, step: CentralStep) throws {
         var reports: [ScanReport] = []
+        let timing = scan.timing ?? .scanDefault
         let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
-                                              allowDuplicates: scan.duplicates)
+                                              allowDuplicates: scan.duplicates, interval: timing.interval, window: timing.window,
+                                              minimumRSSI: scan.minRSSI)
         let started = try operate("the scan to start") { done in
             central.host.startScanning(configuration, onReport: { reports.append($0) }, completion: done)
         }
@@ -79,7 +81,7 @@ extension ScenarioSession {
     /// Connects to the address the latest scan that found `id` reported. A connect that a
     /// `connect-failed` right after it expects to fail may also aim at a peripheral no scan found,
     /// at its declared address, as an app reconnects to a device it remembers.
-    private func connect(_ id: String, within: TimeSpan, step: CentralStep, position: Int) throws {
+    private func connect(_ id: String, within: TimeSpan, scan: ScanTiming, step: CentralStep, position: Int) throws {
         if let existing = connections[id], existing.isConnected {
             throw StepFailure(kind: .operation, expected: "a new connection to \(id)", seen: "already connected to \(id)")
         }
@@ -89,7 +91,7 @@ extension ScenarioSession {
             throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
         }
         var result: Result<Connection, HostError>?
-        central.host.connect(to: address, timeout: within) { result = $0 }
+        central.host.connect(to: address, timeout: within, scanInterval: scan.interval, scanWindow: scan.window) { result = $0 }
         // The host cancels the attempt at `within`; its completion follows the cancel's round trip.
         try waitFor("the connection to \(id) (within: \(within))", within: within + .seconds(1)) { result != nil }
         switch result {
@@ -241,18 +243,15 @@ extension ScenarioSession {
             }
         case .command:
             lastOperation = (step, nil)
-            let what = "a Write Command of \(w.value.count) octets to \(w.characteristic)"
+            let what = "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
             guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
                 if !connection.isConnected {
                     let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
                     return try cutShort(.linkLost(reason: reason), reason: reason, what, step: step, position: position)
                 }
-                if !connection.bearer.isOpen {
-                    throw StepFailure(kind: .operation, expected: what,
-                                      seen: "the ATT bearer takes no more PDUs (after a transaction timeout, Core Vol 3 Part F 3.3.3)")
-                }
                 throw StepFailure(kind: .operation, expected: what,
-                                  seen: "the value does not fit a Write Command (at most ATT_MTU - 3 = \(connection.client.mtu - 3) octets)")
+                                  seen: Self.unsentCommand(w.value.count, mtu: connection.client.mtu, bearer: connection.bearer.state,
+                                                           failure: connection.bearer.failure))
             }
             // Like CoreBluetooth's writeWithoutResponse, done once it has left the host.
             let crossed = try waitFor("the Write Command to cross the central's HCI", within: Expectation.defaultWithin) {
@@ -296,6 +295,21 @@ extension ScenarioSession {
         if let handle {
             let key = LinkObservations.Key(peripheral: id, handle: handle)
             notificationMarks[key] = enable ? before ?? 0 : observations.arrivals(id, handle).count
+        }
+    }
+
+    /// Why a Write Command could not be sent, the one reason that applies: the value is longer
+    /// than ATT_MTU - 3 (Core Vol 3 Part F 3.4.5.3), or the bearer is closed, or it failed (after a
+    /// transaction timeout, Part F 3.3.3, or a protocol violation) and sends nothing more.
+    static func unsentCommand(_ octets: Int, mtu: Int, bearer: ATTBearer.State, failure: ATTError? = nil) -> String {
+        switch bearer {
+        case .closed: return "the link is closed: the ATT bearer to the peripheral is gone"
+        case .failed:
+            if case .timeout? = failure { return "the ATT bearer sends nothing more after a transaction timeout (Core Vol 3 Part F 3.3.3)" }
+            return "the ATT bearer sends nothing more: it failed" + (failure.map { " (\($0))" } ?? "")
+        case .open:
+            return "\(octets) octets do not fit a Write Command at ATT_MTU \(mtu) (at most ATT_MTU - 3 = \(mtu - 3) octets); "
+                + "exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts"
         }
     }
 

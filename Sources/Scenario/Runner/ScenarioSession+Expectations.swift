@@ -73,6 +73,8 @@ extension ScenarioSession {
             try check(f, fail: fail)
         case let .interruption(e):
             try checkInterruption(e, fail: fail)
+        case let .rssi(e):
+            try checkRSSI(e, fail: fail)
         }
     }
 
@@ -92,6 +94,7 @@ extension ScenarioSession {
         guard let handle = valueHandle(e.characteristic, on: e.peripheral) else { throw fail("\(e.peripheral) has no characteristic \(e.characteristic)") }
         let key = LinkObservations.Key(peripheral: e.peripheral, handle: handle)
         let mark = writeMarks[key] ?? 0
+        let markStep = writeMarkSteps[key]
         func matching() -> ReceivedWriteMatch? {
             observations.writes(e.peripheral, handle).dropFirst(mark).last { w in
                 (e.value == nil || w.value == e.value) && (e.via == nil || w.method == e.via)
@@ -101,8 +104,9 @@ extension ScenarioSession {
         let received = Array(observations.writes(e.peripheral, handle).dropFirst(mark))
         writeMarks[key] = observations.writes(e.peripheral, handle).count
         guard let match = matching() else {
-            if received.isEmpty { throw fail("no write of \(e.characteristic) reached \(e.peripheral)") }
-            throw fail(received.map { "\($0.time) \($0.description)" }.joined(separator: "; "))
+            let since = self.since(markStep, accounted: mark, what: "write")
+            if received.isEmpty { throw fail("no write of \(e.characteristic) reached \(e.peripheral)\(since)") }
+            throw fail((since.isEmpty ? "" : "\(since.dropFirst()): ") + received.map { "\($0.time) \($0.description)" }.joined(separator: "; "))
         }
         note = "\(match.write.time) \(match.write.description)"
     }
@@ -113,13 +117,17 @@ extension ScenarioSession {
         guard let handle = valueHandle(e.characteristic, on: e.peripheral) else { throw fail("\(e.peripheral) has no characteristic \(e.characteristic)") }
         let key = LinkObservations.Key(peripheral: e.peripheral, handle: handle)
         let mark = notificationMarks[key] ?? 0
+        let markStep = notificationMarkSteps[key]
         let (count, exact) = e.awaited
         func arrived() -> [LinkObservations.Arrival] { Array(observations.arrivals(e.peripheral, handle).dropFirst(mark)) }
         try waitFor("\(count) notification\(count == 1 ? "" : "s") of \(e.characteristic) from \(e.peripheral) (\(arrived().count) arrived, within: \(e.within))",
                     within: e.within) { arrived().count >= count }
         let got = arrived()
         notificationMarks[key] = mark + got.count
-        guard got.count >= count else { throw fail(got.isEmpty ? "no notification of \(e.characteristic) arrived" : describe(got, of: e.characteristic)) }
+        guard got.count >= count else {
+            let since = self.since(markStep, accounted: mark, what: "notification")
+            throw fail(got.isEmpty ? "no notification of \(e.characteristic) arrived\(since)" : describe(got, of: e.characteristic) + since)
+        }
         if exact && got.count > count { throw fail(describe(got, of: e.characteristic)) }
         if let inOrder = e.inOrder, got.map(\.value) != inOrder { throw fail(describe(got, of: e.characteristic)) }
         if let value = e.value, let last = got.last, last.value != value {

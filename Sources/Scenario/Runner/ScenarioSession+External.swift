@@ -103,7 +103,9 @@ extension ScenarioSession {
             }
             var found: [String: ExternalScanReport] = [:]
             var others = 0
-            for report in reports where scan.names.isEmpty || report.names.contains(where: scan.names.contains) {
+            // min-rssi: the stack's RSSI of the report (one it did not give cannot pass).
+            let strongEnough = { (r: ExternalScanReport) in scan.minRSSI.map { floor in r.rssi.map { $0 >= floor } ?? false } ?? true }
+            for report in reports where (scan.names.isEmpty || report.names.contains(where: scan.names.contains)) && strongEnough(report) {
                 if let id = peripheralID(at: report.address) { found[id] = report } else { others += 1 }
             }
             externalScan = ExternalScan(step: step.index, found: found, others: others)
@@ -359,6 +361,8 @@ extension ScenarioSession {
                 guard seen == reason else { throw fail("disconnected with reason \(seen.map { "\($0)" } ?? "unknown (\(id) saw none)")") }
             }
             note = "disconnected"
+        case let .rssi(e):
+            try checkExternalRSSI(e, fail: fail)
         default:
             return false
         }

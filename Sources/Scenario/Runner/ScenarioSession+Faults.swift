@@ -111,7 +111,7 @@ extension ScenarioSession {
             if case let .failure(error) = started {
                 throw StepFailure(kind: .operation, expected: "\(id) to start advertising", seen: "\(error)")
             }
-            note = "\(id) powered on and advertising"
+            note = peripheral.spec.advertising == nil ? "\(id) powered on (not advertising: it has no advertise block)" : "\(id) powered on and advertising"
         case let .connectionUpdate(id, request):
             let connection = try live(id)
             var updated = false
@@ -131,6 +131,8 @@ extension ScenarioSession {
             let (air, controller) = try simulated(id, "link")
             air.setLinkFaults(faults, for: controller)
             note = "link faults of \(id): \(Self.describe(faults))"
+        case let .parameterRequests(id, accept):
+            setParameterRequestAnswer(accept, for: id)
         }
     }
 

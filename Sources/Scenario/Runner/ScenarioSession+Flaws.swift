@@ -23,7 +23,7 @@ final class FlawObservations {
             case let .malformed(opcode, _): return opcode.method == .response
             case .unsolicitedResponse, .unexpectedResponse: return true
             case .emptyPDU, .unsolicitedConfirmation, .unsupported, .unknownOpcode, .pipelinedRequest, .repeatedMTUExchange,
-                 .shrinkingMTU, .unverifiedSignedWrite:
+                 .shrinkingMTU, .unverifiedSignedWrite, .invalidHandle:
                 return false
             }
         }
@@ -72,14 +72,10 @@ extension ScenarioSession {
         let client = connection.client
         let handle = connection.handle
         let flaws = flawObservations
+        // The timeline and the notes get these from the central's host, typed, with the other
+        // layers' (ScenarioSession+Violations.swift); here they are kept for the expectations.
         bearer.observeViolations { [unowned self] event in
-            let violation = event.violation, bytes = event.pdu
-            flaws.rejected[id, default: []].append(.init(time: self.now, violation: violation, bytes: bytes))
-            self.violationNotes.append(("central from \(id): \(event)", "\(violation)"))
-            self.record(TimelineEvent(time: self.now, device: "central", kind: .protocolViolation,
-                                      text: "rejected from \(id): \(violation); octets \(bytes.isEmpty ? "(none)" : bytes.spacedHex)"
-                                        + (event.consequence == .linkDropped ? "; the central drops the link" : ""),
-                                      direction: "received", bytes: bytes))
+            flaws.rejected[id, default: []].append(.init(time: self.now, violation: event.violation, bytes: event.pdu))
         }
         bearer.onFailure = { [unowned self, weak connection] error in
             guard case let .timeout(opcode) = error else { return }

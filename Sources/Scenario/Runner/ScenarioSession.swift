@@ -66,13 +66,24 @@ final class ScenarioSession {
     /// The last write: its step, and where the central's ATT traffic stood when it started.
     var lastWrite: (step: CentralStep, trafficStart: Int, connectionHandle: UInt16)?
     /// Notifications already accounted for, per (peripheral, value handle).
-    var notificationMarks: [LinkObservations.Key: Int] = [:]
-    var writeMarks: [LinkObservations.Key: Int] = [:]
+    var notificationMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
+    }
+    var writeMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
+    }
+    /// The step that last set each mark, so that a failure can say "since step N" rather than
+    /// "none arrived" when an earlier step accounted for what did.
+    var notificationMarkSteps: [LinkObservations.Key: Int] = [:]
+    var writeMarkSteps: [LinkObservations.Key: Int] = [:]
+    /// `parameter-requests` answers by peripheral (ScenarioSession+Radio.swift).
+    var parameterRequestAnswers: [String: Bool] = [:]
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
-    /// Every ATT protocol violation a device's bearer met, in words ("hm10: pipelined-request: …"),
-    /// for the notes of the steps they happened in.
+    /// Every protocol violation a lab device's host reported, of every layer, in words
+    /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
+    /// `violation` is its detail, which a note that already tells it contains.
     var violationNotes: [(text: String, violation: String)] = []
 
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
@@ -87,6 +98,19 @@ final class ScenarioSession {
     }
 
     var now: Instant { lab?.loop.now ?? .zero }
+
+    private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
+        guard let step = current?.index else { return }
+        for (key, value) in new where old[key] != value { steps[key] = step }
+    }
+
+    /// " since step N (K before it)" when step N set the mark counting starts from (an expectation
+    /// that took what had arrived, a subscription that started the count), else "".
+    func since(_ step: Int?, accounted: Int, what: String) -> String {
+        guard let step else { return "" }
+        guard accounted > 0 else { return " since step \(step)" }
+        return " since step \(step) (\(accounted) \(what)\(accounted == 1 ? "" : "s") before it)"
+    }
 
     // MARK: Running
 
@@ -147,10 +171,14 @@ final class ScenarioSession {
         self.lab = lab
         if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
         let servedElsewhere = roles.peripheral?.served(in: scenario)?.id
-        for spec in scenario.peripherals {
-            if spec.id == servedElsewhere, let provider = roles.peripheral {
-                try addExternalPeripheral(spec, provider: provider)
+        for (k, declared) in scenario.peripherals.enumerated() {
+            if declared.id == servedElsewhere, let provider = roles.peripheral {
+                try addExternalPeripheral(declared, provider: provider)
                 continue
+            }
+            var spec = declared
+            if let advertising = spec.advertising, backend.advertisingIntervalStagger > .zero {
+                spec.advertising?.interval = advertising.interval + backend.advertisingIntervalStagger * Int64(k)
             }
             let peripheral: SimulatedPeripheral
             do { peripheral = try lab.addPeripheral(spec) } catch {
@@ -158,16 +186,12 @@ final class ScenarioSession {
             }
             peripherals[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
-            let peripheralID = spec.id
-            peripheral.host.observeATTViolations { [unowned self] _, event in self.violationNotes.append(("\(peripheralID): \(event)", "\(event.violation)")) }
+            watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
                 let id = spec.id
                 peripheral.onActivity = { [unowned self] activity in
-                    if case let .protocolViolation(_, event) = activity.kind {
-                        // What the central broke, on the peripheral's side (docs/scenarios.md section 9).
-                        return self.record(TimelineEvent(time: activity.time, device: id, kind: .protocolViolation, text: Self.describe(activity),
-                                                         direction: "received", bytes: event.pdu))
-                    }
+                    // What the central broke is in the timeline as its host reported it, typed.
+                    if case .protocolViolation = activity.kind { return }
                     self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
                 }
                 watchTimeline(peripheral.device)
@@ -180,8 +204,10 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
             self.central = central
+            watchViolations(of: central.host, device: PeripheralSchema.centralID)
             observations.watchCentral(central.traffic)
             if options.recordsTimeline { watchTimeline(central) }
+            watchParameterRequests(central)
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
@@ -255,7 +281,7 @@ final class ScenarioSession {
     func withViolations(_ note: String?, since start: Int) -> String? {
         let new = violationNotes[min(start, violationNotes.count)...].filter { entry in !(note ?? "").contains(entry.violation) }
         guard !new.isEmpty else { return note }
-        let met = "ATT protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
+        let met = "protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
         return note.map { "\($0); \(met)" } ?? met
     }
 

@@ -1,6 +1,7 @@
 import ATT
 import BLELab
 import BLERuntime
+import GATT
 import HCI
 import YAMLSubset
 
@@ -26,7 +27,7 @@ enum ActionSite: Equatable {
     var answersRequest: Bool { self == .onWrite || self == .onRead }
 }
 
-/// Reads peripheral actions (SCENARIO-FORMAT.md "Peripheral actions") for one peripheral.
+/// Reads peripheral actions (docs/scenarios.md section 7) for one peripheral.
 struct ActionSchema {
     let r: SchemaReader
     let catalog: PeripheralCatalog
@@ -94,6 +95,11 @@ struct ActionSchema {
                     hint: first.flatMap { Spelling.suggestion(for: $0.text, in: Self.keywords) })
             return nil
         }
+        if let second = m.entries.first(where: { $0.key.text != keyword.text && Self.keywords.contains($0.key.text) }) {
+            r.error(at: second.key.mark, found: "'\(keyword.text)' and '\(second.key.text)' in one action", expected: "one action per list item",
+                    hint: "split them into two items, each starting with '- '")
+            return nil
+        }
         let siblings = m.entries.filter { $0.key.text != keyword.text }
         let writtenAllowed = site == .onWrite
         func fields(_ primary: String?, _ allowed: [String]) -> KeywordFields {
@@ -109,17 +115,17 @@ struct ActionSchema {
         case "notify", "indicate":
             let f = fields("characteristic", ["characteristic", "value"])
             guard let c = f.required("characteristic", r, example: "\(keyword.text): FFE1"),
-                  let ref = characteristic(c) else { return nil }
+                  let ref = characteristic(c, sending: keyword.text) else { return nil }
             var source: ValueSource?
             if let v = f["value"] {
-                guard let parsed = r.value(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
+                guard let parsed = r.attributeValue(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
                 source = parsed
             }
             return (keyword.text == "notify" ? .notify(ref, source) : .indicate(ref, source), keyword.mark)
         case "notify-every":
             let f = fields(nil, ["characteristic", "interval", "value", "count"])
             let example = "notify-every: { characteristic: 2A37, interval: 1s, value: …, count: N }"
-            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c),
+            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c, sending: keyword.text),
                   let i = f.required("interval", r, example: example), let interval = r.duration(i, "an interval") else { return nil }
             guard interval > .zero else {
                 r.error(i, expected: "an interval longer than 0s")
@@ -127,7 +133,7 @@ struct ActionSchema {
             }
             var source: ValueSource?
             if let v = f["value"] {
-                guard let parsed = r.value(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
+                guard let parsed = r.attributeValue(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
                 source = parsed
             }
             var count: Int?
@@ -145,7 +151,7 @@ struct ActionSchema {
             let example = "set-value: { characteristic: 2A19, value: u8:90 }"
             guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c),
                   let v = f.required("value", r, example: example),
-                  let source = r.value(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
+                  let source = r.attributeValue(v, context: .action(writtenAllowed: writtenAllowed)) else { return nil }
             return (.setValue(ref, source), keyword.mark)
         case "respond-error":
             guard noOptions(), let code = r.attError(value) else { return nil }
@@ -178,6 +184,30 @@ struct ActionSchema {
     func characteristic(_ node: YAMLNode) -> CharacteristicRef? {
         CharacteristicResolver(r: r, catalog: catalog).resolve(node, in: peripheral, context: "\(peripheral)", suggestingOthers: false)
     }
+
+    /// A characteristic of this peripheral that `keyword` can send a notification or indication
+    /// of: the server sends one only to a central whose CCCD enables it (Core Vol 3 Part G 3.3.3.3),
+    /// and a characteristic gets a CCCD only with `notify` or `indicate`. Without the property the
+    /// action would send nothing, every time, while its step said ok.
+    func characteristic(_ node: YAMLNode, sending keyword: String) -> CharacteristicRef? {
+        let resolver = CharacteristicResolver(r: r, catalog: catalog)
+        guard let (ref, entry) = resolver.resolveEntry(node, in: peripheral, context: "\(peripheral)", suggestingOthers: false) else { return nil }
+        let needed: CharacteristicProperties = keyword == "indicate" ? .indicate : .notify
+        guard let properties = entry?.properties, !properties.contains(needed) else { return ref }
+        let name = keyword == "indicate" ? "indicate" : "notify"
+        let hint: String
+        if keyword == "indicate" && properties.contains(.notify) {
+            hint = "\(ref) offers notify: write 'notify: \(ref)', or add indicate to its properties"
+        } else if keyword != "indicate" && properties.contains(.indicate) {
+            hint = keyword == "notify" ? "\(ref) offers indicate: write 'indicate: \(ref)', or add notify to its properties"
+                : "add notify to \(ref)'s properties (\(keyword) sends notifications; \(ref) offers indicate)"
+        } else {
+            hint = "add \(name) to \(ref)'s properties, or send to its handle regardless with \(name)-handle"
+        }
+        r.error(at: node.mark, found: "characteristic \(SchemaReader.found(node)) without \(name) (its properties: \(properties))",
+                expected: "a characteristic with \(name), whose CCCD a central can enable", hint: hint)
+        return nil
+    }
 }
 
 /// Resolves a characteristic UUID against one peripheral's database, with the errors the format
@@ -200,10 +230,19 @@ struct CharacteristicResolver {
     ///   - suggestingOthers: point to other peripherals that declare it (not for a peripheral's own
     ///     actions, which only reach its own database).
     func resolve(_ node: YAMLNode, in peripheral: String, context: String, suggestingOthers: Bool = true) -> CharacteristicRef? {
+        resolveEntry(node, in: peripheral, context: context, suggestingOthers: suggestingOthers)?.ref
+    }
+
+    /// The reference and, when the peripheral is known, what the file declares of it.
+    func resolveEntry(_ node: YAMLNode, in peripheral: String, context: String,
+                      suggestingOthers: Bool = true) -> (ref: CharacteristicRef, entry: PeripheralCatalog.Entry?)? {
         guard let (ref, s) = parse(node) else { return nil }
-        guard catalog.contains(peripheral) else { return ref }   // unknown peripheral: reported elsewhere
+        guard catalog.contains(peripheral) else { return (ref, nil) }   // unknown peripheral: reported elsewhere
         switch catalog.resolve(ref, in: peripheral) {
-        case .success: return ref
+        case let .success(entry): return (ref, entry)
+        case .failure where catalog.isIncomplete(peripheral):
+            // It may be under the service whose UUID is already reported: one error is enough.
+            return nil
         case let .failure(.undeclared(elsewhere)):
             let declared = catalog.declared(in: peripheral)
             var hint: String?

@@ -40,8 +40,8 @@ extension CentralSchema {
             r.error(node, expected: expected, hint: Spelling.suggestion(for: s.text, in: names))
             return nil
         }
-        if case let .success(entry) = catalog.resolve(ref, in: id), !entry.properties.isSuperset(of: needed) {
-            r.error(node, expected: "a type \(ref) offers (its properties are \(entry.properties))",
+        if case let .success(entry) = catalog.resolve(ref, in: id), let properties = entry.properties, !properties.isSuperset(of: needed) {
+            r.error(node, expected: "a type \(ref) offers (its properties are \(properties))",
                     hint: "'\(s.text)' needs \(needed.names.joined(separator: " and ")) in the characteristic's properties")
             return nil
         }

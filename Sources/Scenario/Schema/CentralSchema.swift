@@ -4,7 +4,7 @@ import BLEWire
 import GATT
 import YAMLSubset
 
-/// Reads `central:` (SCENARIO-FORMAT.md "Central steps") into `CentralStep`s.
+/// Reads `central:` (docs/scenarios.md section 5) into `CentralStep`s.
 ///
 /// Which peripheral a step talks to is settled here, before anything runs: the one it names
 /// (`peripheral: ID`), else the only one connected at that point of the script (connections
@@ -29,6 +29,8 @@ struct CentralSchema {
     private var acquire = false
     /// The subscribe step being read said `type: …` (CentralSchema+Descriptors.swift).
     var subscription: GATTClientConfiguration?
+    /// The connect step being read gave `scan-interval` or `scan-window`.
+    private var connectScan: ScanTiming?
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -43,9 +45,10 @@ struct CentralSchema {
             let location = SourceLocation(file: r.file, line: item.mark.line, column: item.mark.column)
             acquire = false
             subscription = nil
+            connectScan = nil
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
-                                     acquire: acquire, subscription: subscription))
+                                     acquire: acquire, subscription: subscription, connectScan: connectScan))
         }
         checkInterruptions(steps)
         return steps
@@ -71,6 +74,11 @@ struct CentralSchema {
             r.error(at: first?.mark ?? m.mark, found: first.map { "unknown step \(SchemaReader.quote($0.text))" } ?? "an empty mapping",
                     expected: "a step (\(Self.keywords.joined(separator: ", ")))",
                     hint: first.flatMap { Spelling.suggestion(for: $0.text, in: Self.keywords) })
+            return nil
+        }
+        if key.text != "peripheral", let second = m.entries.first(where: { $0.key.text != key.text && $0.key.text != "peripheral" && Self.keywords.contains($0.key.text) }) {
+            r.error(at: second.key.mark, found: "'\(key.text)' and '\(second.key.text)' in one step", expected: "one step per list item",
+                    hint: "split them into two items, each starting with '- '")
             return nil
         }
         return step(keyword: key, value: value, siblings: m.entries.filter { $0.key.text != key.text })
@@ -106,20 +114,33 @@ struct CentralSchema {
         let example = Self.example(keyword.text)
         switch keyword.text {
         case "scan":
-            let f = fields(nil, ["services", "names", "for", "duplicates"])
+            let f = fields(nil, ["services", "names", "for", "duplicates", "interval", "window", "min-rssi"])
             var scan = ScanStep()
             if let s = f["services"] { scan.services = r.uuids(s, "service") ?? [] }
             if let n = f["names"], let items = r.items(n, "a list of names such as [Smart_Curtain]") {
                 scan.names = items.compactMap { r.scalar($0, "a local name")?.text }
             }
-            if let d = f["for"], let span = r.duration(d) { scan.duration = span }
+            if let d = f["for"], let span = r.duration(d) {
+                // A scan of no time hears no advertising event: every expectation on it would
+                // judge an empty scan.
+                if span <= .zero { r.error(d, expected: "a scan longer than 0s", hint: "advertisers send every 20ms to 10.24s; scan at least one interval, such as 1s") }
+                scan.duration = span
+            }
             if let d = f["duplicates"], let b = r.boolean(d) { scan.duplicates = b }
+            scan.timing = r.scanTiming(interval: f["interval"], window: f["window"], names: ("interval", "window"), default: .scanDefault).timing
+            if let n = f["min-rssi"] { scan.minRSSI = r.dBm(n) }
             return .scan(scan)
         case "connect":
-            let f = fields("peripheral", ["peripheral", "within"])
+            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window"])
             guard let p = f.required("peripheral", r, example: example), let id = peripheralID(p) else { return nil }
             var within = Expectation.defaultWithin
-            if let w = f["within"], let span = r.duration(w) { within = span }
+            if let w = f["within"], let span = r.duration(w) {
+                // A connection takes at least the peripheral's next advertising event.
+                if span <= .zero { r.error(w, expected: "a time longer than 0s to connect within", hint: "a connection needs the peripheral's next advertising event; the default is 1s") }
+                within = span
+            }
+            connectScan = r.scanTiming(interval: f["scan-interval"], window: f["scan-window"], names: ("scan-interval", "scan-window"),
+                                       default: .connectDefault).timing
             if !connected.contains(id) { connected.append(id) }
             lastTarget = id
             return .connect(peripheral: id, within: within)
@@ -156,6 +177,7 @@ struct CentralSchema {
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             guard let c = f.required("characteristic", r, example: example),
                   let (id, ref) = characteristic(c, peripheral: f["peripheral"], at: keyword) else { return nil }
+            if keyword.text != "read", !hasCCCD(ref, in: id, at: c, keyword: keyword.text) { return nil }
             switch keyword.text {
             case "read":
                 guard let d = f["descriptor"] else { return .read(peripheral: id, characteristic: ref) }
@@ -173,7 +195,7 @@ struct CentralSchema {
             if let d = f["descriptor"] { return descriptorWrite(d, fields: f, keyword: keyword) }
             if let a = f["acquire"], let b = r.boolean(a) { acquire = b }
             let resolved = f.required("characteristic", r, example: example).flatMap { characteristic($0, peripheral: f["peripheral"], at: keyword) }
-            let bytes = f.required("value", r, example: example).flatMap { r.bytes($0) }
+            let bytes = f.required("value", r, example: example).flatMap { r.attributeBytes($0) }
             var type = WriteType.preferRequest
             if let t = f["type"] {
                 let names = WriteType.allCases.map(\.rawValue)
@@ -288,6 +310,18 @@ struct CentralSchema {
         r.error(at: keyword.mark, found: "'\(keyword.text)' with no peripheral connected here",
                 expected: "the peripheral it means", hint: "add 'peripheral: ID' to the step")
         return nil
+    }
+
+    /// Whether `ref` in `id` has a CCCD to write (Core Vol 3 Part G 3.3.3.3: a characteristic
+    /// has one when it offers notify or indicate); reports it when it has not. A `subscribe` to
+    /// one without would fail at run time, after the whole set-up, for a mistake in the file.
+    private func hasCCCD(_ ref: CharacteristicRef, in id: String, at node: YAMLNode, keyword: String) -> Bool {
+        guard case let .success(entry) = catalog.resolve(ref, in: id), let properties = entry.properties,
+              properties.isDisjoint(with: [.notify, .indicate]) else { return true }
+        r.error(at: node.mark, found: "\(keyword) to characteristic \(SchemaReader.found(node)), which has neither notify nor indicate (its properties: \(properties))",
+                expected: "a characteristic with notify or indicate, which gives it a CCCD to write",
+                hint: "add notify (or indicate) to \(ref)'s properties in \(id)")
+        return false
     }
 
     /// A characteristic and the peripheral whose database holds it.

@@ -4,14 +4,14 @@ import BLERuntime
 import HCI
 import YAMLSubset
 
-/// Reads `expect: {…}` (SCENARIO-FORMAT.md "Central steps", "Rules that make steps unambiguous").
+/// Reads `expect: {…}` (docs/scenarios.md sections 6 and 8).
 /// One expectation per step; `notification` takes `value`, `count`, `within` and `in-order`
 /// beside it.
 struct ExpectationSchema {
     let r: SchemaReader
 
     static let kinds = ["discovered", "not-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
-                        "peripheral-received", "notification", "no-notification", "disconnected"] + flawKinds + faultKinds
+                        "peripheral-received", "notification", "no-notification", "disconnected", "rssi"] + flawKinds + faultKinds
         + interruptionKinds
 
     mutating func expectation(_ node: YAMLNode, central: inout CentralSchema) -> Expectation? {
@@ -72,7 +72,7 @@ struct ExpectationSchema {
             return .characteristic(ref, properties: properties, peripheral: id)
         case "value":
             let f = fields("value", ["value"])
-            guard let v = f.required("value", r, example: "value: text:ready"), let bytes = r.bytes(v) else { return nil }
+            guard let v = f.required("value", r, example: "value: text:ready"), let bytes = r.attributeBytes(v) else { return nil }
             return .value(bytes)
         case "write-sent-as":
             let f = fields("method", ["method"])
@@ -94,7 +94,7 @@ struct ExpectationSchema {
             let resolved = central.characteristic(c, peripheral: f["peripheral"], at: keyword)
             var ok = true
             var bytes: [UInt8]?
-            if let v = f["value"] { bytes = r.bytes(v); ok = ok && bytes != nil }
+            if let v = f["value"] { bytes = r.attributeBytes(v); ok = ok && bytes != nil }
             var via: WriteMethod?
             if let v = f["via"] {
                 let names = WriteMethod.allCases.map(\.rawValue)
@@ -114,7 +114,7 @@ struct ExpectationSchema {
             let resolved = central.characteristic(c, peripheral: f["peripheral"], at: keyword)
             var ok = true
             var bytes: [UInt8]?
-            if let v = f["value"] { bytes = r.bytes(v); ok = ok && bytes != nil }
+            if let v = f["value"] { bytes = r.attributeBytes(v); ok = ok && bytes != nil }
             var count: Int?
             if let n = f["count"] {
                 count = r.integer(n, in: 0...1_000_000, "a count from 0 to 1000000").map { Int($0) }
@@ -123,7 +123,7 @@ struct ExpectationSchema {
             var inOrder: [[UInt8]]?
             if let o = f["in-order"] {
                 if let items = r.sequence(o, "a list of values such as [text:a, text:b]")?.items {
-                    let values = items.map { r.bytes($0) }
+                    let values = items.map { r.attributeBytes($0) }
                     if values.contains(where: { $0 == nil }) { ok = false } else { inOrder = values.compactMap { $0 } }
                     if let count, let inOrder, count != inOrder.count {
                         r.error(o, expected: "\(count) values, as count says", hint: "count and in-order must agree")
@@ -156,6 +156,8 @@ struct ExpectationSchema {
             let span = within(f)
             guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok, let span else { return nil }
             return .disconnected(peripheral: id, reason: reason, within: span)
+        case "rssi":
+            return rssiExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.flawKinds.contains(keyword.text):
             return flawExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.interruptionKinds.contains(keyword.text):

@@ -2,6 +2,7 @@ import ATT
 import BLELab
 import BLERuntime
 import Controller
+import GAP
 import YAMLSubset
 
 // Faults (docs/scenarios.md "Faults"): a peripheral's `link:` block and `mtu:`, the central's
@@ -75,7 +76,7 @@ struct FaultSyntax {
             guard let m = r.mapping(item, "an ATT PDU to drop such as { att: 3, from: central }") else { ok = false; continue }
             r.checkKeys(m, allowed: Self.dropKeys, of: "a drop")
             let index = r.required(m, "att", in: "a drop", expected: "'att: N', the Nth ATT PDU (from 1)")
-                .flatMap { r.integer($0, in: 1...1_000_000, "the number of the ATT PDU to drop, from 1") }
+                .flatMap { r.integer($0, in: 1...1_000_000, "the number of the ATT PDU to drop, from 1 to 1000000") }
             var side: ATTDrop.Side?
             if let f = r.required(m, "from", in: "a drop", expected: "'from: central' or 'from: peripheral'"),
                let s = r.scalar(f, "central or peripheral") {
@@ -90,7 +91,7 @@ struct FaultSyntax {
 
     /// `10dB/s`, `2.5dB/s`.
     func rate(_ node: YAMLNode) -> Double? {
-        let expected = "a rate in dB per second such as 10dB/s"
+        let expected = "a rate above 0 and up to 1000dB/s, such as 10dB/s"
         guard let s = r.scalar(node, expected) else { return nil }
         let lower = s.text.lowercased()
         if lower.hasSuffix("db/s") {
@@ -179,7 +180,8 @@ extension PeripheralSchema {
 // MARK: Central steps
 
 extension CentralSchema {
-    static let faultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on", "connection-update", "link"]
+    static let faultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on", "connection-update", "link",
+                                "parameter-requests"]
     /// Fault steps that may be written without a value (the peripheral connected there).
     static let bareFaultKeywords = ["link-loss", "out-of-range", "in-range", "power-off", "power-on"]
 
@@ -190,6 +192,7 @@ extension CentralSchema {
         case "in-range", "power-off", "power-on": return "\(keyword): hm10"
         case "connection-update": return "connection-update: { interval: 50ms, latency: 0, timeout: 2s }"
         case "link": return "link: { peripheral: hm10, loss: 10%, latency: 15ms }"
+        case "parameter-requests": return "parameter-requests: reject"
         default: return nil
         }
     }
@@ -234,6 +237,8 @@ extension CentralSchema {
             let faults = syntax.linkFaults { f[$0] }
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword), let faults else { return nil }
             return .fault(.link(peripheral: id, faults))
+        case "parameter-requests":
+            return parameterRequestsStep(keyword: keyword, value: value, siblings: siblings)
         default:
             return nil
         }
@@ -259,19 +264,31 @@ extension ActionSchema {
             return (.powerOff, keyword.mark)
         case "request-connection-update":
             let example = "request-connection-update: { interval: 100ms, latency: 4, timeout: 6s }"
-            let f = fields(nil, FaultSyntax.parameterKeys)
+            let f = fields(nil, FaultSyntax.parameterKeys + ["via"])
+            var via = ParameterUpdateProcedure.l2cap
+            var ok = true
+            if let n = f["via"] {
+                let names = [ParameterUpdateProcedure.l2cap, .linkLayer].map(\.rawValue)
+                if let s = r.scalar(n, "l2cap or link-layer"), let parsed = ParameterUpdateProcedure(rawValue: s.text) {
+                    via = parsed
+                } else {
+                    if let s = n.scalar, !s.isEmpty { r.error(n, expected: "l2cap or link-layer", hint: Spelling.suggestion(for: s.text, in: names)) }
+                    ok = false
+                }
+            }
             guard let p = FaultSyntax(r: r).parameters({ f[$0] }, keyword: keyword, example: example),
-                  let interval = p.interval, let timeout = p.timeout else { return nil }
-            return (.requestConnectionUpdate(ConnectionUpdateRequest(interval: interval, latency: p.latency ?? 0, timeout: timeout)), keyword.mark)
+                  let interval = p.interval, let timeout = p.timeout, ok else { return nil }
+            return (.requestConnectionUpdate(ConnectionUpdateRequest(interval: interval, latency: p.latency ?? 0, timeout: timeout, via: via)),
+                    keyword.mark)
         case "burst":
             let example = "burst: { characteristic: FFE1, count: 20, value: { counter-u8: 0 } }"
             let f = fields(nil, ["characteristic", "count", "value"])
-            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c) else { return nil }
+            guard let c = f.required("characteristic", r, example: example), let ref = characteristic(c, sending: keyword.text) else { return nil }
             guard let n = f.required("count", r, example: example),
                   let count = r.integer(n, in: 1...10_000, "a count from 1 to 10000") else { return nil }
             var source: ValueSource?
             if let v = f["value"] {
-                guard let parsed = r.value(v, context: .action(writtenAllowed: site == .onWrite)) else { return nil }
+                guard let parsed = r.attributeValue(v, context: .action(writtenAllowed: site == .onWrite)) else { return nil }
                 source = parsed
             }
             return (.burst(ref, value: source, count: Int(count)), keyword.mark)

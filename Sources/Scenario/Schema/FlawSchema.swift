@@ -141,7 +141,8 @@ struct FlawSchema {
     func service(_ node: YAMLNode, at keyword: YAMLScalar) -> ServiceSpec? {
         guard let m = r.mapping(node, "a service such as { service: FFD0, characteristics: [{ uuid: FFD1, properties: [read] }] }") else { return nil }
         r.checkKeys(m, allowed: ["service", "characteristics"], of: "an add-service")
-        guard let u = r.required(m, "service", in: "add-service", expected: "'service: UUID'"), let uuid = r.uuid(u, "a service UUID") else { return nil }
+        guard let u = r.required(m, "service", in: "add-service", expected: "'service: UUID'"), let uuid = r.uuid(u, "a service UUID"),
+              PeripheralSchema.checkServiceUUID(uuid, at: u, r) else { return nil }
         var service = ServiceSpec(uuid: uuid)
         guard let cs = m["characteristics"] else { return service }
         guard let items = r.sequence(cs, "a list of characteristics (- { uuid: FFD1, properties: [read] })")?.items else { return nil }
@@ -152,10 +153,14 @@ struct FlawSchema {
             guard let cu = r.required(cm, "uuid", in: "a characteristic", expected: "'uuid: UUID'"), let cuuid = r.uuid(cu, "a characteristic UUID"),
                   let p = r.required(cm, "properties", in: "a characteristic", expected: "'properties: [read, notify…]'"),
                   let properties = r.properties(p) else { ok = false; continue }
+            if let why = PeripheralSchema.attributeTypeUse(cuuid) {
+                r.error(at: cu.mark, found: "characteristic UUID \(SchemaReader.found(cu)), \(why)", expected: "a characteristic UUID (such as 2A19, or a 128-bit UUID of your own)")
+                ok = false
+                continue
+            }
             var value: [UInt8] = []
             if let v = cm["value"] {
-                guard let bytes = r.bytes(v), bytes.count <= 512 else {
-                    r.error(v, expected: "a value of at most 512 octets (Core Vol 3 Part F 3.2.9)")
+                guard let bytes = r.attributeBytes(v) else {
                     ok = false
                     continue
                 }

@@ -9,15 +9,22 @@ import GATT
 /// so the steps after them can name their characteristics.
 final class PeripheralCatalog {
     struct Entry {
-        var service: BluetoothUUID
+        /// Nil for a characteristic under a service whose UUID is invalid (already an error of
+        /// the file): it still resolves, so the steps that name it add no second error.
+        var service: BluetoothUUID?
         var characteristic: BluetoothUUID
-        var properties: CharacteristicProperties
+        /// Nil when the file's `properties` did not read (already an error of the file): no check
+        /// that depends on them is made.
+        var properties: CharacteristicProperties?
         /// The descriptor types its database entry has (`CharacteristicSpec.descriptorUUIDs`).
         var descriptors: [BluetoothUUID] = []
     }
 
     private(set) var ids: [String] = []
     private var entries: [String: [Entry]] = [:]
+    /// Peripherals with a service whose UUID is invalid: a name that does not resolve in them may
+    /// be one of that service's, so it is not reported again.
+    private var incomplete: Set<String> = []
 
     static let standard: [Entry] = [
         Entry(service: .genericAccessService, characteristic: .deviceName, properties: .read),
@@ -32,6 +39,24 @@ final class PeripheralCatalog {
             s.characteristics.map { Entry(service: s.uuid, characteristic: $0.uuid, properties: $0.properties, descriptors: $0.descriptorUUIDs) }
         }
     }
+
+    /// The characteristics of a service of `id` whose UUID is invalid.
+    func addUnplaced(_ id: String, _ characteristics: [CharacteristicSpec]) {
+        incomplete.insert(id)
+        entries[id, default: []] += characteristics.map {
+            Entry(service: nil, characteristic: $0.uuid, properties: $0.properties, descriptors: $0.descriptorUUIDs)
+        }
+    }
+
+    /// Forgets the properties of `characteristic` in `service` of `id`, which did not read.
+    func forgetProperties(_ id: String, service: BluetoothUUID?, characteristic: BluetoothUUID) {
+        guard var list = entries[id] else { return }
+        for i in list.indices where list[i].service == service && list[i].characteristic == characteristic { list[i].properties = nil }
+        entries[id] = list
+    }
+
+    /// Whether `id` has a service whose UUID is invalid.
+    func isIncomplete(_ id: String) -> Bool { incomplete.contains(id) }
 
     /// A service `id` adds at run time; its characteristics become nameable. A service UUID it
     /// already has is not added twice.
@@ -75,6 +100,6 @@ final class PeripheralCatalog {
         let found = matches(ref, in: id)
         if found.count == 1 { return .success(found[0]) }
         if found.isEmpty { return .failure(.undeclared(elsewhere: declarers(of: ref).filter { $0 != id })) }
-        return .failure(.ambiguous(services: found.map(\.service)))
+        return .failure(.ambiguous(services: found.compactMap(\.service)))
     }
 }

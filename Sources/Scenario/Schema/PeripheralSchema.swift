@@ -4,7 +4,7 @@ import BLEWire
 import GATT
 import YAMLSubset
 
-/// Reads `peripherals:` (SCENARIO-FORMAT.md "Shape") into `PeripheralSpec`s and the catalog of
+/// Reads `peripherals:` (docs/scenarios.md section 3) into `PeripheralSpec`s and the catalog of
 /// what each one serves.
 struct PeripheralSchema {
     let r: SchemaReader
@@ -66,11 +66,23 @@ struct PeripheralSchema {
         if let a = m["address"] { spec.address = address(a) }
         if let v = m["rssi"] { spec.rssi = r.integer(v, in: -127...20, "an RSSI in dBm from -127 to 20").map { Int8($0) } }
         if let a = m["advertise"] { spec.advertising = advertising(a, of: id) }
-        if let n = m["device-name"] { spec.deviceName = r.scalar(n, "a device name")?.text }
+        if let n = m["device-name"], let name = r.scalar(n, "a device name")?.text {
+            // Core Vol 3 Part C 12.1: the Device Name characteristic's value is 0 to 248 octets.
+            if name.utf8.count > 248 {
+                r.error(at: n.mark, found: "a device name of \(name.utf8.count) octets", expected: "a device name of at most 248 octets of UTF-8 (Core Vol 3 Part C 12.1)")
+            } else {
+                spec.deviceName = name
+            }
+        }
         if let f = faults(m) { faults[id] = f }
         var triggers: [(Int, Int, YAMLMapping)] = []
-        if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers) }
+        var read = ServicesRead()
+        if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers, read: &read) }
         catalog.add(id, services: spec.services)
+        if !read.unplaced.isEmpty { catalog.addUnplaced(id, read.unplaced) }
+        for (service, characteristic) in read.unknownProperties {
+            catalog.forgetProperties(id, service: service, characteristic: characteristic)
+        }
 
         let actions = ActionSchema(r: r, catalog: catalog, peripheral: id)
         for (s, c, cm) in triggers {
@@ -161,7 +173,7 @@ struct PeripheralSchema {
                 c.nameIsShortened = true
             }
         }
-        if let s = m["services"] { c.services = r.uuids(s, "service") ?? [] }
+        if let s = m["services"] { c.services = uniqueServices(s) }
         if let t = m["tx-power"] { c.txPower = r.integer(t, in: -127...127, "a TX power in dBm from -127 to 127").map { Int8($0) } }
         if let d = m["manufacturer-data"], let bytes = r.bytes(d) {
             if bytes.count < 2 {
@@ -173,10 +185,31 @@ struct PeripheralSchema {
         if let d = m["service-data"], let dm = r.mapping(d, "service data: a mapping of service UUIDs to values, such as { 180F: u8:100 }") {
             for (key, value) in dm.entries {
                 guard let uuid = r.uuid(.scalar(key), "a service UUID"), let bytes = r.bytes(value) else { continue }
+                // `180F` and `0000180F` are two keys to YAML but one UUID: two Service Data AD
+                // structures for one service leave a scanner to pick one.
+                if let first = c.serviceData.first(where: { $0.uuid == uuid }) {
+                    r.error(at: key.mark, found: "service data for \(uuid) twice", expected: "one value per service UUID",
+                            hint: "\(SchemaReader.quote(key.text)) is the UUID \(first.uuid) of an earlier key")
+                    continue
+                }
                 c.serviceData.append(.init(uuid: uuid, data: bytes))
             }
         }
         return c
+    }
+
+    /// An advertised list of service UUIDs, each once (`180F` and `0000180F` are one UUID).
+    private func uniqueServices(_ node: YAMLNode) -> [BluetoothUUID] {
+        guard let list = r.uuids(node, "service"), let items = r.items(node, "") else { return [] }
+        var seen: [BluetoothUUID] = []
+        for (uuid, item) in zip(list, items) {
+            if seen.contains(uuid) {
+                r.error(item, expected: "each service once in the list", hint: "\(uuid) is already listed; a repeated UUID takes octets of the 31 for nothing")
+                continue
+            }
+            seen.append(uuid)
+        }
+        return seen
     }
 
     private func flags(_ node: YAMLNode) -> UInt8? {
@@ -219,59 +252,111 @@ struct PeripheralSchema {
 
     // MARK: GATT
 
+    /// What reading `gatt:` found besides the services: the characteristics of services whose UUID
+    /// is invalid (still checked, and still nameable by steps), and those whose properties did not read.
+    struct ServicesRead {
+        var unplaced: [CharacteristicSpec] = []
+        var unknownProperties: [(BluetoothUUID?, BluetoothUUID)] = []
+    }
+
     /// The services; `triggers` gets (service index, characteristic index, mapping) of every
     /// characteristic, to read its triggers once the whole database is known.
-    private func services(_ node: YAMLNode, of id: String, triggers: inout [(Int, Int, YAMLMapping)]) -> [ServiceSpec] {
+    private func services(_ node: YAMLNode, of id: String, triggers: inout [(Int, Int, YAMLMapping)], read: inout ServicesRead) -> [ServiceSpec] {
         guard let items = r.sequence(node, "a list of services (- service: FFE0)")?.items else { return [] }
         var result: [ServiceSpec] = []
         var seen: Set<BluetoothUUID> = []
         for item in items {
             guard let m = r.mapping(item, "a service: a mapping with service and characteristics") else { continue }
             r.checkKeys(m, allowed: Self.serviceKeys, of: "a service")
-            guard let u = r.required(m, "service", in: "a service", expected: "'service: UUID'"), let uuid = r.uuid(u, "a service UUID") else { continue }
-            if !seen.insert(uuid).inserted {
-                r.error(u, expected: "each service once per peripheral", hint: "put all of \(uuid)'s characteristics under one '- service: \(uuid)'")
-                continue
+            var uuid: BluetoothUUID?
+            if let u = r.required(m, "service", in: "a service", expected: "'service: UUID'"), let parsed = r.uuid(u, "a service UUID") {
+                if !seen.insert(parsed).inserted {
+                    r.error(u, expected: "each service once per peripheral", hint: "put all of \(parsed)'s characteristics under one '- service: \(parsed)'")
+                } else if Self.checkServiceUUID(parsed, at: u, r) {
+                    uuid = parsed
+                }
             }
-            var service = ServiceSpec(uuid: uuid)
+            // The characteristics of a service that cannot be used are still checked, so that
+            // every mistake of the file shows at once.
+            var service = ServiceSpec(uuid: uuid ?? BluetoothUUID(uuid16: 0))
             var seenCharacteristics: Set<BluetoothUUID> = []
             if let cs = m["characteristics"], let citems = r.sequence(cs, "a list of characteristics (- uuid: FFE1)")?.items {
                 for citem in citems {
                     guard let cm = r.mapping(citem, "a characteristic: a mapping with uuid, properties, value…") else { continue }
-                    guard let c = characteristic(cm) else { continue }
+                    guard let (c, propertiesRead) = characteristic(cm) else { continue }
                     if !seenCharacteristics.insert(c.uuid).inserted {
                         r.error(cm["uuid"] ?? citem, expected: "each characteristic once per service")
                         continue
                     }
-                    triggers.append((result.count, service.characteristics.count, cm))
+                    if !propertiesRead { read.unknownProperties.append((uuid, c.uuid)) }
+                    if uuid != nil { triggers.append((result.count, service.characteristics.count, cm)) }
                     service.characteristics.append(c)
                 }
             }
-            result.append(service)
+            if uuid != nil { result.append(service) } else { read.unplaced += service.characteristics }
         }
         return result
     }
 
-    private func characteristic(_ m: YAMLMapping) -> CharacteristicSpec? {
+    /// The services every peripheral serves already, with what a file does instead.
+    static let standardServices: [BluetoothUUID: (what: String, fix: String)] = [
+        .genericAccessService: ("the GAP service (Device Name 2A00, Appearance 2A01)",
+                                "give the Device Name with device-name on the peripheral; steps may read 2A00 and 2A01 as they are"),
+        .genericAttributeService: ("the GATT service (Service Changed 2A05)",
+                                   "steps may subscribe to 2A05 as it is, and the service-changed action indicates it"),
+    ]
+
+    /// A service UUID a file may declare: not 1800 or 1801, which the lab lays out itself (Core
+    /// Vol 3 Part G 7: one GATT service; Part C 12: one GAP service), and no attribute type of the
+    /// GATT profile (0x2800–0x29FF: declarations and descriptors), which a client would take for
+    /// the declaration or descriptor it names. Reports it and returns false otherwise.
+    static func checkServiceUUID(_ uuid: BluetoothUUID, at node: YAMLNode, _ r: SchemaReader) -> Bool {
+        if let standard = standardServices[uuid] {
+            r.error(at: node.mark, found: "service \(SchemaReader.found(node)), \(standard.what), which every peripheral serves already",
+                    expected: "a service of your own", hint: standard.fix)
+            return false
+        }
+        if let why = attributeTypeUse(uuid) {
+            r.error(at: node.mark, found: "service UUID \(SchemaReader.found(node)), \(why)", expected: "a service UUID (such as 180F, or a 128-bit UUID of your own)")
+            return false
+        }
+        return true
+    }
+
+    /// What a UUID of the GATT profile's own attribute types is (Core Vol 3 Part G 3.1–3.3 and
+    /// the Assigned Numbers' 0x28xx declarations and 0x29xx descriptors), or nil for other UUIDs.
+    static func attributeTypeUse(_ uuid: BluetoothUUID) -> String? {
+        guard let short = uuid.uuid16 else { return nil }
+        switch short {
+        case 0x2800...0x28FF: return "the type of a GATT declaration (2800 primary service, 2801 secondary, 2802 include, 2803 characteristic), which the server writes itself"
+        case 0x2902: return "the type of the Client Characteristic Configuration descriptor, which a characteristic with notify or indicate gets by itself"
+        case 0x2900...0x29FF: return "the type of a GATT descriptor, not of a characteristic"
+        default: return nil
+        }
+    }
+
+    /// The characteristic, and whether its properties read (nil when its UUID did not).
+    private func characteristic(_ m: YAMLMapping) -> (CharacteristicSpec, Bool)? {
         r.checkKeys(m, allowed: Self.characteristicKeys, of: "a characteristic")
         guard let u = r.required(m, "uuid", in: "a characteristic", expected: "'uuid: UUID'"),
               let uuid = r.uuid(u, "a characteristic UUID") else { return nil }
+        if let why = Self.attributeTypeUse(uuid) {
+            r.error(at: u.mark, found: "characteristic UUID \(SchemaReader.found(u)), \(why)", expected: "a characteristic UUID (such as 2A19, or a 128-bit UUID of your own)")
+            return nil
+        }
         var properties: CharacteristicProperties = []
+        var propertiesRead = false
         if let p = r.required(m, "properties", in: "a characteristic", expected: "'properties: [read, notify…]'") {
-            properties = r.properties(p) ?? []
+            let parsed = r.properties(p)
+            properties = parsed ?? []
+            propertiesRead = parsed != nil
         }
         var value: [UInt8] = []
-        if let v = m["value"], let bytes = r.bytes(v) {
-            if bytes.count > 512 {
-                r.error(v, expected: "a value of at most 512 octets (Core Vol 3 Part F 3.2.9)")
-            } else {
-                value = bytes
-            }
-        }
+        if let v = m["value"], let bytes = r.attributeBytes(v) { value = bytes }
         let descriptors = DescriptorSchema(r: r)
         let extended = descriptors.extendedProperties(m, properties: properties)
-        return CharacteristicSpec(uuid: uuid, properties: properties, value: value,
-                                  descriptors: descriptors.descriptors(m, properties: properties, extended: extended),
-                                  extendedProperties: extended)
+        return (CharacteristicSpec(uuid: uuid, properties: properties, value: value,
+                                   descriptors: descriptors.descriptors(m, properties: properties, extended: extended),
+                                   extendedProperties: extended), propertiesRead)
     }
 }

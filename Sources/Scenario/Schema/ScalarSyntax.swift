@@ -6,26 +6,37 @@ import GATT
 import HCI
 import YAMLSubset
 
-/// The scalar forms of the format (SCENARIO-FORMAT.md "Durations and UUIDs", "Properties",
-/// "Rules"), as pure parsers over text. Nil means "not that form"; the schema reports it.
+/// The scalar forms of the format (docs/scenarios.md section 4), as pure parsers over text. Nil means "not that form"; the schema reports it.
 public enum ScalarSyntax {
     /// `250ms`, `1s`, `1.5s`, `2m` (also `us`, `µs` and `h`); never negative.
     public static func duration(_ text: String) -> TimeSpan? {
-        let units: [(String, Double)] = [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("s", 1e9), ("m", 60e9), ("h", 3600e9)]
-        for (suffix, nanoseconds) in units where text.hasSuffix(suffix) {
+        for (suffix, length) in durationUnits where text.hasSuffix(suffix) {
+            let nanoseconds = Double(length)
             let number = String(text.dropLast(suffix.count))
             guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
                   number.first != ".", number.last != ".", number.filter({ $0 == "." }).count <= 1,
                   let value = Double(number), value.isFinite else { return nil }
             let total = value * nanoseconds
-            guard total < 9.2e18 else { return nil }
+            guard total < 9_223_372_036_854_775_808.0 else { return nil }   // 2^63 ns: beyond the clock
             return TimeSpan(nanoseconds: Int64(total.rounded()))
         }
         return nil
     }
 
+    /// The units of a duration and their length in nanoseconds, longest suffix first.
+    static let durationUnits: [(String, Int64)] = [("ms", 1_000_000), ("us", 1_000), ("µs", 1_000), ("s", 1_000_000_000),
+                                                   ("m", 60_000_000_000), ("h", 3_600_000_000_000)]
+
     /// How to fix a duration that does not parse, when the mistake is a common one.
     static func durationHint(_ text: String) -> String? {
+        // A well-formed number and unit that does not parse is too large for the clock (signed
+        // 64-bit nanoseconds): say so, with the limit in the unit written — the unit is right.
+        for (suffix, nanoseconds) in durationUnits where text.hasSuffix(suffix) {
+            let number = text.dropLast(suffix.count)
+            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+                  number.first != ".", number.last != ".", number.filter({ $0 == "." }).count <= 1 else { break }
+            return "\(number) is too large: a duration is at most \(Int64.max / nanoseconds)\(suffix) (about 292 years)"
+        }
         if unsigned(text) != nil { return "add a unit: \(text)ms or \(text)s" }
         if text.hasPrefix("-") { return "a duration cannot be negative" }
         if text.contains(","), duration(text.replacingAll(",", with: ".")) != nil {
@@ -57,6 +68,14 @@ public enum ScalarSyntax {
         }
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         return UInt64(text)
+    }
+
+    /// Decimal digits, or `0x` and hexadecimal digits, however many: a numeral, whether or not
+    /// its number fits 64 bits.
+    static func isNumeral(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        if lower.hasPrefix("0x") { return lower.count > 2 && lower.dropFirst(2).allSatisfy { $0.isHexDigit && $0.isASCII } }
+        return !text.isEmpty && text.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     /// A decimal integer, optionally negative (`-48`).
@@ -96,7 +115,12 @@ public enum ScalarSyntax {
             return .success(out)
         }
         for (prefix, width) in [("u8:", 1), ("u16:", 2), ("u32:", 4)] where text.hasPrefix(prefix) {
-            guard let n = unsigned(String(text.dropFirst(prefix.count))) else { return .failure(.badNumber(prefix)) }
+            let digits = String(text.dropFirst(prefix.count))
+            guard let n = unsigned(digits) else {
+                // All digits, yet no 64-bit number: too large, not "not a number".
+                if isNumeral(digits) { return .failure(.outOfRange(prefix, max: (1 << (8 * UInt64(width))) - 1)) }
+                return .failure(.badNumber(prefix))
+            }
             guard n < (1 << (8 * UInt64(width))) else { return .failure(.outOfRange(prefix, max: (1 << (8 * UInt64(width))) - 1)) }
             return .success((0..<width).map { UInt8(truncatingIfNeeded: n >> (8 * UInt64($0))) })
         }
@@ -220,6 +244,31 @@ extension SchemaReader {
     func bytes(_ node: YAMLNode) -> [UInt8]? {
         guard let source = value(node, context: .plain) else { return nil }
         return source.flattenedBytes
+    }
+
+    /// The longest attribute value (Core Vol 3 Part F 3.2.9).
+    static let maximumValueLength = 512
+
+    /// Whether `octets` fit an attribute value; reports it at `node` when they do not. A longer
+    /// value can never be stored, read, written or notified whole, so a step with one could only
+    /// fail, or pass having done something else.
+    func checkValueLength(_ octets: Int, at node: YAMLNode) -> Bool {
+        guard octets > Self.maximumValueLength else { return true }
+        error(at: node.mark, found: "\(Self.found(node)), a value of \(octets) octets",
+              expected: "a value of at most \(Self.maximumValueLength) octets, the longest an attribute holds (Core Vol 3 Part F 3.2.9)")
+        return false
+    }
+
+    /// `bytes(node)`, refused when longer than an attribute value.
+    func attributeBytes(_ node: YAMLNode) -> [UInt8]? {
+        guard let b = bytes(node), checkValueLength(b.count, at: node) else { return nil }
+        return b
+    }
+
+    /// `value(node, context:)`, refused when its fixed part alone is longer than an attribute value.
+    func attributeValue(_ node: YAMLNode, context: ValueContext) -> ValueSource? {
+        guard let v = value(node, context: context), checkValueLength(v.minimumLength, at: node) else { return nil }
+        return v
     }
 
     enum ValueContext: Equatable {
@@ -346,6 +395,17 @@ extension ValueSource {
         }
         if merged.isEmpty { return .bytes([]) }
         return merged.count == 1 ? merged[0] : .concatenation(merged)
+    }
+
+    /// The fewest octets it can give (`written` counts as none; a sequence as its shortest).
+    var minimumLength: Int {
+        switch self {
+        case let .bytes(b): return b.count
+        case .written: return 0
+        case .randomU8, .counterU8: return 1
+        case let .sequence(list): return list.map(\.count).min() ?? 0
+        case let .concatenation(parts): return parts.reduce(0) { $0 + $1.minimumLength }
+        }
     }
 
     /// The bytes, when the value is plain bytes.

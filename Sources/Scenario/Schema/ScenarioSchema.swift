@@ -2,7 +2,7 @@ import BLELab
 import BLERuntime
 import YAMLSubset
 
-/// Reads a whole scenario file (SCENARIO-FORMAT.md): the YAML subset, then every key, reporting
+/// Reads a whole scenario file (docs/scenarios.md): the YAML subset, then every key, reporting
 /// all errors of the file before anything runs.
 enum ScenarioSchema {
     static let keys = ["scenario", "tags", "timeout", "seed", "requires", "peripherals", "central"]
@@ -89,13 +89,18 @@ extension Scenario {
         return try ScenarioSchema.scenario(from: root, file: file).get()
     }
 
-    /// Reads, parses and validates the file at `path` (named `path` in errors and reports).
+    /// Reads, parses and validates the file at `path` (named `path` in errors and reports). Bytes
+    /// that are not UTF-8 are an error at their line and column, never repaired.
     public static func load(path: String) throws -> Scenario {
-        let text: String
+        let bytes: [UInt8]
         do {
-            text = try FileText.read(path)
+            bytes = try FileText.readBytes(path)
         } catch let error as FileError {
             throw ScenarioErrors([ScenarioError(file: path, line: 0, column: 0, found: error.reason, expected: "a readable scenario file")])
+        }
+        let text: String
+        do { text = try UTF8Check.text(of: bytes, file: path) } catch let error as YAMLError {
+            throw ScenarioErrors([ScenarioError(error)])
         }
         return try parse(text, file: path)
     }
