@@ -3,7 +3,7 @@
 # mirror the build was given, install PACKAGEs (no recommends), leave no package lists behind.
 #   APT_SOURCES  sources.list lines (the build argument; docker/e2e-docker.sh derives them from the
 #                building machine's own apt configuration with docker/apt-sources.sh --list).
-#                Empty: the base image's own sources stay (debian:bookworm-slim: deb.debian.org).
+#                Empty: the base image's own sources stay (debian:bookworm-slim: Debian's public mirror).
 #   APT_PROXY    an http proxy for apt during the build only (apt-sources.sh --proxy), or empty.
 set -eu
 if [ -n "${APT_SOURCES:-}" ]; then
