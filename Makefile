@@ -6,7 +6,7 @@ PYTHON3 ?= python3
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
-	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker e2e-all soak
+	vm-fetch vm-probe vm-probe-bin e2e-vhci bench-vhci e2e-bluez e2e-docker bench-docker e2e-all soak
 
 all: build
 
@@ -27,12 +27,19 @@ build: deps
 # (TEST_RESULTS); fails when a test failed or none ran.
 TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
-test: deps
+test: deps ci-lint
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
 	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
 	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
 	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
+
+# The CI examples (examples/ci/, docs/ci.md): yamllint --strict (Debian's, apt-installed when
+# missing), GitHub's and GitLab's schemas (check-jsonschema from PyPI, in a venv under
+# build/ci-lint/), and merge-junit.py's tests. Part of `make test`.
+.PHONY: ci-lint
+ci-lint:
+	@bash examples/ci/lint.sh
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
@@ -180,9 +187,19 @@ verdicts: deps
 	$(BLELAB) verdicts sim=$(E2E_DIR)/junit.xml rootcanal=$(E2E_ROOTCANAL_DIR)/junit.xml \
 		bumble=$(E2E_BUMBLE_DIR)/junit.xml vhci=$(E2E_VHCI_DIR)/junit.xml
 
-# The same, in Docker, on a host with a Docker engine and the hci_vhci module (not these machines).
-e2e-docker:
-	docker/e2e-docker.sh
+# The vhci and BlueZ tiers in a container (docs/vhci.md): installs docker.io and debootstrap when
+# missing, starts a private dockerd when none answers, makes a Debian base image without a
+# registry (cached in build/docker/base/), builds docker/Dockerfile, runs every scenario and the
+# BlueZ parts in it (the host's /dev/vhci, else the micro-VM inside the container) into
+# build/e2e-docker/, and removes the containers, images and dockerd it made, also when interrupted
+# (`exec`: a SIGTERM that make passes on reaches the script itself, not a shell in between).
+e2e-docker: deps
+	SWIFT=$(SWIFT) exec docker/e2e-docker.sh
+
+# The same set-up and the vhci suite only: docker_image_build_s, docker_image_mb, docker_start_s
+# (docker run → controllers ready), docker_suite_s; results in build/bench-docker/.
+bench-docker: deps
+	SWIFT=$(SWIFT) exec docker/e2e-docker.sh --bench
 
 # Flakes, under load: `make test` SOAK_RUNS times in a row while stress-ng keeps every core
 # busy, then every scenario in scenarios/ SOAK_REPEATS times on the sim (--repeat), twice, so

@@ -16,6 +16,8 @@
 #                          bluetoothctl for the BlueZ tier (vm/guest-run.sh --bluez, make e2e-bluez)
 #   dbus-daemon, dbus-bin  the guest's system bus for bluetoothd, and dbus-send (--bluez)
 # A second run finds all of it in place and does nothing (no network).
+# VM_FETCH_HOST_TOOLS=0 leaves the host tools out (docker/Dockerfile's kernel stage: only the
+# kernel and busybox are wanted there; the image's last stage installs the tools).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,6 +46,9 @@ apt_update_once() {
 
 # --- host tools ---------------------------------------------------------------------------------
 need_pkgs=()
+if [ "${VM_FETCH_HOST_TOOLS:-1}" = 0 ]; then
+  say "VM_FETCH_HOST_TOOLS=0: host tools not checked"
+else
 command -v qemu-system-x86_64 >/dev/null || need_pkgs+=(qemu-system-x86)
 [ -x /usr/bin/btvirt ] || need_pkgs+=(bluez-test-tools)
 { command -v btmgmt && command -v bluetoothctl && { command -v bluetoothd || [ -x /usr/libexec/bluetooth/bluetoothd ]; }; } >/dev/null \
@@ -57,6 +62,7 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
     || die "apt-get install ${need_pkgs[*]} failed"
 else
   say "host tools present: $(command -v qemu-system-x86_64), /usr/bin/btvirt, $(command -v btmgmt), bluetoothd, dbus-daemon"
+fi
 fi
 
 # --- guest packages (downloaded into the build folder, never installed on the host) -------------

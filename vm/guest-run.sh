@@ -3,7 +3,8 @@
 # until the kernel has set each of them up, run a command, stop the controllers, and exit with
 # the command's status. The one script both vhci environments run:
 #   - the micro-VM (vm/run.sh): its /init runs this script inside `chroot /host`;
-#   - the Docker image (docker/Dockerfile): it is the image's ENTRYPOINT.
+#   - the Docker image (docker/Dockerfile): its entrypoint, docker/entrypoint.sh, runs it in the
+#     container when the host gives it /dev/vhci (else it boots the micro-VM, which runs it).
 #
 # Usage: guest-run.sh [-n N] [--ready-timeout S] [--ready-by HOW] [--bluez] [--] COMMAND [ARG…]
 #   -n N               number of controllers (default: $BLELAB_CONTROLLERS, else 2)

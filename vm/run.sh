@@ -26,8 +26,9 @@
 # Files: <jobs>/ID/{console.log,output.log,status,cmd,job.env} with <jobs> = build/vm/jobs when
 # the writable folder holds build/vm, else DIR/.blelab-vm-jobs; build/vm/last-console.log is a
 # copy of the latest console.
-# Exit status: COMMAND's; 124 on timeout, 125 when the VM failed before COMMAND ended,
-# 130 when interrupted, 64 on bad usage.
+# Exit status: COMMAND's; 124 on timeout, 125 when the VM failed before COMMAND ended or the
+# guest's clock disagreed with the host's (by more than 2 s + 10 % between /init's start and end),
+# 130 when interrupted, 64 on bad usage. VM_KERNEL_ARGS adds guest kernel arguments.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -78,8 +79,14 @@ CWD="$(pwd -P)"
 case "$RW$CWD$ROOT" in *[[:space:]]*) say "paths with spaces are not supported (kernel command line): $RW, $CWD"; exit 64 ;; esac
 
 # --- what the VM is made of ----------------------------------------------------------------------
-"$ROOT/vm/fetch.sh" || { say "error: vm/fetch.sh failed"; exit 125; }
-"$ROOT/vm/build-initramfs.sh" || { say "error: vm/build-initramfs.sh failed"; exit 125; }
+# VM_PREBUILT=1 (the Docker image, which holds them without the .debs): use what is in $VM_DIR.
+if [ "${VM_PREBUILT:-0}" = 1 ]; then
+  [ -f "$VM_DIR/kernel-version" ] && [ -f "$VM_DIR/initramfs.cpio" ] \
+    || { say "error: VM_PREBUILT=1 but $VM_DIR has no kernel-version or initramfs.cpio"; exit 125; }
+else
+  "$ROOT/vm/fetch.sh" || { say "error: vm/fetch.sh failed"; exit 125; }
+  "$ROOT/vm/build-initramfs.sh" || { say "error: vm/build-initramfs.sh failed"; exit 125; }
+fi
 KVER="$(cat "$VM_DIR/kernel-version")"
 KERNEL="$VM_DIR/root/boot/vmlinuz-$KVER"
 # The uncompressed ELF kernel boots through PVH, skipping decompression (see vm/fetch.sh).
@@ -153,9 +160,13 @@ CONSOLE="$JOB/console.log"
 
 # cryptomgr.notests: no self-tests of each crypto algorithm as it registers (the kernel's own at
 # boot, then ecdh, cmac, ecb… as their modules load) — seconds of emulated CPU under TCG.
-APPEND="console=ttyS0 quiet loglevel=3 panic=-1 tsc=reliable cryptomgr.notests"
-[ "$KLOG" = 0 ] || APPEND="console=ttyS0 earlyprintk=ttyS0 loglevel=7 panic=-1 tsc=reliable cryptomgr.notests"
-APPEND="$APPEND blelab.rw=$RW blelab.job=$JOB"
+# clocksource=hpet: the guest keeps time with the emulated HPET, which counts QEMU's clock (the
+# host's monotonic time), not with a TSC whose rate the guest measured at boot: once, under TCG on
+# a loaded machine, that measurement came out ~19 times too slow and the guest's clock ran ~19
+# times too fast (every timeout inside expired early). VM_KERNEL_ARGS: more arguments, last.
+APPEND="console=ttyS0 quiet loglevel=3 panic=-1 tsc=reliable clocksource=hpet cryptomgr.notests"
+[ "$KLOG" = 0 ] || APPEND="console=ttyS0 earlyprintk=ttyS0 loglevel=7 panic=-1 tsc=reliable clocksource=hpet cryptomgr.notests"
+APPEND="$APPEND blelab.rw=$RW blelab.job=$JOB${VM_KERNEL_ARGS:+ $VM_KERNEL_ARGS}"
 QEMU_ARGS=(
   "${ACCEL_ARGS[@]}" -m "$MEM" -smp "$SMP"
   -nodefaults -display none -no-reboot -monitor none
@@ -199,7 +210,7 @@ attempt=0
 start_qemu() {
   attempt=$((attempt + 1))
   : > "$CONSOLE"
-  shown=0; ready_at=""; booted=0
+  shown=0; ready_at=""; booted=0; up_at=""; up_guest=""; done_at=""; done_guest=""
   t0=$(date +%s.%N)
   boot_deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
   "$QEMU" "${QEMU_ARGS[@]}" 2>"$JOB/qemu.stderr" </dev/null &
@@ -214,7 +225,14 @@ pump() {
   if [ "$size" -gt "$shown" ]; then
     [ "$QUIET" = 1 ] || tail -c +"$((shown + 1))" "$CONSOLE" | head -c "$((size - shown))" | tr -d '\r'
     shown=$size
-    if [ "$booted" = 0 ] && grep -q "blelab-vm: up" "$CONSOLE"; then booted=1; fi
+    if [ "$booted" = 0 ] && grep -q "blelab-vm: up" "$CONSOLE"; then
+      booted=1; up_at=$(date +%s.%N)
+      up_guest="$(sed -n 's/^blelab-vm: up \([0-9.]*\) s.*/\1/p' "$CONSOLE" | head -1)"
+    fi
+    if [ -z "$done_at" ] && grep -q "blelab-vm: done: status" "$CONSOLE"; then
+      done_at=$(date +%s.%N)
+      done_guest="$(sed -n 's/^blelab-vm: done: status [0-9]*, \([0-9.]*\) s.*/\1/p' "$CONSOLE" | tr -d '\r' | head -1)"
+    fi
     if [ -z "$ready_at" ] && grep -q "guest-run: controllers ready" "$CONSOLE"; then
       ready_at=$(date +%s.%N)
     fi
@@ -264,6 +282,18 @@ if [ ! -f "$JOB/status" ]; then
 fi
 status="$(cat "$JOB/status")"
 case "$status" in ''|*[!0-9]*) say "error: unreadable status '$status'"; finish 125 ;; esac
+# The guest's clock against the host's, from /init's "up" line to its "done" line (each seen here
+# within ~0.1 s): real-time limits inside (scenario timeouts, ATT's 30 s) are only right when the
+# two agree. Beyond 2 s + 10 %, no verdict of the command is trusted.
+if [ -n "$up_guest" ] && [ -n "$done_guest" ] && [ -n "$up_at" ] && [ -n "$done_at" ]; then
+  if ! skew="$(awk -v g0="$up_guest" -v g1="$done_guest" -v h0="$up_at" -v h1="$done_at" 'BEGIN {
+      g = g1 - g0; h = h1 - h0; d = g - h; if (d < 0) d = -d
+      printf "the guest'"'"'s clock counted %.1f s while the host'"'"'s counted %.1f s", g, h
+      exit (d > 2 + 0.1 * h) }')"; then
+    say "error: $skew: every real-time limit inside was off, so the command's result (status $status) is not trusted (console: $CONSOLE)"
+    finish 125
+  fi
+fi
 if [ "$status" != 0 ]; then
   say "command exited with status $status (console: $CONSOLE)"
 fi
