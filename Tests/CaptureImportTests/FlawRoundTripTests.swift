@@ -1,6 +1,7 @@
 import CaptureImport
 import HCI
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

@@ -2,6 +2,7 @@ import BLERuntime
 import CaptureImport
 import HCI
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

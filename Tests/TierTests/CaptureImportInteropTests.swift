@@ -4,6 +4,7 @@ import CaptureImport
 import Foundation
 import LabTiers
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

@@ -1,4 +1,3 @@
-import BLELab
 import BLERuntime
 import YAMLSubset
 

@@ -1,7 +1,6 @@
 import ATT
 import BLERuntime
 import BLEWire
-import GAP
 import GATT
 import HCI
 
@@ -110,11 +109,6 @@ public struct AdvertisingSpec: Hashable {
     public var content: AdvertisingContent {
         AdvertisingContent(name: name, nameIsShortened: nameIsShortened, services: services, flags: flags, txPower: txPower,
                            manufacturerData: manufacturerData, serviceData: serviceData)
-    }
-
-    /// The HCI-level configuration: encoded AD structures, interval, connectability.
-    public var configuration: AdvertisingConfiguration {
-        AdvertisingConfiguration(data: content.data, scanResponse: scanResponse?.data, interval: interval, connectable: connectable)
     }
 }
 

@@ -2,7 +2,7 @@ import YAMLSubset
 
 /// Reads YAML nodes into typed values, collecting every error instead of stopping at the first:
 /// each reader method reports what it cannot read and returns nil, and callers carry on.
-final class SchemaReader {
+public final class SchemaReader {
     let file: String
     private(set) var errors: [ScenarioError] = []
 
@@ -31,7 +31,7 @@ final class SchemaReader {
     }
 
     /// `a`, `a or b`, `a, b or c` (or with `and`).
-    static func list(_ words: [String], _ conjunction: String = "or") -> String {
+    public static func list(_ words: [String], _ conjunction: String = "or") -> String {
         switch words.count {
         case 0: return ""
         case 1: return words[0]

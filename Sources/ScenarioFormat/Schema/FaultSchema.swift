@@ -1,8 +1,6 @@
 import ATT
-import BLELab
 import BLERuntime
 import Controller
-import GAP
 import YAMLSubset
 
 // Faults (docs/scenarios.md "Faults"): a peripheral's `link:` block and `mtu:`, the central's
@@ -10,7 +8,7 @@ import YAMLSubset
 // the rest of the format: unknown keys get the closest valid one, values say what they accept.
 
 /// Reads what faults share: link faults, connection parameters, rates.
-struct FaultSyntax {
+public struct FaultSyntax {
     let r: SchemaReader
 
     static let linkKeys = ["loss", "latency", "jitter", "drop"]
@@ -56,7 +54,7 @@ struct FaultSyntax {
         return nil
     }
 
-    static func trimmed(_ v: Double) -> String {
+    public static func trimmed(_ v: Double) -> String {
         v == v.rounded() ? String(Int(v)) : String(v)
     }
 
@@ -265,11 +263,11 @@ extension ActionSchema {
         case "request-connection-update":
             let example = "request-connection-update: { interval: 100ms, latency: 4, timeout: 6s }"
             let f = fields(nil, FaultSyntax.parameterKeys + ["via"])
-            var via = ParameterUpdateProcedure.l2cap
+            var via = ConnectionUpdateRequest.Procedure.l2cap
             var ok = true
             if let n = f["via"] {
-                let names = [ParameterUpdateProcedure.l2cap, .linkLayer].map(\.rawValue)
-                if let s = r.scalar(n, "l2cap or link-layer"), let parsed = ParameterUpdateProcedure(rawValue: s.text) {
+                let names = ConnectionUpdateRequest.Procedure.allCases.map(\.rawValue)
+                if let s = r.scalar(n, "l2cap or link-layer"), let parsed = ConnectionUpdateRequest.Procedure(rawValue: s.text) {
                     via = parsed
                 } else {
                     if let s = n.scalar, !s.isEmpty { r.error(n, expected: "l2cap or link-layer", hint: Spelling.suggestion(for: s.text, in: names)) }

@@ -1,6 +1,4 @@
-import BLELab
 import BLERuntime
-import GAP
 import YAMLSubset
 
 // The radio side of the format (docs/scenarios.md sections 5, 6 and 18): a scan's or a connect's

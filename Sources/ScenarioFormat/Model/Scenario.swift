@@ -1,4 +1,3 @@
-import BLELab
 import BLERuntime
 
 /// Where something is in a scenario file: 1-based line and column.

@@ -48,7 +48,7 @@ public struct ScenarioErrors: Error, CustomStringConvertible {
 }
 
 /// "Did you mean …?" for misspelt words.
-enum Spelling {
+public enum Spelling {
     /// Edit distance counting an insertion, a deletion, a substitution or a swap of two adjacent
     /// characters as one edit (optimal string alignment), case-insensitive: `wiat` is one edit
     /// from `wait`.
@@ -102,7 +102,7 @@ enum Spelling {
     }
 
     /// `did you mean 'x'?` (or `'x' or 'y'` when words they share tie) as a hint, or nil.
-    static func suggestion(for word: String, in candidates: [String]) -> String? {
+    public static func suggestion(for word: String, in candidates: [String]) -> String? {
         let limit = max(1, min(3, word.count / 3))
         if let close = closest(to: word, in: candidates), distance(word, close) <= limit { return "did you mean '\(close)'?" }
         let sharing = sharingWords(with: word, in: candidates)

@@ -1,4 +1,3 @@
-import BLELab
 import BLEWire
 import GATT
 import YAMLSubset

@@ -1,4 +1,3 @@
-import BLELab
 import BLERuntime
 import BLEWire
 import GATT
@@ -6,7 +5,7 @@ import YAMLSubset
 
 /// Reads `peripherals:` (docs/scenarios.md section 3) into `PeripheralSpec`s and the catalog of
 /// what each one serves.
-struct PeripheralSchema {
+public struct PeripheralSchema {
     let r: SchemaReader
     private(set) var catalog = PeripheralCatalog()
     /// `link:` and `mtu:` by peripheral id (FaultSchema.swift).
@@ -21,7 +20,7 @@ struct PeripheralSchema {
                                      "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
 
     /// The id the scripted central has in logs and captures; a peripheral cannot take it.
-    static let centralID = "central"
+    public static let centralID = "central"
 
     init(reader: SchemaReader) { r = reader }
 

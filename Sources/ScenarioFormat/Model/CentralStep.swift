@@ -1,5 +1,4 @@
 import ATT
-import BLELab
 import BLERuntime
 import BLEWire
 import GATT
