@@ -66,6 +66,8 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
+        // The format alone: every scenario written and read back (no lab, no runner).
+        .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ScenarioTests", dependencies: ["ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
         .testTarget(name: "TierTests", dependencies: ["ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),

@@ -4,8 +4,9 @@ import BLEWire
 import GATT
 import HCI
 
-/// One step of the scripted central, with where it was written.
-public struct CentralStep {
+/// One step of the scripted central, with where it was written. Equal steps do the same thing at
+/// the same place of the script: where they were written (`location`, `text`) is not compared.
+public struct CentralStep: Equatable {
     /// 1-based position in `central:`.
     public var index: Int
     public var location: SourceLocation
@@ -33,6 +34,19 @@ public struct CentralStep {
         self.connectScan = connectScan
     }
 
+    /// A step built rather than read (by `blelab import`): no place in a file, and no text until
+    /// it is written out.
+    public init(index: Int, action: CentralAction, acquire: Bool = false, subscription: GATTClientConfiguration? = nil,
+                connectScan: ScanTiming? = nil) {
+        self.init(index: index, location: SourceLocation(file: "", line: 0, column: 0), text: "", action: action, acquire: acquire,
+                  subscription: subscription, connectScan: connectScan)
+    }
+
+    public static func == (a: CentralStep, b: CentralStep) -> Bool {
+        a.index == b.index && a.action == b.action && a.acquire == b.acquire && a.subscription == b.subscription
+            && a.connectScan == b.connectScan
+    }
+
     public var isExpectation: Bool {
         if case .expect = action { return true }
         return false
@@ -41,7 +55,7 @@ public struct CentralStep {
 
 /// What a central step does. Every step that talks to a peripheral names it: validation resolves
 /// the peripheral a step means (written `peripheral: ID`, or the only one connected there).
-public enum CentralAction {
+public enum CentralAction: Hashable {
     case scan(ScanStep)
     /// Connect to a peripheral found by a scan, waiting at most `within`.
     case connect(peripheral: String, within: TimeSpan)

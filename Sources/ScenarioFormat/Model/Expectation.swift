@@ -6,7 +6,7 @@ import HCI
 
 /// An `expect:` step: what must have been observed. Observations about writes and notifications
 /// come from the ATT PDUs that crossed the link.
-public enum Expectation {
+public enum Expectation: Hashable {
     /// Found by the most recent scan.
     case discovered(String)
     /// Not found by the most recent scan.

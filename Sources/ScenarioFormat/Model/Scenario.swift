@@ -40,7 +40,11 @@ public struct TransportTier: RawRepresentable, Hashable, Sendable, CustomStringC
 }
 
 /// A scenario file, loaded and validated: simulated peripherals and a scripted central.
-public struct Scenario {
+///
+/// Two scenarios are equal when they describe the same run: where each was read from (`file`,
+/// each step's `location` and `text`) is not compared, so a scenario written out by
+/// `ScenarioWriter` and read back equals the one written.
+public struct Scenario: Equatable {
     /// The `scenario:` line.
     public var name: String
     /// The file as it was given (used in reports and capture names).
@@ -77,4 +81,9 @@ public struct Scenario {
 
     /// Whether the scenario may run on `tier`.
     public func runs(on tier: TransportTier) -> Bool { requires?.contains(tier) ?? true }
+
+    public static func == (a: Scenario, b: Scenario) -> Bool {
+        a.name == b.name && a.tags == b.tags && a.timeout == b.timeout && a.seed == b.seed && a.requires == b.requires
+            && a.peripherals == b.peripherals && a.steps == b.steps && a.faults == b.faults
+    }
 }

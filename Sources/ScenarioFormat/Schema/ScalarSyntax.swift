@@ -379,7 +379,7 @@ extension SchemaReader {
 
 extension ValueSource {
     /// Parts concatenated, with runs of plain bytes merged (a list of plain bytes is plain bytes).
-    static func concatenating(_ parts: [ValueSource]) -> ValueSource {
+    public static func concatenating(_ parts: [ValueSource]) -> ValueSource {
         var merged: [ValueSource] = []
         for part in parts {
             let pieces: [ValueSource]

@@ -1,16 +1,20 @@
 import ATT
+import BLERuntime
 import BLEWire
+import GATT
 import HCI
+import ScenarioFormat
 
-/// Turns a central's capture, analysed, into a scenario file: the peripherals as they advertised
-/// and as discovery found them, the central's operations as steps in capture order, expectations
-/// of what the capture shows, and comments saying which record each came from.
+/// Turns a central's capture, analysed, into a scenario (the format's model, which
+/// `ScenarioWriter` writes): the peripherals as they advertised and as discovery found them, the
+/// central's operations as steps in capture order, expectations of what the capture shows, and
+/// comments saying which record each came from.
 ///
 /// What a peripheral sent is reproduced by behaviour: a notification that echoes every write of a
 /// characteristic becomes an `on-write` trigger, a regular series after a subscription becomes an
 /// `on-subscribe` `notify-every`, and anything else a `peripheral:` step with the observed values
 /// and delays, right after the step it followed. docs/import.md describes the rules.
-struct ScenarioWriter {
+struct ImportedScenario {
     let transcript: HCITranscript
     /// Mutable for the flaw plan: an operation left to time out ends 30 s after its request.
     var sessions: [GATTSession]
@@ -137,7 +141,7 @@ struct ScenarioWriter {
         var used: Set<String> = ["central"]
         for i in peripherals.indices {
             let name = peripherals[i].advertisedNames.first
-            var base = YAMLValues.identifier(from: name)
+            var base = Self.identifier(from: name)
             while let first = base.unicodeScalars.first, !(("a"..."z").contains(first) || ("0"..."9").contains(first)) { base.removeFirst() }
             if base.isEmpty { base = "peripheral" }
             var id = base
@@ -150,8 +154,6 @@ struct ScenarioWriter {
             peripherals[i].id = id
         }
     }
-
-    var multi: Bool { peripherals.count > 1 }
 
     /// The capture was taken on the peripheral: the capturing host is the scenario's one
     /// peripheral, and the other side of its connections the scripted central.
@@ -207,8 +209,6 @@ struct ScenarioWriter {
         return (mark, reason)
     }
 
-    func peripheralKey(_ p: Int) -> String { multi ? ", peripheral: \(peripherals[p].id)" : "" }
-
     // MARK: The timeline
 
     enum Item {
@@ -228,7 +228,7 @@ struct ScenarioWriter {
         /// connection parameters (`parameter-requests:`).
         case parameterPolicy(connection: Int, reject: Bool)
         /// On a peripheral's capture, a link its link layer ended with Instant Passed: it missed a
-        /// connection update of the central's (`ScenarioWriter.missedInstant`).
+        /// connection update of the central's (`ImportedScenario.missedInstant`).
         case missedInstant(connection: Int)
 
         var order: Int {
@@ -464,9 +464,10 @@ struct ScenarioWriter {
         return events.sorted { $0.mark < $1.mark }
     }
 
-    // MARK: Writing
+    // MARK: Building
 
-    mutating func write() -> String {
+    /// The scenario, and the comments its file carries.
+    mutating func build() -> (scenario: Scenario, comments: ScenarioComments) {
         let items = timeline()
         // Each peripheral event goes with the last step that started before it.
         var segments: [[PeerEvent]] = Array(repeating: [], count: items.count)
@@ -487,12 +488,12 @@ struct ScenarioWriter {
         findPeriodicNotifications(triggered: &triggered)
         findWriteErrors()
 
-        var steps = StepEmitter(writer: self)
+        var steps = StepBuilder(importing: self)
         if let first = items.first, case .scan = first.item, first.start.time >= 50_000 {
             // Advertisers start at the lab's start: a scan that began later meets their events in
             // another phase (what a duty-cycled scan hears depends on it).
             steps.comment(first.start, "the first scan began \(CaptureMark.seconds(first.start.time)) after the capture's first record")
-            steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: first.start.time))")
+            steps.add(.wait(millisecondsUp(first.start.time)))
         }
         for (i, timed) in items.enumerated() {
             if case .connectionUpdate = timed.item {
@@ -527,36 +528,53 @@ struct ScenarioWriter {
             // A peripheral's capture sees each request a link latency after the central sent it,
             // and its answer as many before the central got it: only longer pauses are the central's.
             if let next, next - last >= (peripheralSide ? 150_000 : 50_000) {
-                if let reached = steps.waitedUntil, steps.lines.last?.hasPrefix("  - wait: ") == true {
+                if let reached = steps.waitedUntil, steps.endsWithWait {
                     // One wait, from the step above to the next, instead of two in a row.
-                    steps.lines[steps.lines.count - 1] = "  - wait: \(YAMLValues.duration(microseconds: (reached - timed.end.time) + (next - last)))"
+                    steps.replaceLast(.wait(millisecondsUp((reached - timed.end.time) + (next - last))))
                 } else {
-                    steps.lines.append("  - wait: \(YAMLValues.duration(microseconds: next - last))")
+                    steps.add(.wait(millisecondsUp(next - last)))
                 }
             }
         }
-        for e in orphans { steps.lines.append("  # \(e.mark): the peripheral acted before any step; not reproduced") }
+        for e in orphans { steps.comment("\(e.mark): the peripheral acted before any step; not reproduced") }
         if items.isEmpty {
             // Only advertising (a peripheral's capture without a connection): a scan that finds it.
-            steps.lines.append("  # the capture shows no central; a scan that finds what advertised")
-            steps.lines.append("  - scan: { for: 1s }")
-            for p in peripherals where !p.reports.isEmpty { steps.lines.append("  - expect: { discovered: \(p.id) }") }
+            steps.comment("the capture shows no central; a scan that finds what advertised")
+            steps.add(.scan(ScanStep(duration: .seconds(1))))
+            for p in peripherals where !p.reports.isEmpty { steps.add(.expect(.discovered(p.id))) }
         }
-        peripherals = steps.writer.peripherals
-        return assemble(steps: steps.lines, notes: flawPlan.notes + steps.notes, requiresSim: steps.requiresSim)
+        peripherals = steps.importing.peripherals
+        var comments = steps.comments
+        comments.add(header(notes: flawPlan.notes + steps.notes), above: .file)
+        var scenario = Scenario(name: "Imported from " + source, file: source + ".yaml", tags: ["imported"], timeout: timeout,
+                                seed: 1, requires: steps.requiresSim ? [.sim] : nil, peripherals: [], steps: steps.steps)
+        for p in peripherals {
+            let (spec, faults) = peripheralSpec(p, comments: &comments)
+            scenario.peripherals.append(spec)
+            if let faults { scenario.faults[p.id] = faults }
+        }
+        return (scenario, comments)
     }
 
     // MARK: The file
 
-    private func assemble(steps: [String], notes: [String], requiresSim: Bool) -> String {
+    /// The scenario's time budget: the capture's length and then some. A request left to time out
+    /// ends 30 s after it, whenever the capture stops.
+    private var timeout: TimeSpan {
+        let total = sessions.flatMap(\.operations).map(\.end.time).reduce(transcript.endTime, max)
+        return .seconds((total + max(10_000_000, total / 2)) / 1_000_000 + 1)
+    }
+
+    /// The comment at the top: where the scenario came from, and what it does not reproduce.
+    private func header(notes: [String]) -> [String] {
         var out: [String] = []
         let seconds = CaptureMark.seconds(transcript.endTime)
-        out.append("# Imported by `blelab import` from \(source)")
-        out.append("# (\(format), \(recordCount) records, \(transcript.packetCount) HCI packets over \(seconds)), "
+        out.append("Imported by `blelab import` from \(source)")
+        out.append("(\(format), \(recordCount) records, \(transcript.packetCount) HCI packets over \(seconds)), "
                    + (peripheralSide ? "taken on the peripheral: it is the peripheral below, the central is the other side." : "as the central saw it."))
-        out.append("# Each step's comment gives the capture record it came from (1-based, as Wireshark numbers")
-        out.append("# frames) and its time since the first record. Edit it down to the bug: keep the steps")
-        out.append("# that lead to it and the expectation that fails (docs/import.md).")
+        out.append("Each step's comment gives the capture record it came from (1-based, as Wireshark numbers")
+        out.append("frames) and its time since the first record. Edit it down to the bug: keep the steps")
+        out.append("that lead to it and the expectation that fails (docs/import.md).")
         var allNotes = transcript.notes
         for (c, connection) in transcript.connections.enumerated() {
             allNotes += connection.notes.map { "connection to \(peripherals[owner[c]].id): \($0)" }
@@ -565,100 +583,96 @@ struct ScenarioWriter {
         allNotes += notes
         for p in peripherals { allNotes += p.notes.map { "\(p.id): \($0)" } }
         if !allNotes.isEmpty {
-            out.append("#")
-            out.append("# Not reproduced:")
-            out += allNotes.map { "#   - \($0)" }
+            out.append("")
+            out.append("Not reproduced:")
+            out += allNotes.map { "  - \($0)" }
         }
-        out.append("scenario: \(YAMLValues.quoted("Imported from " + source))")
-        out.append("tags: [imported]")
-        // A request left to time out ends 30 s after it, whenever the capture stops.
-        let total = sessions.flatMap(\.operations).map(\.end.time).reduce(transcript.endTime, max)
-        let timeoutSeconds = (total + max(10_000_000, total / 2)) / 1_000_000 + 1
-        out.append("timeout: \(timeoutSeconds)s")
-        out.append("seed: 1")
-        // link-loss, power-off and power-on act on the simulated air (docs/scenarios.md, Faults).
-        if requiresSim { out.append("requires: [sim]") }
-        out.append("")
-        out.append("peripherals:")
-        for p in peripherals { out += peripheralLines(p) }
-        out.append("")
-        out.append("central:")
-        out += steps
-        return out.joined(separator: "\n") + "\n"
+        return out
     }
 
-    private func peripheralLines(_ p: ImportedPeripheral) -> [String] {
-        var lines: [String] = []
-        let seen = p.reports.first.map { "first advertised at \($0.mark)" } ?? "never seen advertising"
-        lines.append("  \(p.id):                # \(seen)")
-        if let a = p.scenarioAddress { lines.append("    address: \(a.address)/\(a.type == .random ? "random" : "public")") }
-        if let rssi = p.rssi { lines.append("    rssi: \(rssi)") }
-        if let name = p.deviceName { lines.append("    device-name: \(YAMLValues.quoted(name))") }
-        lines += p.advertiseLines(indent: "    ")
-        if let mtu = p.mtu { lines.append("    mtu: \(mtu)                # its Exchange MTU Response") }
-        if !p.flaws.isEmpty {
-            lines.append("    flaws:")
-            for (comments, text) in p.flaws {
-                lines += comments.map { "      # \($0)" }
-                lines.append("      - \(text)")
-            }
+    /// The peripheral as the scenario declares it, its `mtu:`, and the comments on its parts:
+    /// which handles each service and characteristic had in the capture.
+    private func peripheralSpec(_ p: ImportedPeripheral, comments: inout ScenarioComments) -> (PeripheralSpec, PeripheralFaults?) {
+        let id = p.id
+        var spec = PeripheralSpec(id: id, address: p.scenarioAddress, rssi: p.rssi.map { Int8($0) }, deviceName: p.deviceName)
+        comments.add(inline: p.reports.first.map { "first advertised at \($0.mark)" } ?? "never seen advertising", at: .peripheral(id))
+        let (advertising, notes, inline) = p.advertising()
+        spec.advertising = advertising
+        comments.add(notes, above: .advertise(id))
+        if let inline { comments.add(inline: inline, at: .advertise(id)) }
+        var faults: PeripheralFaults?
+        if let mtu = p.mtu {
+            faults = PeripheralFaults(mtu: mtu)
+            comments.add(inline: "its Exchange MTU Response", at: .mtu(id))
         }
-        let services = p.initialServices
-        guard !services.isEmpty else { return lines }
-        lines.append("    gatt:")
-        for s in services {
-            lines.append("      - service: \(YAMLValues.uuid(s.uuid))          # handles 0x\(hex(s.start))-0x\(hex(s.end))")
-            if s.characteristics.isEmpty { lines.append("        characteristics: []"); continue }
-            lines.append("        characteristics:")
-            for c in s.characteristics {
-                lines.append("          - uuid: \(YAMLValues.uuid(c.uuid))          # value handle 0x\(hex(c.valueHandle))")
-                lines.append("            properties: [\(YAMLValues.properties(c.properties).joined(separator: ", "))]")
-                if let v = p.initialValues[c.valueHandle] { lines.append("            value: \(YAMLValues.value(v))") }
-                lines += descriptorLines(c, of: p)
-                for note in p.triggerNotes[c.valueHandle] ?? [] { lines.append("            # \(note)") }
-                for (key, actions) in [("on-read", p.onRead[c.valueHandle]), ("on-write", p.onWrite[c.valueHandle]),
-                                       ("on-subscribe", p.onSubscribe[c.valueHandle])] {
-                    guard let actions, !actions.isEmpty else { continue }
-                    lines.append("            \(key):")
-                    lines += actions.map { "              - \($0)" }
-                }
-            }
+        for (k, (notes, flaw)) in p.flaws.enumerated() {
+            spec.flaws.append(flaw)
+            comments.add(notes, above: .flaw(id, k))
         }
-        return lines
+        for (si, s) in p.initialServices.enumerated() {
+            comments.add(inline: "handles 0x\(hex(s.start))-0x\(hex(s.end))", at: .service(id, si))
+            var service = ServiceSpec(uuid: s.uuid)
+            for (ci, c) in s.characteristics.enumerated() {
+                comments.add(inline: "value handle 0x\(hex(c.valueHandle))", at: .characteristic(id, service: si, ci))
+                var characteristic = CharacteristicSpec(uuid: c.uuid, properties: CharacteristicProperties(rawValue: c.properties),
+                                                        value: p.initialValues[c.valueHandle] ?? [])
+                characteristic.extendedProperties = CharacteristicExtendedProperties(rawValue: p.extendedPropertiesBits(c))
+                characteristic.descriptors = descriptors(c, of: p, comments: &comments, at: (id, si, ci))
+                comments.add(p.triggerNotes[c.valueHandle] ?? [], above: .triggers(id, service: si, characteristic: ci))
+                characteristic.onRead = p.onRead[c.valueHandle] ?? []
+                characteristic.onWrite = p.onWrite[c.valueHandle] ?? []
+                characteristic.onSubscribe = p.onSubscribe[c.valueHandle] ?? []
+                service.characteristics.append(characteristic)
+            }
+            spec.services.append(service)
+        }
+        return (spec, faults)
     }
 
-    /// A characteristic's `extended-properties:` and `descriptors:` (docs/scenarios.md
-    /// "Descriptors"): the descriptors the lab does not add itself, each type once, with the value
-    /// the capture read first when the type can hold it, and write permission when the central
-    /// wrote one.
-    private func descriptorLines(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral) -> [String] {
-        var lines: [String] = []
-        let bits = p.extendedPropertiesBits(c)
-        let names = [(0x0001, "reliable-write"), (0x0002, "writable-auxiliaries")].filter { bits & UInt16($0.0) != 0 }.map(\.1)
-        if !names.isEmpty { lines.append("            extended-properties: [\(names.joined(separator: ", "))]") }
+    /// A characteristic's `descriptors:` (docs/scenarios.md "Descriptors"): the descriptors the
+    /// lab does not add itself, each type once, with the value the capture read first when the
+    /// type can hold it, and write permission when the central wrote one.
+    private func descriptors(_ c: DiscoveredDatabase.Characteristic, of p: ImportedPeripheral, comments: inout ScenarioComments,
+                             at place: (String, Int, Int)) -> [GATTDescriptor] {
+        let (id, s, k) = place
+        let extended = CharacteristicExtendedProperties(rawValue: p.extendedPropertiesBits(c))
         let declared = ImportedPeripheral.declarable(c)
         for d in c.descriptors where d.uuid == BluetoothUUID(uuid16: 0x2905) || (!ImportedPeripheral.undeclarable.contains(d.uuid) && !declared.contains(d)) {
-            lines.append("            # descriptor \(d.uuid) at 0x\(hex(d.handle)): \(d.uuid == BluetoothUUID(uuid16: 0x2905) ? "an Aggregate Format lists handles, which the lab lays out itself" : "a second one of its type, which a characteristic declares once"); not reproduced")
+            comments.add("descriptor \(d.uuid) at 0x\(hex(d.handle)): \(d.uuid == BluetoothUUID(uuid16: 0x2905) ? "an Aggregate Format lists handles, which the lab lays out itself" : "a second one of its type, which a characteristic declares once"); not reproduced",
+                         above: .descriptors(id, service: s, characteristic: k))
         }
-        guard !declared.isEmpty else { return lines }
-        lines.append("            descriptors:")
-        for d in declared {
-            var entry = "              - { uuid: \(YAMLValues.uuid(d.uuid))"
+        var out: [GATTDescriptor] = []
+        for (n, d) in declared.enumerated() {
             var comment = "0x\(hex(d.handle))"
-            let place = ImportedPeripheral.DescriptorPlace(ref: "", service: DiscoveredDatabase.Service(uuid: c.uuid, start: 0, end: 0, characteristics: []),
+            let place = ImportedPeripheral.DescriptorPlace(ref: CharacteristicRef(c.uuid), service: DiscoveredDatabase.Service(uuid: c.uuid, start: 0, end: 0, characteristics: []),
                                                            characteristic: c, uuid: d.uuid)
             let value = p.initialDescriptorValue(place, handle: d.handle)
-            if !value.isEmpty { entry += ", value: \(YAMLValues.value(value))" }
             if let read = p.descriptorReads[d.handle], read != value {
-                comment += "; the capture read \(YAMLValues.hex(Array(read.prefix(16))))\(read.count > 16 ? " …" : ""), which a \(d.uuid) cannot hold"
+                comment += "; the capture read \(ScalarText.hex(Array(read.prefix(16))))\(read.count > 16 ? " …" : ""), which a \(d.uuid) cannot hold"
             } else if p.descriptorReads[d.handle] == nil {
                 comment += "; its value before any write is not in the capture"
             }
-            if p.writtenDescriptors.contains(d.handle), d.uuid != .characteristicUserDescription {
-                entry += ", permissions: [read, write]"
-            }
-            lines.append(entry + " }    # \(comment)")
+            // A user description is writable exactly when writable-auxiliaries says so (Core 5.4,
+            // Vol 3, Part G, 3.3.3.2); another declared descriptor when the central wrote it.
+            let writable = d.uuid == .characteristicUserDescription ? extended.contains(.writableAuxiliaries) : p.writtenDescriptors.contains(d.handle)
+            out.append(GATTDescriptor(uuid: d.uuid, value: value, isReadable: true, isWritable: writable))
+            comments.add(inline: comment, at: .descriptor(id, service: s, characteristic: k, n))
         }
-        return lines
+        return out
+    }
+
+    /// A peripheral id from an advertised name: lower case letters, digits and dashes.
+    static func identifier(from name: String?) -> String {
+        var out = ""
+        for ch in (name ?? "").lowercased().unicodeScalars {
+            if ("a"..."z").contains(ch) || ("0"..."9").contains(ch) || ch == "_" || ch == "." {
+                out.unicodeScalars.append(ch)
+            } else if !out.isEmpty && !out.hasSuffix("-") {
+                out += "-"
+            }
+        }
+        while out.hasSuffix("-") || out.hasSuffix(".") || out.hasSuffix("_") { out.removeLast() }
+        if out.isEmpty || out == "central" { return "peripheral" }
+        return String(out.prefix(32))
     }
 }

@@ -1,8 +1,9 @@
 import ATT
 import BLEWire
+import ScenarioFormat
 
 /// The behaviour that reproduces what the peripheral sent: triggers on its characteristics.
-extension ScenarioWriter {
+extension ImportedScenario {
     /// A notification right after every accepted write of a characteristic, carrying the bytes
     /// written (after a fixed prefix): the peripheral echoes, so `on-write` notifies `written`.
     mutating func findEchoes(items: [Timed], segments: [[PeerEvent]], triggered: inout Set<CaptureMark>) {
@@ -35,7 +36,7 @@ extension ScenarioWriter {
             for (handle, echoes) in byHandle {
                 guard let first = echoes.first ?? nil, echoes.allSatisfy({ $0 == first }),
                       let target = peripherals[p].reference(first.handle) else { continue }
-                let value = first.prefix.isEmpty ? "written" : "[\(YAMLValues.value(first.prefix)), written]"
+                let value = first.prefix.isEmpty ? ValueSource.written : .concatenating([.bytes(first.prefix), .written])
                 peripherals[p].onWrite[handle] = [sendAction(first.indication, to: target, handle: first.handle, of: p, value: value)]
                 let seen = marks[p]?[handle] ?? []
                 peripherals[p].triggerNotes[handle, default: []].append(
@@ -48,12 +49,11 @@ extension ScenarioWriter {
     /// The action that sends what the capture shows: `notify`/`indicate` of the characteristic when
     /// it offers that property, else `notify-handle`/`indicate-handle` of its value handle (a
     /// firmware that sends regardless; a scenario's `notify` needs the property).
-    func sendAction(_ indication: Bool, to ref: String, handle: UInt16, of p: Int, value: String) -> String {
-        let kind = indication ? "indicate" : "notify"
+    func sendAction(_ indication: Bool, to ref: CharacteristicRef, handle: UInt16, of p: Int, value: ValueSource) -> PeripheralAction {
         if let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle), ch.properties & (indication ? 0x20 : 0x10) != 0 {
-            return "{ \(kind): \(ref), value: \(value) }"
+            return indication ? .indicate(ref, value) : .notify(ref, value)
         }
-        return "{ \(kind)-handle: { handle: 0x\(hex(handle)), value: \(value) } }"
+        return indication ? .indicateHandle(handle, value) : .notifyHandle(handle, value)
     }
 
     /// A characteristic subscribed once whose notifications then came at a regular interval:
@@ -93,10 +93,9 @@ extension ScenarioWriter {
                 if intervalMs >= 100 { intervalMs = (intervalMs + 5) / 10 * 10 }
                 guard let ref = peripherals[p].reference(handle) else { continue }
                 let values = series.map(\.value)
-                let value = values.allSatisfy({ $0 == values[0] }) ? YAMLValues.value(values[0])
-                    : "{ sequence: [\(values.map(YAMLValues.value).joined(separator: ", "))] }"
+                let value: ValueSource = values.allSatisfy({ $0 == values[0] }) ? .bytes(values[0]) : .sequence(values)
                 peripherals[p].onSubscribe[handle, default: []].append(
-                    "{ notify-every: { characteristic: \(ref), interval: \(intervalMs)ms, value: \(value), count: \(series.count) } }")
+                    .notifyEvery(ref, interval: .milliseconds(intervalMs), value: value, count: series.count))
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "\(series.count) notifications every ~\(intervalMs)ms after the subscription (\(series.first!.mark) to \(series.last!.mark))")
                 for n in series { triggered.insert(n.mark) }
@@ -121,7 +120,7 @@ extension ScenarioWriter {
                 guard let code = errors.first ?? nil, errors.allSatisfy({ $0 == code }), peripherals[p].onWrite[handle] == nil,
                       let (_, ch) = peripherals[p].database.characteristic(valueHandle: handle) else { continue }
                 if code == .writeNotPermitted && ch.properties & 0x08 == 0 { continue }   // the server refuses it by itself
-                peripherals[p].onWrite[handle] = ["{ respond-error: \(code.name) }"]
+                peripherals[p].onWrite[handle] = [.respondError(code)]
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "every Write Request got ATT error \(code.name) (first at \(first[handle].map { "\($0)" } ?? "?"))")
             }
@@ -148,7 +147,7 @@ extension ScenarioWriter {
                 let burst = sessions[c].notifications.filter { $0.mark > op.start && $0.mark < op.end && !triggered.contains($0.mark) }
                 guard !burst.isEmpty, burst.allSatisfy({ peripherals[p].reference($0.handle) != nil }) else { continue }
                 peripherals[p].onSubscribe[handle] = burst.map { n in
-                    sendAction(n.indication, to: peripherals[p].reference(n.handle)!, handle: n.handle, of: p, value: YAMLValues.value(n.value))
+                    sendAction(n.indication, to: peripherals[p].reference(n.handle)!, handle: n.handle, of: p, value: .bytes(n.value))
                 }
                 peripherals[p].triggerNotes[handle, default: []].append(
                     "\(burst.count) notification\(burst.count == 1 ? "" : "s") sent before the subscription's Write Response (\(burst.first!.mark) to \(burst.last!.mark))")
