@@ -31,7 +31,7 @@ let package = Package(
         // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
         // built as a scenario of the format (docs/import.md). Below Scenario, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
-        .target(name: "Scenario", dependencies: ["ScenarioFormat", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "YAMLSubset"]),
+        .target(name: "Scenario", dependencies: ["ScenarioFormat", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI

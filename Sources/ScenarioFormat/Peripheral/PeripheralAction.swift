@@ -84,8 +84,8 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
     case respondError(ATTErrorCode)
     /// Wait before the following actions (and before answering the request, if any).
     case delay(TimeSpan)
-    /// Faults (PeripheralFaultActions.swift): the device powers off; it asks its centrals for new
-    /// connection parameters; it sends `count` notifications at once.
+    /// Faults (BLELab's PeripheralFaultActions.swift runs them): the device powers off; it asks its
+    /// centrals for new connection parameters; it sends `count` notifications at once.
     case powerOff
     case requestConnectionUpdate(ConnectionUpdateRequest)
     case burst(CharacteristicRef, value: ValueSource?, count: Int)

@@ -110,42 +110,46 @@ public enum ScalarText {
     static func octet(_ b: UInt8) -> String { "0x" + hex8(b) }
 
     /// A number with a decimal point where it has one, such that `Double(text) == value`:
-    /// `10`, `2.5`, `0.125`.
+    /// `10`, `2.5`, `0.00001` (never an exponent, which the format does not read).
     static func number(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         let text = "\(value)"
-        if !text.contains("e") { return text }
-        // Swift prints very small or large numbers with an exponent, which the format does not read.
-        for places in 1...40 {
-            let candidate = fixed(value, places: places)
-            if Double(candidate) == value { return candidate }
+        guard let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }), let exponent = Int(text[text.index(after: e)...]) else { return text }
+        // The shortest digits Swift found, with the point moved by the exponent.
+        let mantissa = text[..<e]
+        let negative = mantissa.hasPrefix("-")
+        let unsigned = negative ? mantissa.dropFirst() : mantissa[...]
+        let point = unsigned.firstIndex(of: ".").map { unsigned.distance(from: unsigned.startIndex, to: $0) } ?? unsigned.count
+        let digits = Array(unsigned.filter { $0 != "." })
+        let position = point + exponent
+        var out: String
+        if position <= 0 {
+            out = "0." + String(repeating: "0", count: -position) + String(digits)
+        } else if position >= digits.count {
+            out = String(digits) + String(repeating: "0", count: position - digits.count)
+        } else {
+            out = String(digits[..<position]) + "." + String(digits[position...])
         }
-        return fixed(value, places: 40)
+        if out.contains(".") {
+            while out.hasSuffix("0") { out.removeLast() }
+            if out.hasSuffix(".") { out.removeLast() }
+        }
+        return (negative ? "-" : "") + out
     }
 
-    private static func fixed(_ value: Double, places: Int) -> String {
-        var scaled = abs(value)
-        var digits = String(Int64(scaled))
-        scaled -= Double(Int64(scaled))
-        var fraction = ""
-        for _ in 0..<places {
-            scaled *= 10
-            let d = Int(scaled)
-            fraction += String(d)
-            scaled -= Double(d)
-        }
-        if value < 0 { digits = "-" + digits }
-        return digits + "." + fraction
-    }
-
-    /// A probability as the percentage `loss:` takes, which reads back to exactly `rate`.
+    /// A probability as the percentage `loss:` takes (`12.5%`), which reads back to exactly
+    /// `rate` (`loss` is the percentage over 100): one of the numbers next to `rate × 100`.
     static func percentage(_ rate: Double) -> String {
-        let x = rate * 100
-        for candidate in [x, x.nextUp, x.nextDown, x.nextUp.nextUp, x.nextDown.nextDown] {
-            let text = number(candidate)
-            if let back = Double(text), back / 100 == rate { return text + "%" }
+        var below = rate * 100, above = below
+        for _ in 0..<16 {
+            for candidate in [below, above] {
+                let text = number(candidate)
+                if let back = Double(text), back / 100 == rate { return text + "%" }
+            }
+            below = below.nextDown
+            above = above.nextUp
         }
-        return number(x) + "%"
+        return number(rate * 100) + "%"
     }
 }
 
