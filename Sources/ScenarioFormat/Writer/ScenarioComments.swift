@@ -2,9 +2,10 @@
 /// from, what could not be reproduced (`blelab import` says which capture record each step came
 /// from). They are not part of the scenario: reading the file back drops them.
 public struct ScenarioComments: Equatable, Sendable {
-    /// Where a comment goes. Indices are 0-based positions in the scenario's lists (its
-    /// `peripherals`, a peripheral's `services` and `flaws`, a service's `characteristics`, a
-    /// characteristic's `descriptors`); steps are named by their 1-based `CentralStep.index`.
+    /// Where a comment goes. Indices are 0-based positions in the scenario's lists (a
+    /// peripheral's `services` and `flaws`, a service's `characteristics`, a characteristic's
+    /// `descriptors`); peripherals are named by id, steps by their 1-based `CentralStep.index`.
+    /// A site the scenario does not have (`mtu` of a peripheral without one) gets no comment.
     public enum Site: Hashable, Sendable {
         /// The top of the file, above `scenario:`.
         case file

@@ -28,7 +28,7 @@ struct ScenarioDocument {
 
     func document() -> YAMLOut {
         var entries: [(key: String, value: YAMLOut)] = []
-        entries.append(("scenario", YAMLOut.scalar(ScalarText.text(scenario.name)).commented(above: comments[.file].above)))
+        entries.append(("scenario", site(.scalar(ScalarText.text(scenario.name)), .file)))
         if !scenario.tags.isEmpty { entries.append(("tags", .sequence(scenario.tags.map { .scalar(ScalarText.text($0)) }, .flow))) }
         if let timeout = scenario.timeout { entries.append(("timeout", .scalar(ScalarText.duration(timeout)))) }
         if let seed = scenario.seed { entries.append(("seed", .scalar(String(seed)))) }
