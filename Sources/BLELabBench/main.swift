@@ -9,6 +9,7 @@ import BLEWire
 import GAP
 import GATT
 import Scenario
+import ScenarioFormat
 
 let heartRateService: BluetoothUUID = 0x180D
 let heartRateMeasurement: BluetoothUUID = 0x2A37

@@ -1,5 +1,6 @@
 import BLELab
 import DBus
+import ScenarioFormat
 
 /// What the LEAdvertisement1 object says, from the spec's `advertise:` block. bluetoothd builds
 /// the AD structures itself: it adds Flags (General Discoverable with Discoverable true), may put

@@ -8,6 +8,7 @@ import BLEWire
 import DBus
 import GATT
 import Scenario
+import ScenarioFormat
 
 /// bluetoothd in the scenario central's seat (`blelab run --central bluez[:hciN]`): each step
 /// becomes the org.bluez call a Linux application would make, on the adapter given.

@@ -6,6 +6,7 @@ import DBus
 import GATT
 import HCI
 import Scenario
+import ScenarioFormat
 
 /// A scenario's peripheral served by bluetoothd: its services exported as a GATT application
 /// (GattManager1.RegisterApplication), its `advertise:` block as an LEAdvertisement1

@@ -6,6 +6,7 @@ import DBus
 import GATT
 import HCI
 import Scenario
+import ScenarioFormat
 
 /// `blelab run --peripheral bluez`: one of a scenario's peripherals served by bluetoothd over
 /// D-Bus (`BlueZPeripheral`), the others and the central on BLELab's stack as usual.

@@ -1,3 +1,5 @@
+import ScenarioFormat
+
 /// `blelab import`: a capture in, a scenario out.
 ///
 /// A central's capture (the phone's btsnoop_hci.log, PacketLogger on an iPhone or Mac, btmon on a
@@ -6,10 +8,14 @@
 /// operations. A peripheral's capture: its own advertising commands give the one peripheral, the
 /// other side of its connections the central. docs/import.md describes what becomes what.
 public enum CaptureImporter {
-    /// What an import produced: the scenario text and the analysis behind it.
-    public struct Result: Sendable {
-        /// The scenario file, ready to write.
+    /// What an import produced: the scenario, its text and the analysis behind it.
+    public struct Result {
+        /// The scenario file, ready to write: `scenario` as `ScenarioWriter` writes it, with `comments`.
         public var yaml: String
+        /// The scenario the importer built; reading `yaml` gives it back.
+        public var scenario: Scenario
+        /// Where each part came from in the capture, and what the scenario does not reproduce.
+        public var comments: ScenarioComments
         public var file: CaptureFile
         public var transcript: HCITranscript
         /// One per connection, in `transcript.connections` order.
@@ -24,9 +30,10 @@ public enum CaptureImporter {
         let file = try CaptureFile.decode(bytes)
         let transcript = try HCIStreamAnalysis.analyse(file)
         let sessions = transcript.connections.map { GATTSession.analyse($0.att) }
-        var writer = ScenarioWriter(transcript: transcript, sessions: sessions, source: source, format: file.format,
-                                    recordCount: file.recordCount)
-        let yaml = writer.write()
-        return Result(yaml: yaml, file: file, transcript: transcript, sessions: sessions, peripheralIDs: writer.peripherals.map(\.id))
+        var imported = ImportedScenario(transcript: transcript, sessions: sessions, source: source, format: file.format,
+                                        recordCount: file.recordCount)
+        let (scenario, comments) = imported.build()
+        return Result(yaml: ScenarioWriter.write(scenario, comments: comments), scenario: scenario, comments: comments, file: file,
+                      transcript: transcript, sessions: sessions, peripheralIDs: imported.peripherals.map(\.id))
     }
 }

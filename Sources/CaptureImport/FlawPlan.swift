@@ -1,6 +1,8 @@
 import ATT
+import BLERuntime
 import BLEWire
 import HCI
+import ScenarioFormat
 
 /// What the importer concluded about one operation of the central from the answers it got, for
 /// the expectations after its step.
@@ -47,12 +49,13 @@ private struct FlawRule {
     /// The characteristic whose attributes (past its declaration) it takes, in the capture's
     /// handles; nil: every request with the opcode.
     var range: ClosedRange<UInt16>?
-    var reference: String?
+    var reference: CharacteristicRef?
     var skip = 0
     var count = 1
+    /// In microseconds.
     var delay: Int64?
-    /// `respond-error: NAME`, `no-response: true`, `malformed: hex:…`, or nil (the normal answer, late).
-    var answer: String?
+    /// An error, none, damaged octets, or the normal answer (late).
+    var answer: ATTFlaw.Answer = .normal
     var comments: [String] = []
     /// Connection interval at the first request, for how close a merged request's delay must be.
     var interval: Int64
@@ -75,14 +78,9 @@ private struct FlawRule {
         }
     }
 
-    var text: String {
-        var fields = ["request: \(FlawPlan.requestName(opcode))"]
-        if let reference { fields.append("characteristic: \(reference)") }
-        if skip > 0 { fields.append("skip: \(skip)") }
-        fields.append("count: \(count)")
-        if let delay { fields.append("delay: \(YAMLValues.duration(microseconds: delay))") }
-        if let answer { fields.append(answer) }
-        return "{ \(fields.joined(separator: ", ")) }"
+    /// The rule as the peripheral's `flaws:` holds it; its delay in whole milliseconds, rounded up.
+    var flaw: ATTFlaw {
+        ATTFlaw(requests: [opcode], characteristic: reference, skip: skip, count: count, delay: delay.map(millisecondsUp) ?? .zero, answer: answer)
     }
 }
 
@@ -92,35 +90,17 @@ extension FlawPlan {
     /// A request unanswered this long before its link or the capture ended was left to time out.
     static let timedOutAfter: Int64 = 29_500_000
 
-    /// The scenario's name of a request (`read-by-group-type`), or `0xNN`.
-    static func requestName(_ opcode: ATTOpcode) -> String {
-        let names: [UInt8: String] = [0x02: "exchange-mtu", 0x04: "find-information", 0x06: "find-by-type-value", 0x08: "read-by-type",
-                                      0x0A: "read", 0x0C: "read-blob", 0x0E: "read-multiple", 0x10: "read-by-group-type",
-                                      0x12: "write", 0x16: "prepare-write", 0x18: "execute-write"]
-        return names[opcode.rawValue] ?? "0x" + hex8(opcode.rawValue)
-    }
-
-    /// The scenario's name of a response opcode (`read-by-group-type-response`), or `0xNN`.
-    static func responseName(_ opcode: ATTOpcode) -> String {
-        guard opcode.method == .response, !opcode.name.hasPrefix("Opcode") else { return "0x" + hex8(opcode.rawValue) }
-        return opcode.name.lowercased().split(separator: " ").joined(separator: "-")
-    }
-
-    /// A duration with the precision of its units: `48.75ms`, `6s`, `7500us`.
-    static func exact(microseconds us: Int64) -> String {
-        if us % 1_000_000 == 0 { return "\(us / 1_000_000)s" }
-        if us % 1000 == 0 { return "\(us / 1000)ms" }
-        if us % 10 == 0 {
-            var frac = String(us % 1000)
-            frac = String(repeating: "0", count: 3 - frac.count) + frac
-            while frac.hasSuffix("0") { frac.removeLast() }
-            return "\(us / 1000).\(frac)ms"
-        }
-        return "\(us)us"
-    }
+    /// A duration with the precision of its units, as the scenario writes it: `48.75ms`, `6s`, `7500us`.
+    static func exact(microseconds us: Int64) -> String { ScalarText.duration(.microseconds(us)) }
 }
 
-extension ScenarioWriter {
+/// Whole milliseconds, rounded up, never below 1 ms: how the importer states a time it measured.
+func millisecondsUp(_ us: Int64) -> TimeSpan { .milliseconds(max(1, (us + 999) / 1000)) }
+
+/// `millisecondsUp`, as the scenario writes it, for comments.
+func millisecondsUpText(_ us: Int64) -> String { ScalarText.duration(millisecondsUp(us)) }
+
+extension ImportedScenario {
     /// How a request left unanswered ended.
     private enum Unanswered {
         case timedOut
@@ -145,7 +125,7 @@ extension ScenarioWriter {
             // The peripheral hung up, or the link was lost, while it waited (Core 5.4, Vol 4, Part E, 7.7.5).
             if linkLoss(c) != nil { return .cutShort(.connectionTimeout) }
             if let (mark, reason) = peripheralDisconnect(c), reason != .connectionTimeout, !connection.endedByReset, mark.time >= sent {
-                return .cutShort(StepEmitter.peripheralReasons.contains(reason.rawValue) ? reason : nil)
+                return .cutShort(StepBuilder.peripheralReasons.contains(reason.rawValue) ? reason : nil)
             }
             let reason = connection.endedByReset ? "a controller reset" : (connection.reason.map { "\($0.name)" } ?? "?")
             return .dropped("the link ended (\(reason)) \(after) after it, before any answer")
@@ -321,7 +301,7 @@ extension ScenarioWriter {
                         continue
                     }
                     var timing = lateness(x, on: c)
-                    var answer: String?
+                    var answer: ATTFlaw.Answer?
                     var comment: String?
                     let name = x.request.opcode.name
                     if let n = lostAnswer(x, index, on: c) {
@@ -334,12 +314,12 @@ extension ScenarioWriter {
                     case .none:
                         switch fate(of: x, on: c) {
                         case .timedOut:
-                            answer = "no-response: true"
+                            answer = ATTFlaw.Answer.none
                             comment = "\(x.sent): the \(name) was never answered"
                             outcome.timedOut = x.request.opcode
                             if let k = op { sessions[c].operations[k].end = CaptureMark(record: x.sent.record, time: x.sent.time + FlawPlan.transactionTimeout) }
                         case let .cutShort(reason):
-                            answer = "no-response: true"
+                            answer = ATTFlaw.Answer.none
                             comment = "\(x.sent): the \(name) was never answered before the link ended"
                             outcome.cutShort = true
                             outcome.cutShortReason = reason
@@ -350,22 +330,22 @@ extension ScenarioWriter {
                         }
                     case let .rejected(bytes):
                         if x.serviceChange != nil {
-                            flawPlan.notes.append("\(x.sent): the answer to the \(name) of the central's re-discovery after Service Changed (\(YAMLValues.hex(bytes))) is not reproduced")
+                            flawPlan.notes.append("\(x.sent): the answer to the \(name) of the central's re-discovery after Service Changed (\(ScalarText.hex(bytes))) is not reproduced")
                             break
                         }
-                        answer = "malformed: \(YAMLValues.hex(bytes))"
-                        comment = "\(x.sent): the \(name) was answered with \(YAMLValues.hex(bytes)), which the central rejects"
+                        answer = .malformed(.octets(bytes))
+                        comment = "\(x.sent): the \(name) was answered with \(ScalarText.hex(bytes)), which the central rejects"
                         outcome.rejected = bytes
                     case let .error(code):
                         guard x.serviceChange == nil, !isNatural(code, x, peripheral: p), !isTriggered(code, x, peripheral: p) else { break }
-                        answer = "respond-error: \(code.name)"
+                        answer = .error(code)
                         comment = "\(x.sent): the \(name) got ATT error \(code.name), which the database alone does not explain"
                         if !(code == .attributeNotFound && GATTSession.isDiscovery(x.request)) { outcome.expectsError = true }
                     case .response:
                         break
                     }
                     }
-                    let delay = x.serviceChange == nil && answer != "no-response: true" ? timing?.delay : nil
+                    let delay = x.serviceChange == nil && answer != ATTFlaw.Answer.none ? timing?.delay : nil
                     if delay != nil, let timing {
                         let when = "answered \(CaptureMark.seconds(timing.responseTime)) after it, later than the link explains"
                         comment = comment.map { "\($0), \(when)" } ?? "\(x.sent): the \(name) was \(when)"
@@ -377,7 +357,7 @@ extension ScenarioWriter {
                     if let key { flawPlan.outcomes[key] = outcome }
                     sequence.append(x.request)
                     guard answer != nil || delay != nil else { continue }
-                    var rule = FlawRule(opcode: x.request.opcode, delay: delay, answer: answer, interval: timing?.interval ?? 30_000)
+                    var rule = FlawRule(opcode: x.request.opcode, delay: delay, answer: answer ?? .normal, interval: timing?.interval ?? 30_000)
                     // By characteristic when `gatt:` declares it (a rule cannot name one added at run time).
                     if let handle = FlawRule.handle(of: x.request), let (s, ch) = peripherals[p].database.characteristic(holding: handle),
                        !peripherals[p].addedServiceStarts.contains(s.start), let reference = peripherals[p].reference(ch.valueHandle) {
@@ -404,7 +384,7 @@ extension ScenarioWriter {
             for (i, r) in assigned.enumerated() where r != intended[i] {
                 flawPlan.notes.append("\(peripherals[p].id): request \(i + 1) of the replay would not get the answer the capture shows; the flaws do not reproduce it")
             }
-            peripherals[p].flaws = rules.map { ($0.comments, $0.text) }
+            peripherals[p].flaws = rules.map { ($0.comments, $0.flaw) }
         }
     }
 

@@ -1,5 +1,6 @@
 import ATT
 import BLEWire
+import ScenarioFormat
 
 /// Which descriptors the imported scenario's characteristics have, and what the lab's server does
 /// with them, so that `descriptors:` and the steps that read and write descriptors name only what
@@ -9,7 +10,7 @@ extension ImportedPeripheral {
     /// A descriptor handle of the capture as the scenario has it.
     struct DescriptorPlace {
         /// How steps name its characteristic.
-        var ref: String
+        var ref: CharacteristicRef
         var service: DiscoveredDatabase.Service
         var characteristic: DiscoveredDatabase.Characteristic
         var uuid: BluetoothUUID
@@ -137,7 +138,7 @@ extension ImportedPeripheral {
     }
 }
 
-extension ScenarioWriter {
+extension ImportedScenario {
     /// Reads the descriptors' first values and the writes the central made of them before any
     /// step is written: `descriptors:` and the lab's answers follow from them.
     mutating func planDescriptors() {
@@ -193,12 +194,12 @@ extension ScenarioWriter {
             guard let (_, c) = peripheral.database.characteristic(holding: handle), let d = c.descriptors.first(where: { $0.handle == handle }) else {
                 return "\(what) of handle 0x\(hex(handle)), which discovery did not find"
             }
-            let name = peripheral.reference(c.valueHandle) ?? "\(c.uuid) (value handle 0x\(hex(c.valueHandle)))"
+            let name = peripheral.reference(c.valueHandle).map(\.description) ?? "\(c.uuid) (value handle 0x\(hex(c.valueHandle)))"
             return "\(what) of \(name)'s descriptor \(d.uuid) at handle 0x\(hex(handle)), which the scenario's characteristic does not have (the lab lays out 2902, 2900 and 2903 from the properties, declares each other type once, and serves its own GAP and GATT characteristics)"
         }
         if let value, op.error == nil, !op.unanswered, op.rejected == nil,
            let error = peripheral.labWriteError(place, handle: handle, value: value) {
-            return "a write of \(YAMLValues.hex(value)) to \(place.ref)'s descriptor \(place.uuid), which the device accepted and the lab's server refuses (\(error.name))"
+            return "a write of \(ScalarText.hex(value)) to \(place.ref)'s descriptor \(place.uuid), which the device accepted and the lab's server refuses (\(error.name))"
         }
         return nil
     }

@@ -1,6 +1,7 @@
 import ATT
 import BLEWire
 import HCI
+import ScenarioFormat
 
 /// One peripheral of the imported scenario: what the capture shows of it (advertising, database,
 /// values) and the behaviour the importer gave it (triggers) to reproduce what it sent.
@@ -17,21 +18,21 @@ struct ImportedPeripheral {
     var connections: [Int] = []
     /// Initial values by value handle, from the first read (or first notification).
     var initialValues: [UInt16: [UInt8]] = [:]
-    /// Descriptors' values by handle, from the first read of each (`ScenarioWriter.planDescriptors`).
+    /// Descriptors' values by handle, from the first read of each (`ImportedScenario.planDescriptors`).
     var descriptorReads: [UInt16: [UInt8]] = [:]
     /// Descriptor handles the central wrote successfully, where the lab lets them be written:
     /// declared with write permission (a user description, through writable-auxiliaries).
     var writtenDescriptors: Set<UInt16> = []
     var deviceName: String?
-    /// Trigger actions by value handle, as flow-mapping lines.
-    var onWrite: [UInt16: [String]] = [:]
-    var onRead: [UInt16: [String]] = [:]
-    var onSubscribe: [UInt16: [String]] = [:]
+    /// Trigger actions by value handle.
+    var onWrite: [UInt16: [PeripheralAction]] = [:]
+    var onRead: [UInt16: [PeripheralAction]] = [:]
+    var onSubscribe: [UInt16: [PeripheralAction]] = [:]
     /// Comments for a characteristic's triggers (where they came from).
     var triggerNotes: [UInt16: [String]] = [:]
     var notes: [String] = []
-    /// Its `flaws:` rules, as flow mappings (docs/scenarios.md, Flawed peripherals).
-    var flaws: [(comments: [String], text: String)] = []
+    /// Its `flaws:` rules (docs/scenarios.md, Flawed peripherals), each with its comments.
+    var flaws: [(comments: [String], flaw: ATTFlaw)] = []
     /// Its receive MTU (`mtu:`), when its Exchange MTU Response gave another than the lab's 247.
     var mtu: Int?
     /// What Service Changed indications changed, in order.
@@ -98,14 +99,14 @@ struct ImportedPeripheral {
     /// the scenario's peripheral has the UUID in more than one service — two declared services,
     /// or a declared one and the GAP or GATT service the lab serves it in (a device's own 2A00).
     /// Nil when the scenario does not have that characteristic.
-    func reference(_ valueHandle: UInt16) -> String? {
+    func reference(_ valueHandle: UInt16) -> CharacteristicRef? {
         guard let (service, c) = database.characteristic(valueHandle: valueHandle) else { return nil }
         return reference(c, in: service)
     }
 
     /// How steps name `c` of `service` (two characteristics may claim one value handle in a
     /// damaged capture: this one, not the first with its value handle).
-    func reference(_ c: DiscoveredDatabase.Characteristic, in service: DiscoveredDatabase.Service) -> String? {
+    func reference(_ c: DiscoveredDatabase.Characteristic, in service: DiscoveredDatabase.Service) -> CharacteristicRef? {
         let declared = declaredServices
         var holders = declared.filter { s in s.characteristics.contains { $0.uuid == c.uuid } }.map(\.uuid)
         if let lab = Self.labService(of: c.uuid) { holders.append(lab) }
@@ -115,7 +116,7 @@ struct ImportedPeripheral {
         } else {
             guard declared.contains(where: { s in s.start == service.start && s.characteristics.contains { $0.declarationHandle == c.declarationHandle } }) else { return nil }
         }
-        return holders.count > 1 ? "\(YAMLValues.uuid(service.uuid))/\(YAMLValues.uuid(c.uuid))" : YAMLValues.uuid(c.uuid)
+        return CharacteristicRef(c.uuid, in: holders.count > 1 ? service.uuid : nil)
     }
 
     /// Whether the advertising (and scan response) would pass a scan filter.
@@ -145,55 +146,58 @@ struct ImportedPeripheral {
         return (20...10_240).contains(ms) ? ms : nil
     }
 
-    /// The `advertise:` block, indented by `indent`, and notes about what it cannot hold.
-    func advertiseLines(indent: String) -> [String] {
+    /// Its `advertise:` (nil: none) and the comments above it: what it cannot hold.
+    func advertising() -> (spec: AdvertisingSpec?, comments: [String], inline: String?) {
         guard let adv = advertisement ?? scanResponse else {
             // Never seen advertising, yet connected: the lab connects only to what a scan finds.
-            return connections.isEmpty ? [] : ["\(indent)advertise:", "\(indent)  interval: 100ms    # its advertising is not in the capture"]
+            return connections.isEmpty ? (nil, [], nil) : (AdvertisingSpec(), [], "its advertising is not in the capture")
         }
-        var lines: [String] = []
+        var spec = AdvertisingSpec()
         var notes: [String] = []
-        lines.append("\(indent)advertise:")
-        let inner = indent + "  "
         let data = content(advertisement)
         if advertisement != nil && data == nil {
-            notes.append("its advertising data (\(YAMLValues.hex(adv.data))) does not parse as AD structures")
+            notes.append("its advertising data (\(ScalarText.hex(adv.data))) does not parse as AD structures")
         }
-        lines += adLines(data, indent: inner, notes: &notes, allowFlags: true)
-        if let ms = advertisingInterval { lines.append("\(inner)interval: \(YAMLValues.duration(microseconds: ms * 1000))") }
-        if let a = advertisement, !a.connectable { lines.append("\(inner)connectable: false") }
+        let advertised = adContent(data, notes: &notes, allowFlags: true)
+        spec.name = advertised.name
+        spec.nameIsShortened = advertised.nameIsShortened
+        spec.services = advertised.services
+        spec.txPower = advertised.txPower
+        spec.manufacturerData = advertised.manufacturerData
+        spec.serviceData = advertised.serviceData
+        if let flags = advertised.flags { spec.flags = flags }
+        if let ms = advertisingInterval { spec.interval = .milliseconds(ms) }
+        if let a = advertisement, !a.connectable { spec.connectable = false }
         if let sr = scanResponse, let content = content(sr) {
             var srNotes: [String] = []
-            let items = adLines(content, indent: "", notes: &srNotes, allowFlags: false).map { $0.trimmingLeadingSpaces() }
-            if !items.isEmpty { lines.append("\(inner)scan-response: { \(items.joined(separator: ", ")) }") }
+            let response = adContent(content, notes: &srNotes, allowFlags: false)
+            if response != AdvertisingContent() { spec.scanResponse = response }
             notes += srNotes.map { "scan response: " + $0 }
         }
-        if advertisement == nil { lines.append("\(inner)# only its scan response was seen") }
-        if !lines.contains(where: { !$0.hasPrefix(inner + "#") && $0 != "\(indent)advertise:" }) {
-            lines.append("\(inner)interval: 100ms")
-        }
-        return notes.map { "\(indent)# \($0)" } + lines
+        if advertisement == nil { notes.append("only its scan response was seen") }
+        return (spec, notes, nil)
     }
 
-    /// The keys for one AD payload, each AD type once (the first), within the 31 octets of legacy
-    /// advertising (the lab adds a Flags structure to advertising data: 3 of them).
-    private func adLines(_ data: AdvertisingData?, indent: String, notes: inout [String], allowFlags: Bool) -> [String] {
-        guard let data else { return [] }
-        var lines: [String] = []
+    /// The AD structures of one payload the scenario can hold, each AD type once (the first),
+    /// within the 31 octets of legacy advertising (the lab adds a Flags structure to advertising
+    /// data: 3 of them). `flags` only when not the lab's 0x06.
+    private func adContent(_ data: AdvertisingData?, notes: inout [String], allowFlags: Bool) -> AdvertisingContent {
+        var c = AdvertisingContent()
+        guard let data else { return c }
         var budget = allowFlags ? 31 - 3 : 31
         var taken: Set<String> = []
-        func take(_ key: String, size: Int, _ line: String, notes: inout [String]) {
+        func take(_ key: String, size: Int, _ text: String, notes: inout [String], _ apply: () -> Void) {
             guard !taken.contains(key) else {
-                notes.append("a second \(key) structure (\(line.trimmingLeadingSpaces())) is not reproduced")
+                notes.append("a second \(key) structure (\(text)) is not reproduced")
                 return
             }
             guard size <= budget else {
-                notes.append("\(line.trimmingLeadingSpaces()) does not fit in the 31 octets of legacy advertising and is not reproduced")
+                notes.append("\(text) does not fit in the 31 octets of legacy advertising and is not reproduced")
                 return
             }
             budget -= size
             taken.insert(key)
-            lines.append(line)
+            apply()
         }
         var services: [BluetoothUUID] = []
         for s in data.structures {
@@ -210,41 +214,42 @@ struct ImportedPeripheral {
                 let n = services.filter { $0.width == width }.count
                 if n > 0 { size += 2 + n * width }
             }
-            take("services", size: size, "\(indent)services: [\(services.map(YAMLValues.uuid).joined(separator: ", "))]", notes: &notes)
+            take("services", size: size, "services: [\(services.map(\.description).joined(separator: ", "))]", notes: &notes) { c.services = services }
         }
-        var serviceData: [(BluetoothUUID, [UInt8])] = []
         for s in data.structures {
             switch s {
             case let .flags(f):
-                if allowFlags && f != 0x06 { take("flags", size: 0, "\(indent)flags: 0x\(hex8(f))", notes: &notes) }
+                if allowFlags && f != 0x06 { take("flags", size: 0, "flags: 0x\(hex8(f))", notes: &notes) { c.flags = f } }
             case let .localName(bytes, complete):
                 let name = String(decoding: bytes, as: UTF8.self)
-                take("name", size: 2 + Array(name.utf8).count, "\(indent)\(complete ? "name" : "short-name"): \(YAMLValues.quoted(name))", notes: &notes)
+                take("name", size: 2 + Array(name.utf8).count, "\(complete ? "name" : "short-name"): \(ScalarText.text(name))", notes: &notes) {
+                    c.name = name
+                    c.nameIsShortened = !complete
+                }
             case let .txPowerLevel(p):
-                take("tx-power", size: 3, "\(indent)tx-power: \(p)", notes: &notes)
+                take("tx-power", size: 3, "tx-power: \(p)", notes: &notes) { c.txPower = p }
             case let .manufacturerData(company, bytes):
                 take("manufacturer-data", size: 4 + bytes.count,
-                     "\(indent)manufacturer-data: \(YAMLValues.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))", notes: &notes)
+                     "manufacturer-data: \(ScalarText.hex([UInt8(company & 0xFF), UInt8(company >> 8)] + bytes))", notes: &notes) {
+                    c.manufacturerData = .init(companyID: company, data: bytes)
+                }
             case let .serviceData(uuid, bytes, _):
                 let size = 2 + uuid.width + bytes.count
-                if serviceData.contains(where: { $0.0 == uuid }) {
-                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: a second one for that UUID, and a scenario takes one value per service UUID")
+                if c.serviceData.contains(where: { $0.uuid == uuid }) {
+                    notes.append("service data for \(uuid) (\(ScalarText.hex(bytes))) is not reproduced: a second one for that UUID, and a scenario takes one value per service UUID")
                 } else if size > budget {
-                    notes.append("service data for \(uuid) (\(YAMLValues.hex(bytes))) is not reproduced: it takes \(size) octets and \(budget) of the 31 are left")
+                    notes.append("service data for \(uuid) (\(ScalarText.hex(bytes))) is not reproduced: it takes \(size) octets and \(budget) of the 31 are left")
                 } else {
                     budget -= size
-                    serviceData.append((uuid, bytes))
+                    c.serviceData.append(.init(uuid: uuid, data: bytes))
                 }
             case let .other(type, bytes):
-                notes.append("AD type 0x\(hex8(type)) (\(YAMLValues.hex(bytes))) has no scenario key and is not reproduced")
+                notes.append("AD type 0x\(hex8(type)) (\(ScalarText.hex(bytes))) has no scenario key and is not reproduced")
             case .serviceUUIDs16, .serviceUUIDs32, .serviceUUIDs128:
                 break
             }
         }
-        if !serviceData.isEmpty {
-            lines.append("\(indent)service-data: { \(serviceData.map { "\(YAMLValues.uuid($0.0)): \(YAMLValues.hex($0.1))" }.joined(separator: ", ")) }")
-        }
-        return lines
+        return c
     }
 
     /// The median of the RSSI its reports carried.
@@ -260,8 +265,4 @@ struct ImportedPeripheral {
 
     /// RSSI (`rssi:`): the median of what the reports carried, no weaker than the lab hears.
     var rssi: Int? { reportedRSSI.map { max($0, Self.weakestHeard) } }
-}
-
-extension String {
-    func trimmingLeadingSpaces() -> String { String(drop { $0 == " " }) }
 }

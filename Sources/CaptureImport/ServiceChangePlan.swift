@@ -1,5 +1,7 @@
 import ATT
 import BLEWire
+import GATT
+import ScenarioFormat
 
 /// A change of a peripheral's database that a Service Changed indication announced (Core 5.4,
 /// Vol 3, Part G, 7.1), as the central's re-discovery of the indicated range showed it.
@@ -30,7 +32,7 @@ struct ServiceKey: Hashable {
     }
 }
 
-extension ScenarioWriter {
+extension ImportedScenario {
     /// Works out, per peripheral, what each Service Changed indication changed, and which services
     /// the peripheral has from the start (those not added by a change).
     mutating func planServiceChanges() {
@@ -116,11 +118,11 @@ extension ScenarioWriter {
 
     /// The peripheral actions that make the lab's database change as `change` says, and the
     /// indication: `add-service`, `remove-service`, `service-changed`.
-    func serviceChangeActions(_ p: Int, _ change: DatabaseChange) -> (actions: [String], notes: [String]) {
-        var actions: [String] = []
+    func serviceChangeActions(_ p: Int, _ change: DatabaseChange) -> (actions: [PeripheralAction], notes: [String]) {
+        var actions: [PeripheralAction] = []
         var notes: [String] = []
         for r in change.removed {
-            actions.append("{ remove-service: \(YAMLValues.uuid(r.uuid)) }")
+            actions.append(.removeService(r.uuid))
         }
         for a in change.added.sorted(by: { $0.start < $1.start }) {
             let full = peripherals[p].database.services.first { ServiceKey($0) == ServiceKey(a) } ?? a
@@ -128,21 +130,21 @@ extension ScenarioWriter {
             // octets (Core 5.4, Vol 3, Part F, 3.2.9).
             var seen: Set<BluetoothUUID> = []
             let unique = full.characteristics.filter { seen.insert($0.uuid).inserted }
-            let characteristics = unique.map { ch -> String in
-                var fields = ["uuid: \(YAMLValues.uuid(ch.uuid))", "properties: [\(YAMLValues.properties(ch.properties).joined(separator: ", "))]"]
-                if let v = firstRead(p, handle: ch.valueHandle, after: change.mark), v.count <= 512 { fields.append("value: \(YAMLValues.value(v))") }
+            let characteristics = unique.map { ch -> CharacteristicSpec in
+                var spec = CharacteristicSpec(uuid: ch.uuid, properties: CharacteristicProperties(rawValue: ch.properties))
+                if let v = firstRead(p, handle: ch.valueHandle, after: change.mark), v.count <= 512 { spec.value = v }
                 let others = ch.descriptors.filter { $0.uuid != .clientCharacteristicConfiguration }
                 if !others.isEmpty {
-                    notes.append("\(change.mark): the added service \(YAMLValues.uuid(a.uuid)) has descriptors \(others.map { "\($0.uuid)" }.joined(separator: ", ")) of \(YAMLValues.uuid(ch.uuid)), which add-service cannot declare")
+                    notes.append("\(change.mark): the added service \(a.uuid) has descriptors \(others.map { "\($0.uuid)" }.joined(separator: ", ")) of \(ch.uuid), which add-service cannot declare")
                 }
-                return "{ \(fields.joined(separator: ", ")) }"
+                return spec
             }
-            actions.append("{ add-service: { service: \(YAMLValues.uuid(a.uuid)), characteristics: [\(characteristics.joined(separator: ", "))] } }")
+            actions.append(.addService(ServiceSpec(uuid: a.uuid, characteristics: characteristics)))
         }
         if change.handlesMatch {
-            actions.append("{ service-changed: { start: 0x\(hex(change.start)), end: 0x\(hex(change.end)) } }")
+            actions.append(.serviceChanged(ATTHandleRange(start: change.start, end: change.end)))
         } else {
-            actions.append("service-changed")
+            actions.append(.serviceChanged(nil))
             notes.append("\(change.mark): Service Changed for 0x\(hex(change.start))-0x\(hex(change.end)): the capture's added services do not sit where the lab puts them (after its last handle, with no descriptors but CCCDs), so the scenario lets the lab name the range it changed")
         }
         return (actions, notes)

@@ -4,7 +4,7 @@ import BLEWire
 import Controller
 import Foundation
 import GAP
-import Scenario
+import ScenarioFormat
 
 /// The lab behind CoreBluetoothLab: a `Lab` (one virtual loop, one simulated air) in which app
 /// code written for CoreBluetooth finds its controllers, and the test's handle on it.

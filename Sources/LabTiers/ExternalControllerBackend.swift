@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import Scenario
+import ScenarioFormat
 import Transport
 
 /// Scenarios on controllers nobody here wrote: RootCanal, Bumble, any H4 socket (tier

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Scenario
+import ScenarioFormat
 
 /// The monotonic clock in seconds, for process management only: start-up deadlines, stop grace
 /// periods, readiness polling. Labs and protocol code keep to their loop's clock.

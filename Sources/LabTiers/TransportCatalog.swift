@@ -1,4 +1,5 @@
 import Scenario
+import ScenarioFormat
 import Transport
 
 /// A `--transport` value that names a transport but cannot be read.

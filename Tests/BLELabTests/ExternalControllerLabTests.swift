@@ -4,6 +4,7 @@ import BLEWire
 import Controller
 import GAP
 import GATT
+import ScenarioFormat
 import Transport
 import XCTest
 

@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 import XCTest
 
 /// Flawed simulated peripherals on the sim air: each fault is checked on the ATT PDUs that crossed

@@ -6,6 +6,7 @@ import GAP
 import GATT
 import HCI
 import Host
+import ScenarioFormat
 import XCTest
 
 /// A central that breaks the Attribute Protocol against a simulated peripheral on the sim air:

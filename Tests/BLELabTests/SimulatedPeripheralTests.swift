@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 import XCTest
 
 /// Simulated peripherals built from specs: triggers, actions, generators, on the sim air.

@@ -6,6 +6,7 @@ import DBus
 import Foundation
 import GATT
 import Scenario
+import ScenarioFormat
 import XCTest
 @testable import BlueZLab
 

@@ -5,6 +5,7 @@ import BLEWire
 import DBus
 import GATT
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 @testable import BlueZLab

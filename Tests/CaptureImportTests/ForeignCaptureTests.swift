@@ -2,6 +2,7 @@ import BLERuntime
 import CaptureImport
 import HCI
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 
@@ -119,7 +120,7 @@ final class ForeignCaptureTests: XCTestCase {
         XCTAssertTrue(yaml.contains("  - mtu: 247"), yaml)
         XCTAssertTrue(yaml.contains("  - subscribe: 2A37"), yaml)
         // A steady second: notify-every on subscribe, with the three values.
-        XCTAssertTrue(yaml.contains("{ notify-every: { characteristic: 2A37, interval: 1000ms, value: { sequence: [hex:00 47, hex:00 48, hex:00 49] }, count: 3 } }"), yaml)
+        XCTAssertTrue(yaml.contains("{ notify-every: { characteristic: 2A37, interval: 1s, value: { sequence: [hex:00 47, hex:00 48, hex:00 49] }, count: 3 } }"), yaml)
         XCTAssertTrue(yaml.contains("expect: { notification: 2A37, count: 3, in-order: [hex:00 47, hex:00 48, hex:00 49]"), yaml)
         // The peripheral's receive MTU of 23 (its Exchange MTU Response) comes back.
         XCTAssertTrue(yaml.contains("    mtu: 23 "), yaml)

@@ -1,5 +1,6 @@
 import CaptureImport
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 
@@ -209,7 +210,7 @@ extension FuzzCorpusTests {
                 }
                 do {
                     let result = try CaptureImporter.importCapture(bytes, source: "\(base.name)-\(n)")
-                    XCTAssertNoThrow(try Scenario.parse(result.yaml, file: "\(base.name)-\(n)"), "\(base.name) flip \(n):\n\(result.yaml)")
+                    XCTAssertNoThrow(try loadWritten(result, label: "\(base.name) flip \(n)"))
                     imported += 1
                 } catch is CaptureError {
                     refused += 1
@@ -248,7 +249,7 @@ extension FuzzCorpusTests {
                 }
                 do {
                     let result = try CaptureImporter.importCapture(bytes, source: "\(name)-\(n)")
-                    XCTAssertNoThrow(try Scenario.parse(result.yaml, file: "\(name)-\(n)"), "\(name) flip \(n):\n\(result.yaml)")
+                    XCTAssertNoThrow(try loadWritten(result, label: "\(name) flip \(n)"))
                     imported += 1
                 } catch is CaptureError {
                     refused += 1

@@ -1,6 +1,7 @@
 import CaptureImport
 import Foundation
 import Scenario
+import ScenarioFormat
 import XCTest
 
 /// `blelab import CAPTURE [-o FILE]` through the CLI core.

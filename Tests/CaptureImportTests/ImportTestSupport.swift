@@ -7,6 +7,7 @@ import BLERuntime
 import CaptureImport
 import HCI
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 
@@ -35,14 +36,36 @@ func loadScenario(_ relative: String) throws -> Scenario {
 }
 
 /// Imports `bytes` and loads the scenario it wrote, as `blelab import` then `blelab run` would.
-func importAndLoad(_ bytes: [UInt8], source: String = "capture.btsnoop") throws -> (CaptureImporter.Result, Scenario) {
+/// The scenario the text reads back as must be the one the importer built.
+func importAndLoad(_ bytes: [UInt8], source: String = "capture.btsnoop", file: StaticString = #filePath,
+                   line: UInt = #line) throws -> (CaptureImporter.Result, Scenario) {
     let result = try CaptureImporter.importCapture(bytes, source: source)
+    return (result, try loadWritten(result, label: source, file: file, line: line))
+}
+
+/// The imported scenario's text read back: it must validate and be the scenario the importer
+/// built (`ScenarioWriter` wrote it from that model).
+@discardableResult
+func loadWritten(_ result: CaptureImporter.Result, label: String, file: StaticString = #filePath, line: UInt = #line) throws -> Scenario {
+    let loaded: Scenario
     do {
-        return (result, try Scenario.parse(result.yaml, file: "imported-\(source).yaml"))
+        loaded = try Scenario.parse(result.yaml, file: "imported-\(label).yaml")
     } catch {
-        XCTFail("the imported scenario does not load: \(error)\n\(result.yaml)")
+        XCTFail("\(label): the imported scenario does not load: \(error)\n\(result.yaml)", file: file, line: line)
         throw error
     }
+    XCTAssertEqual(loaded, result.scenario, "\(label): the text reads back as another scenario than the importer built:\n\(result.yaml)",
+                   file: file, line: line)
+    if loaded != result.scenario {
+        for (a, b) in zip(loaded.steps, result.scenario.steps) where a != b {
+            XCTFail("\(label): step \(a.index) '\(a.text)' is \(b.action) in the model", file: file, line: line)
+            break
+        }
+        for (a, b) in zip(loaded.peripherals, result.scenario.peripherals) where a != b {
+            XCTFail("\(label): peripheral \(a.id) reads back as \(a), built as \(b)", file: file, line: line)
+        }
+    }
+    return loaded
 }
 
 /// The same capture as datalink 1001 (HCI un-encapsulated: the type in the flags) or 2001 (Linux

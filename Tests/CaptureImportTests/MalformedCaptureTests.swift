@@ -1,5 +1,6 @@
 import CaptureImport
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

@@ -1,6 +1,7 @@
 import CaptureImport
 import Foundation
 import Scenario
+import ScenarioFormat
 import XCTest
 
 /// The replay check: a scenario imported from a capture passes against the same peripheral

@@ -2,6 +2,7 @@ import BLELab
 import BLEWire
 import CaptureImport
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

@@ -4,6 +4,7 @@ import BLERuntime
 import BLEWire
 import CoreBluetoothLab
 import Foundation
+import ScenarioFormat
 import XCTest
 
 /// The documented behaviours apps most often get wrong, each checked against what crossed the

@@ -5,6 +5,7 @@ import BLEWire
 import CoreBluetoothLab
 import Foundation
 import GATT
+import ScenarioFormat
 import XCTest
 
 /// CBPeripheral's GATT operations beyond the easy-to-get-wrong ones: discovery results, reads,

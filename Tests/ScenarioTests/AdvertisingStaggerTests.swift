@@ -3,6 +3,7 @@ import BLERuntime
 import BLEWire
 import Controller
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

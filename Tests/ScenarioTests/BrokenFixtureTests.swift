@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

@@ -1,4 +1,5 @@
 import BLERuntime
+import ScenarioFormat
 import Transport
 import XCTest
 @testable import Scenario

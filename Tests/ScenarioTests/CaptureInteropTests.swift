@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import Foundation
 import HCI
+import ScenarioFormat
 import Transport
 import XCTest
 @testable import Scenario

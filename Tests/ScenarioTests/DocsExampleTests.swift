@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLELab
 import Foundation
+import ScenarioFormat
 import Transport
 import XCTest
 import YAMLSubset

@@ -4,6 +4,7 @@ import BLERuntime
 import BLEWire
 import GAP
 import GATT
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

@@ -4,6 +4,7 @@ import BLEWire
 import Controller
 import Foundation
 import HCI
+import ScenarioFormat
 import Transport
 import XCTest
 @testable import Scenario

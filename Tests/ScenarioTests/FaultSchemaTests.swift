@@ -1,3 +1,4 @@
+import ScenarioFormat
 import XCTest
 import BLELab
 import BLERuntime

@@ -1,6 +1,7 @@
 import ATT
 import BLELab
 import BLERuntime
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import BLEWire
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

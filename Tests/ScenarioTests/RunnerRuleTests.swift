@@ -1,5 +1,6 @@
 import BLELab
 import BLERuntime
+import ScenarioFormat
 import Transport
 import XCTest
 @testable import Scenario

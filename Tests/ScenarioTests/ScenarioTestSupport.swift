@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLELab
 import BLERuntime
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

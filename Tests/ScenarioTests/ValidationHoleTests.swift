@@ -1,3 +1,4 @@
+import ScenarioFormat
 import XCTest
 @testable import Scenario
 

@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import Scenario
+import ScenarioFormat
 import XCTest
 
 /// Every protocol violation a lab device's host reports, of every layer, is in the scenario's

@@ -4,6 +4,7 @@ import CaptureImport
 import Foundation
 import LabTiers
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 
@@ -110,6 +111,7 @@ final class CaptureImportInteropTests: TierTestCase {
 
         // The imported scenario: it loads, its peripheral is ours, its steps are what Bumble did.
         let scenario = try Scenario.parse(result.yaml, file: "imported.yaml")
+        XCTAssertEqual(scenario, result.scenario, "the text reads back as another scenario than the importer built:\n\(result.yaml)")
         let imported = try XCTUnwrap(scenario.peripherals.first { !$0.services.isEmpty }, result.yaml)
         XCTAssertEqual(imported.services.map { "\($0.uuid) " + $0.characteristics.map { "\($0.uuid):\($0.properties.rawValue)" }.joined(separator: ",") },
                        spec.services.map { "\($0.uuid) " + $0.characteristics.map { "\($0.uuid):\($0.properties.rawValue)" }.joined(separator: ",") },

@@ -3,6 +3,7 @@ import Glibc
 #endif
 @testable import LabTiers
 import Scenario
+import ScenarioFormat
 import XCTest
 
 /// LabTiers' process management with plain shell commands: own session and group, logs in

@@ -7,6 +7,7 @@ import GAP
 import GATT
 import LabTiers
 import Scenario
+import ScenarioFormat
 import XCTest
 
 /// BLELab's host stack against an independent one: Bumble's Device (tools/bumble_peripheral.py,

@@ -6,6 +6,7 @@ import BLERuntime
 import Foundation
 import LabTiers
 import Scenario
+import ScenarioFormat
 import Transport
 import XCTest
 

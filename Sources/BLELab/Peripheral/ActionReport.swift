@@ -1,4 +1,5 @@
 import BLERuntime
+import ScenarioFormat
 
 /// What a peripheral's actions did when a scenario's `peripheral:` step ran them: one line per
 /// action up to the first `delay` (what follows it runs later), and the actions that could not do

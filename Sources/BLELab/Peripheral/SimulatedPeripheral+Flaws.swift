@@ -3,6 +3,7 @@ import BLERuntime
 import BLEWire
 import GAP
 import GATT
+import ScenarioFormat
 
 /// A flawed peripheral: its ATT server misanswers requests as `spec.flaws` says, and its actions
 /// can send what a correct server never would (notifications for unknown handles, unsolicited

@@ -5,6 +5,7 @@ import GAP
 import GATT
 import HCI
 import Host
+import ScenarioFormat
 
 /// A `PeripheralSpec` brought to life on a lab device: its services in the GATT server, its
 /// advertising, and its triggers wired to what centrals do.

@@ -9,6 +9,7 @@ import BLEWire
 import GAP
 import Host
 import Scenario
+import ScenarioFormat
 
 /// `blelab hostile`: BLELab's host in one role on an external controller, for a hostile peer on
 /// the same controllers (tools/hostile_peer.py with Bumble on RootCanal; docs/tiers.md). Prints

@@ -1,4 +1,5 @@
 import BLERuntime
+import ScenarioFormat
 import Transport
 
 /// `blelab`'s commands over an injected console, wall clock and file writer, so that everything

@@ -1,3 +1,5 @@
+import ScenarioFormat
+
 /// `blelab`'s command line, parsed: which command, with which options. Parsing never touches the
 /// file system; a bad command line is a `UsageError` (exit status 2).
 public enum CLICommand: Equatable {

@@ -1,4 +1,5 @@
 import CaptureImport
+import ScenarioFormat
 
 /// `blelab import CAPTURE [-o FILE]`: the capture's central side as a scenario (docs/import.md).
 public struct ImportArguments: Equatable {

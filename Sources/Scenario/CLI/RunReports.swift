@@ -1,4 +1,5 @@
 import BLERuntime
+import ScenarioFormat
 import Transport
 
 /// One scenario run of a `blelab run`: the result, which repetition it was, and its wall time

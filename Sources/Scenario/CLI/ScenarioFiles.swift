@@ -1,3 +1,5 @@
+import ScenarioFormat
+
 /// Finding and loading scenario files for a command.
 public enum ScenarioFiles {
     /// The scenario files in `paths`: files as given, folders searched recursively for `*.yaml`

@@ -1,3 +1,5 @@
+import ScenarioFormat
+
 /// `blelab verdicts [LABEL=]JUNIT…`: the verdict of every scenario on every tier, from the JUnit
 /// files `blelab run --junit` wrote on each, and the scenarios whose verdicts differ. A scenario
 /// the lab runs on several tiers must get the same verdict on each: one that passes on the sim and

@@ -3,6 +3,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GATT
+import ScenarioFormat
 
 /// Scenario roles played by a stack other than BLELab's host: bluetoothd over D-Bus in the
 /// central's seat (`blelab run --central bluez`) or serving one of the scenario's peripherals

@@ -1,6 +1,7 @@
 import ATT
 import BLELab
 import BLERuntime
+import ScenarioFormat
 import Transport
 
 /// What crossed the link, per peripheral and characteristic value handle, rebuilt from the ATT

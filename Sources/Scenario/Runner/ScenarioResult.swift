@@ -1,5 +1,6 @@
 import BLELab
 import BLERuntime
+import ScenarioFormat
 import Transport
 
 /// What running one scenario gave: its outcome, the step-by-step record, and (when asked for) the

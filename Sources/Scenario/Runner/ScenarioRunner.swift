@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import Controller
+import ScenarioFormat
 
 /// Where scenarios run: makes the lab for each run. The sim tier builds simulated controllers on
 /// a simulated air; other tiers (socket, vhci) plug in here with their own controllers.

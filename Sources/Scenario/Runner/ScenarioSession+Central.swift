@@ -6,6 +6,7 @@ import GAP
 import GATT
 import HCI
 import Host
+import ScenarioFormat
 
 /// The scripted central's steps (docs/scenarios.md section 5).
 extension ScenarioSession {

@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 
 /// `expect:` steps. Writes and notifications are judged on the ATT PDUs that crossed the link.
 extension ScenarioSession {

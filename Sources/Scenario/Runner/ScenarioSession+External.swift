@@ -4,6 +4,7 @@ import BLERuntime
 import BLEWire
 import GATT
 import HCI
+import ScenarioFormat
 
 /// Steps and expectations when another stack plays a seat (ExternalRoles.swift). With an
 /// external central, what crossed the link is judged on the HCI of BLELab's peripherals: the

@@ -5,6 +5,7 @@ import Controller
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 
 /// Fault steps and link expectations (docs/scenarios.md "Faults").
 extension ScenarioSession {

@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 
 /// What the scripted central met on its links to flawed peripherals: responses its ATT bearer
 /// rejected, transaction timeouts, notifications for handles it never discovered, Service Changed

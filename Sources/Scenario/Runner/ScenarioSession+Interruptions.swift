@@ -4,6 +4,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 
 /// What a `connect` step gave, for `expect: { connect-failed }`.
 struct ConnectAttempt {

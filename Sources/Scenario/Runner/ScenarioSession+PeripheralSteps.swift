@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GAP
+import ScenarioFormat
 
 /// The central's `peripheral:` step: peripherals act now, in the order written. The step never
 /// says ok for actions that did nothing: an action that acts on the link waits until the

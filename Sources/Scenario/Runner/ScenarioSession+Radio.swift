@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import GAP
 import HCI
+import ScenarioFormat
 
 /// The radio side of a run: RSSI expectations, and how the central answers its peripherals'
 /// requests for new connection parameters (docs/scenarios.md sections 6 and 18).

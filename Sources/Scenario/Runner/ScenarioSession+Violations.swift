@@ -1,5 +1,6 @@
 import GAP
 import Host
+import ScenarioFormat
 
 /// The protocol violations of every lab device, in the timeline and in the notes of the steps
 /// they happened in: each device's host reports every layer's (HCI, L2CAP, LE signaling, SMP,

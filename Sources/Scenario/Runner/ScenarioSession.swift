@@ -5,6 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import ScenarioFormat
 import Transport
 
 /// Why a step stopped the scenario (internal: becomes a `ScenarioFailure`).

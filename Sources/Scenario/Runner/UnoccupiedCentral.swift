@@ -1,6 +1,7 @@
 import BLELab
 import BLERuntime
 import BLEWire
+import ScenarioFormat
 
 /// `blelab run --central none`: the central's seat is left to a program outside the lab (a
 /// team's own BlueZ-based gateway running beside it). The lab plays the peripherals; a scenario

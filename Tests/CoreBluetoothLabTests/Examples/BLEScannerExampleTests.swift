@@ -7,6 +7,7 @@ import CoreBluetoothLab
 import Foundation
 import GATT
 import HCI
+import ScenarioFormat
 import XCTest
 
 /// Seed 001: the general scanner — named devices only, each once; connect, read, subscribe.

@@ -5,6 +5,7 @@ import BLERuntime
 import CoreBluetoothLab
 import Foundation
 import GATT
+import ScenarioFormat
 import XCTest
 
 /// Seed 003: the battery-level central — manufacturer name read once, level 0–100 % read then

@@ -5,6 +5,7 @@ import CoreBluetoothLab
 import Foundation
 import GATT
 import HM10Serial
+import ScenarioFormat
 import XCTest
 
 /// Seed 000: the HM-10 serial app, against an HM-10 with each write policy the app supports.

@@ -4,6 +4,7 @@ import BLERuntime
 import CoreBluetoothLab
 import Foundation
 import GATT
+import ScenarioFormat
 import SmartCurtain
 import XCTest
 

@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GATT
+import ScenarioFormat
 
 /// Simulated peripherals the tests place in the lab, built with `PeripheralSpec`.
 enum Peripherals {
