@@ -86,6 +86,7 @@ public struct L2CAPReassembler<Stream: Hashable> {
     /// What one fragment produced: a whole frame, octets of an unfinished frame that a new start
     /// replaced, a problem, several of these, or nothing yet (a frame still in progress).
     public struct Outcome {
+        @inlinable init() {}
         public var frame: L2CAPBasicFrame?
         /// A start fragment arrived while a frame of the stream was unfinished: that frame's
         /// octets, dropped (possibly none, when its start fragment was empty).
@@ -93,18 +94,20 @@ public struct L2CAPReassembler<Stream: Hashable> {
         public var problem: Problem?
     }
 
-    private var pending: [Stream: [UInt8]] = [:]
+    /// Inlinable (with `feed`) so that each reader gets it specialised for its `Stream` type:
+    /// it runs on every ACL packet a host receives.
+    @usableFromInline var pending: [Stream: [UInt8]] = [:]
 
-    public init() {}
+    @inlinable public init() {}
 
     /// Whether any stream has a frame in progress.
-    public var isEmpty: Bool { pending.isEmpty }
+    @inlinable public var isEmpty: Bool { pending.isEmpty }
 
     /// The octets of the unfinished frame of `stream`, if one was begun.
     public func unfinished(_ stream: Stream) -> [UInt8]? { pending[stream] }
 
     /// Forgets `stream` (its link ended); returns the octets of a frame it left unfinished.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func discard(_ stream: Stream) -> [UInt8]? { pending.removeValue(forKey: stream) }
 
     /// Forgets every stream `isIncluded` selects.
@@ -113,6 +116,7 @@ public struct L2CAPReassembler<Stream: Hashable> {
     }
 
     /// Feeds one ACL fragment's data of `stream`.
+    @inlinable
     public mutating func feed(_ data: [UInt8], boundary: PacketBoundary, stream: Stream) -> Outcome {
         var outcome = Outcome()
         let buffer: [UInt8]
