@@ -8,13 +8,13 @@ import HCI
 import Host
 import ScenarioFormat
 
-/// The scripted central's steps (docs/scenarios.md section 5).
+/// The scripted central's steps (docs/scenarios.md section 5), one path whoever plays the seat
+/// (CentralSeat.swift): BLELab's own host or another stack.
 extension ScenarioSession {
     func execute(_ step: CentralStep, position: Int) throws {
-        if try executeExternal(step, position: position) { return }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
-        case let .connect(id, within): try connect(id, within: within, scan: step.connectScan ?? .connectDefault, step: step, position: position)
+        case let .connect(id, within): try connect(id, within: within, step: step, position: position)
         case let .discover(id, services): try discover(id, services: services, step: step, position: position)
         case let .exchangeMTU(id, mtu): try exchangeMTU(id, mtu: mtu, step: step, position: position)
         case let .read(id, ref): try read(ref, on: id, step: step, position: position)
@@ -34,44 +34,31 @@ extension ScenarioSession {
     // MARK: Scanning and connecting
 
     private func scan(_ scan: ScanStep, step: CentralStep) throws {
-        var reports: [ScanReport] = []
-        let timing = scan.timing ?? .scanDefault
-        let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
-                                              allowDuplicates: scan.duplicates, interval: timing.interval, window: timing.window,
-                                              minimumRSSI: scan.minRSSI)
-        let started = try operate("the scan to start") { done in
-            central.host.startScanning(configuration, onReport: { reports.append($0) }, completion: done)
-        }
-        if case let .failure(error) = started {
-            throw StepFailure(kind: .operation, expected: "the scan to start", seen: "\(error)")
-        }
+        let started = try operate("the scan to start") { done in central.startScan(scan, completion: done) }
+        if case let .failure(error) = started { throw StepFailure(kind: .operation, expected: "the scan to start", seen: "\(error)") }
+        if central.needsAdvertisingReannounced { reannounceAdvertising() }
         try pass(scan.duration, doing: "the end of the scan (for: \(scan.duration))")
-        _ = try operate("the scan to stop") { done in central.host.stopScanning(completion: done) }
-        var found: [String: ScanReport] = [:]
+        let reports: [ExternalScanReport]
+        switch try operate("the scan to stop", { done in central.stopScan(completion: done) }) {
+        case let .success(r): reports = r
+        case let .failure(error): throw StepFailure(kind: .operation, expected: "the scan to stop", seen: "\(error)")
+        }
+        var found: [String: ExternalScanReport] = [:]
         var others = 0
-        for report in reports where scan.names.isEmpty || Self.localNames(report).contains(where: scan.names.contains) {
-            if let id = peripheralID(at: report.address) {
-                found[id] = report
-                everDiscovered[id] = report
-            } else {
-                others += 1
-            }
+        // min-rssi: the report's RSSI (one the stack did not give cannot pass).
+        let strongEnough = { (r: ExternalScanReport) in scan.minRSSI.map { floor in r.rssi.map { $0 >= floor } ?? false } ?? true }
+        for report in reports where (scan.names.isEmpty || report.names.contains(where: scan.names.contains)) && strongEnough(report) {
+            if let id = peripheralID(at: report.address) { found[id] = report } else { others += 1 }
         }
         lastScan = (step.index, found, others)
+        discovered.formUnion(found.keys)
         note = found.isEmpty ? "discovered nothing" : "discovered " + describeScan(found)
     }
 
-    func describeScan(_ found: [String: ScanReport]) -> String {
-        scenario.peripherals.compactMap { spec in found[spec.id].map { "\(spec.id) (\($0.rssi) dBm)" } }.joined(separator: ", ")
-    }
-
-    /// Every local name a report advertises, complete and shortened, in the advertising data and
-    /// the scan response.
-    static func localNames(_ report: ScanReport) -> [String] {
-        (report.advertisement.structures + (report.scanResponse?.structures ?? [])).compactMap { s in
-            if case let .localName(bytes, _) = s { return String(decoding: bytes, as: UTF8.self) }
-            return nil
-        }
+    func describeScan(_ found: [String: ExternalScanReport]) -> String {
+        scenario.peripherals.compactMap { spec in
+            found[spec.id].map { r in r.rssi.map { "\(spec.id) (\($0) dBm)" } ?? spec.id }
+        }.joined(separator: ", ")
     }
 
     func peripheralID(at address: LEAddress) -> String? {
@@ -79,85 +66,115 @@ extension ScenarioSession {
             ?? scenario.peripherals.first { externalPeripherals[$0.id]?.address == address }?.id
     }
 
-    /// Connects to the address the latest scan that found `id` reported. A connect that a
-    /// `connect-failed` right after it expects to fail may also aim at a peripheral no scan found,
-    /// at its declared address, as an app reconnects to a device it remembers.
-    private func connect(_ id: String, within: TimeSpan, scan: ScanTiming, step: CentralStep, position: Int) throws {
-        if let existing = connections[id], existing.isConnected {
+    /// The address `id` is at: BLELab's device, or what the external peripheral reports.
+    func address(of id: String) -> LEAddress? {
+        peripherals[id]?.device.address ?? externalPeripherals[id]?.address
+    }
+
+    /// Connects to `id`, which a scan must have found. A connect that a `connect-failed` right
+    /// after it expects to fail may also aim at a peripheral no scan found, at its declared
+    /// address, as an app reconnects to a device it remembers.
+    private func connect(_ id: String, within: TimeSpan, step: CentralStep, position: Int) throws {
+        if everConnected.contains(id), let address = address(of: id), central.isConnected(address) {
             throw StepFailure(kind: .operation, expected: "a new connection to \(id)", seen: "already connected to \(id)")
         }
-        let remembered = expectsInterruption(after: position, linkLost: false, of: id) ? address(of: id) : nil
-        guard let address = everDiscovered[id]?.address ?? remembered else {
+        let remembered = expectsInterruption(after: position, linkLost: false, of: id)
+        guard discovered.contains(id) || remembered, let address = address(of: id) else {
             let scanned = lastScan == nil ? "no scan has run" : "no scan discovered \(id)"
             throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
         }
-        var result: Result<Connection, HostError>?
-        central.host.connect(to: address, timeout: within, scanInterval: scan.interval, scanWindow: scan.window) { result = $0 }
-        // The host cancels the attempt at `within`; its completion follows the cancel's round trip.
-        try waitFor("the connection to \(id) (within: \(within))", within: within + .seconds(1)) { result != nil }
+        var result: Result<Void, ExternalRoleError>?
+        central.connect(to: address, within: within, scan: step.connectScan) { if result == nil { result = $0 } }
+        // The seat bounds the attempt by `within`; its completion may follow a little later.
+        try waitFor("the connection to \(id) (within: \(within))", within: within + central.connectGrace) { result != nil }
         switch result {
-        case let .success(connection)?:
-            connections[id] = connection
+        case .success?:
+            everConnected.insert(id)
+            let connection = central.connection(to: address)
+            if let connection { connections[id] = connection }
             lastConnect = ConnectAttempt(step: step, peripheral: id, time: now, outcome: .connected(connection))
-            connection.whenDisconnected { [unowned self] _ in self.linkEnded[id] = self.now }
-            observations.connected(id, centralHandle: connection.handle)
-            watchFlaws(connection, id: id)
-            note = "connected to \(id) at \(address), handle \(hex4(connection.handle))"
-        case let .failure(error)?:
-            switch error {
-            case .timeout:
-                try connectFailed(id, step: step, position: position, reason: .timeout, seen: "no connection within \(within)", within: within)
-            case let .command(_, status):
-                try connectFailed(id, step: step, position: position, reason: .status(status), seen: "\(error)", within: within)
-            default:
-                try connectFailed(id, step: step, position: position, reason: nil, seen: "\(error)", within: within)
+            if let connection {
+                connection.whenDisconnected { [unowned self] _ in self.linkEnded[id] = self.now }
+                observations.connected(id, centralHandle: connection.handle)
+                watchFlaws(connection, id: id)
             }
+            note = "connected to \(id) at \(address)" + (connection.map { ", handle \(hex4($0.handle))" } ?? "")
+        case let .failure(error)?:
+            let (reason, seen) = Self.connectFailure(error, within: within)
+            try connectFailed(id, step: step, position: position, reason: reason, seen: seen, within: within)
         case nil:
-            central.host.cancelConnect()
+            central.abandonConnect()
             throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "no answer from the controller")
         }
     }
 
-    /// HCI Disconnect, then waits for Disconnection Complete: `within`, or by default as long as
-    /// the link's termination procedure can take (`Connection.terminationBound`: a slow link's
+    /// Why a connect gave no connection, named when it has a name, and in words.
+    static func connectFailure(_ error: ExternalRoleError, within: TimeSpan) -> (ConnectFailureReason?, String) {
+        switch error {
+        case .host(.timeout): return (.timeout, "no connection within \(within)")
+        case let .host(.command(_, status)): return (.status(status), "\(error)")
+        case .timeout: return (.timeout, "\(error)")
+        default: return (nil, "\(error)")
+        }
+    }
+
+    /// Ends the connection and waits for its end: `within`, or by default as long as the link's
+    /// termination procedure can take (`Connection.terminationBound`: a slow link's
     /// LL_TERMINATE_IND may wait seconds for the peripheral to listen).
     private func disconnect(_ id: String, within: TimeSpan?) throws {
-        let connection = try live(id)
-        let limit = within ?? connection.terminationBound
-        var refused: HostError?
-        connection.disconnect(reason: .remoteUserTerminatedConnection) { result in
-            if case let .failure(error) = result { refused = error }
+        let address = try linked(id)
+        let connection = central.connection(to: address)
+        let limit = within ?? connection?.terminationBound ?? Self.operationLimit
+        var result: Result<Void, ExternalRoleError>?
+        central.disconnect(from: address) { if result == nil { result = $0 } }
+        let ended = try waitFor("the disconnection from \(id) (within: \(limit))", within: limit) { result != nil }
+        if case let .failure(error)? = result {
+            throw StepFailure(kind: .operation, expected: "the connection to \(id) to end", seen: "\(error)")
         }
-        guard try waitFor("the disconnection from \(id) (within: \(limit))", within: limit, until: { !connection.isConnected }) else {
-            let why = refused.map { "the controller refused HCI Disconnect: \($0)" }
-                ?? "\(Self.describe(connection)): the termination may take up to \(Self.milliseconds(connection.terminationBound))"
+        guard ended else {
             throw StepFailure(kind: .operation, expected: "the connection to \(id) to end within \(limit)",
-                              seen: "still connected after \(limit) (\(why))")
+                              seen: "still connected after \(limit)" + (central.whyStillConnected(address).map { " (\($0))" } ?? ""))
         }
-        note = "disconnected from \(id): \(connection.disconnectReason.map { "\($0)" } ?? "?")"
+        note = "disconnected from \(id)" + (connection.map { ": \($0.disconnectReason.map { "\($0)" } ?? "?")" } ?? "")
     }
 
     static func milliseconds(_ span: TimeSpan) -> String {
         ConnectionUpdateRequest.milliseconds(micros: span.nanoseconds / 1000)
     }
 
-    /// The live connection to `id`.
+    /// The address of `id` while the central is connected to it.
+    func linked(_ id: String) throws -> LEAddress {
+        guard everConnected.contains(id), let address = address(of: id) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")
+        }
+        guard central.isConnected(address) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "the connection ended" + endReason(id))
+        }
+        return address
+    }
+
+    /// " (remote-user-terminated (0x13))" when the lab saw the link end, else "".
+    func endReason(_ id: String) -> String {
+        connections[id].map { " (\($0.disconnectReason.map { "\($0)" } ?? "?"))" } ?? ""
+    }
+
+    /// The live GAP connection to `id` (BLELab's host in the seat).
     func live(_ id: String) throws -> Connection {
         guard let connection = connections[id] else {
             throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")
         }
         guard connection.isConnected else {
-            throw StepFailure(kind: .operation, expected: "a connection to \(id)",
-                              seen: "the connection ended (\(connection.disconnectReason.map { "\($0)" } ?? "?"))")
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "the connection ended" + endReason(id))
         }
         return connection
     }
 
-    /// The characteristic `ref` as discovery found it on `id`.
-    func discovered(_ ref: CharacteristicRef, on id: String, connection: Connection) throws -> GATTRemoteCharacteristic {
-        let services = connection.client.services
+    /// The characteristic `ref` as the central resolved it on `id`.
+    @discardableResult
+    func characteristic(_ ref: CharacteristicRef, on id: String, at address: LEAddress) throws -> ExternalCharacteristic {
+        let services = central.services(on: address)
         for service in services where ref.service == nil || service.uuid == ref.service {
-            if let c = service.characteristic(ref.characteristic) { return c }
+            if let c = service.characteristics.first(where: { $0.uuid == ref.characteristic }) { return c }
         }
         let seen = services.isEmpty ? "nothing discovered yet (add a discover step)"
             : "discovery found \(services.flatMap { s in s.characteristics.map { "\(s.uuid)/\($0.uuid)" } }.joined(separator: ", "))"
@@ -167,32 +184,43 @@ extension ScenarioSession {
     // MARK: GATT operations
 
     /// Settles an operation's result: success, or an ATT error that the `expect` steps right
-    /// after it must expect, or a failure.
-    private func settle<T>(_ result: Result<T, GATTError>, _ what: String, step: CentralStep, position: Int) throws -> T? {
+    /// after it must expect, or a failure (`expected`: what the step's failure says it expected).
+    private func settle<T>(_ result: Result<T, ExternalRoleError>, _ what: String, expected: String? = nil,
+                           step: CentralStep, position: Int) throws -> T? {
         switch result {
         case let .success(value):
             lastOperation = (step, nil)
             return value
         case let .failure(error):
             lastOperation = (step, error)
-            if case let .linkLost(reason) = error {
+            if case let .gatt(.linkLost(reason)) = error {
                 try cutShort(error, reason: reason, what, step: step, position: position)
                 return nil
             }
             let following = scenario.steps[(position + 1)...].prefix { $0.isExpectation }
             guard let code = error.attErrorCode else {
-                if expectsFailure(error, following: following) {
-                    note = describe(error, of: step)
+                if case let .gatt(failure) = error {
+                    if expectsFailure(failure, following: following) {
+                        note = describe(failure, of: step)
+                        return nil
+                    }
+                    throw StepFailure(kind: .operation, expected: expected ?? "\(what) to complete", seen: describe(failure, of: step))
+                }
+                // A stack that says only that the call failed: the link tells whether it ended under it.
+                if let id = step.action.peripheral, let address = address(of: id), !central.isConnected(address),
+                   expectsInterruption(after: position, linkLost: true, of: id) {
+                    note = "cut short: the link to \(id) ended (\(error))"
                     return nil
                 }
-                throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: describe(error, of: step))
+                throw StepFailure(kind: .operation, expected: expected ?? "\(what) to complete", seen: "\(error)")
             }
             note = "ATT error \(code)"
             let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }
             guard expectsAnError else {
+                var seen = "\(error)"
+                if case let .gatt(failure) = error { seen = "ATT Error Response \(code) for handle \(hex4(Self.handle(of: failure)))" }
                 throw StepFailure(kind: .unexpectedATTError,
-                                  expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step",
-                                  seen: "ATT Error Response \(code) for handle \(hex4(Self.handle(of: error)))")
+                                  expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step", seen: seen)
             }
             return nil
         }
@@ -204,24 +232,25 @@ extension ScenarioSession {
     }
 
     private func discover(_ id: String, services: [BluetoothUUID]?, step: CentralStep, position: Int) throws {
-        guard let connection = try liveForOperation(id, step: step, position: position) else { return }
-        let result = try operate("discovery on \(id)") { done in connection.client.discoverAll(serviceUUIDs: services, completion: done) }
+        guard let address = try target(id, step: step, position: position) else { return }
+        let result = try operate("discovery on \(id)") { done in central.discover(on: address, services: services, completion: done) }
         if let found = try settle(result, "discovery on \(id)", step: step, position: position) {
             note = "services " + found.map { s in "\(s.uuid) [\(s.characteristics.map(\.uuid.description).joined(separator: ", "))]" }.joined(separator: ", ")
         }
     }
 
     private func exchangeMTU(_ id: String, mtu: Int, step: CentralStep, position: Int) throws {
-        guard let connection = try liveForOperation(id, step: step, position: position) else { return }
-        connection.bearer.preferredMTU = UInt16(clamping: mtu)
-        let result = try operate("Exchange MTU with \(id)") { done in connection.client.exchangeMTU(completion: done) }
-        if let value = try settle(result, "Exchange MTU with \(id)", step: step, position: position) { note = "ATT_MTU \(value)" }
+        guard let address = try target(id, step: step, position: position) else { return }
+        let result = try operate("Exchange MTU with \(id)") { done in central.exchangeMTU(mtu, on: address, completion: done) }
+        if let value = try settle(result, "Exchange MTU with \(id)", step: step, position: position) {
+            note = central.describe(.mtu(asked: mtu, now: value ?? central.mtu(on: address)))
+        }
     }
 
     private func read(_ ref: CharacteristicRef, on id: String, step: CentralStep, position: Int) throws {
-        guard let connection = try liveForOperation(id, step: step, position: position) else { return }
-        let c = try discovered(ref, on: id, connection: connection)
-        let result = try operate("the read of \(ref)") { done in connection.client.read(handle: c.valueHandle, completion: done) }
+        guard let address = try target(id, step: step, position: position) else { return }
+        try characteristic(ref, on: id, at: address)
+        let result = try operate("the read of \(ref)") { done in central.read(ref, on: address, completion: done) }
         if let value = try settle(result, "the read of \(ref)", step: step, position: position) {
             lastRead = (step.index, value)
             note = "read \(ValueText.describe(value))"
@@ -229,68 +258,36 @@ extension ScenarioSession {
     }
 
     private func write(_ w: WriteStep, step: CentralStep, position: Int) throws {
-        guard let connection = try liveForOperation(w.peripheral, step: step, position: position) else { return }
-        let c = try discovered(w.characteristic, on: w.peripheral, connection: connection)
-        let method = w.type.method(for: c.properties)
-        let start = central.traffic.records.count
-        lastWrite = (step, start, connection.handle)
-        switch method {
-        case .request:
-            let result = try operate("the write to \(w.characteristic)") { done in
-                connection.client.write(w.value, handle: c.valueHandle, completion: done)
-            }
-            if try settle(result, "the write to \(w.characteristic)", step: step, position: position) != nil {
-                note = "Write Request accepted"
-            }
-        case .command:
-            lastOperation = (step, nil)
-            let what = "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
-            guard connection.client.writeWithoutResponse(w.value, handle: c.valueHandle) else {
-                if !connection.isConnected {
-                    let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
-                    return try cutShort(.linkLost(reason: reason), reason: reason, what, step: step, position: position)
-                }
-                throw StepFailure(kind: .operation, expected: what,
-                                  seen: Self.unsentCommand(w.value.count, mtu: connection.client.mtu, bearer: connection.bearer.state,
-                                                           failure: connection.bearer.failure))
-            }
-            // Like CoreBluetooth's writeWithoutResponse, done once it has left the host.
-            let crossed = try waitFor("the Write Command to cross the central's HCI", within: Expectation.defaultWithin) {
-                self.central.traffic.records.dropFirst(start).contains { $0.wasSent && $0.opcode == .writeCommand } || !connection.isConnected
-            }
-            let left = central.traffic.records.dropFirst(start).contains { $0.wasSent && $0.opcode == .writeCommand }
-            if !left, !connection.isConnected {
-                // The link ended while the command waited for the controller's buffers.
-                let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
-                return try cutShort(.linkLost(reason: reason), reason: reason, what, step: step, position: position)
-            }
-            guard crossed, left else {
-                throw StepFailure(kind: .operation, expected: "the Write Command to leave the central within \(Expectation.defaultWithin)",
-                                  seen: "it did not cross the central's HCI")
-            }
-            note = "Write Command sent"
+        guard let address = try target(w.peripheral, step: step, position: position) else { return }
+        let c = try characteristic(w.characteristic, on: w.peripheral, at: address)
+        let handle = valueHandle(w.characteristic, on: w.peripheral)
+        lastWrite = WriteMark(step: step, peripheral: w.peripheral, centralTraffic: centralDevice?.traffic.records.count ?? 0,
+                              connectionHandle: connections[w.peripheral]?.handle,
+                              received: handle.map { observations.writes(w.peripheral, $0).count } ?? 0)
+        let command = w.type.method(for: c.properties) == .command
+        let what = command ? "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
+            : "the write to \(w.characteristic)"
+        let request = ExternalWrite(value: w.value, type: w.type, acquire: step.acquire)
+        let result = try operate(what) { done in central.write(request, to: w.characteristic, on: address, completion: done) }
+        if try settle(result, what, expected: command ? what : nil, step: step, position: position) != nil {
+            note = central.describe(.write(request))
         }
     }
 
     private func subscribe(_ ref: CharacteristicRef, on id: String, enable: Bool, step: CentralStep, position: Int) throws {
-        guard let connection = try liveForOperation(id, step: step, position: position) else { return }
-        let c = try discovered(ref, on: id, connection: connection)
+        guard let address = try target(id, step: step, position: position) else { return }
+        try characteristic(ref, on: id, at: address)
         let what = "\(enable ? "the subscription to" : "the unsubscription from") \(ref)"
         let handle = valueHandle(ref, on: id)
         // What a subscription brings (an `on-subscribe` notify can arrive before the Write
         // Response) counts; what was in flight before an unsubscription took effect does not.
         let before = handle.map { observations.arrivals(id, $0).count }
+        let acquire = step.acquire, configuration = step.subscription
         let result = try operate(what) { done in
-            if !enable {
-                connection.client.unsubscribe(from: c, completion: done)
-            } else if let configuration = step.subscription {
-                connection.client.setConfiguration(configuration, for: c, completion: done)
-            } else {
-                connection.client.subscribe(to: c, completion: done)
-            }
+            central.setNotifications(enable, for: ref, on: address, acquire: acquire, configuration: configuration, completion: done)
         }
         if try settle(result, what, step: step, position: position) != nil {
-            note = enable ? "CCCD written" + (step.subscription.map { " (\($0))" } ?? "") : "CCCD cleared"
+            note = central.describe(.notifications(enable: enable, acquire: acquire, configuration: configuration))
         }
         // Notifications count from here ("since subscribing").
         if let handle {
@@ -318,9 +315,9 @@ extension ScenarioSession {
     func valueHandle(_ ref: CharacteristicRef, on id: String) -> UInt16? {
         if let handles = peripherals[id]?.handles(for: ref) { return handles.valueHandle }
         // Served by another stack: the handle the central discovered on the link.
-        guard externalPeripherals[id] != nil, let connection = connections[id] else { return nil }
-        for service in connection.client.services where ref.service == nil || service.uuid == ref.service {
-            if let c = service.characteristic(ref.characteristic) { return c.valueHandle }
+        guard externalPeripherals[id] != nil, everConnected.contains(id), let address = address(of: id) else { return nil }
+        for service in central.services(on: address) where ref.service == nil || service.uuid == ref.service {
+            if let c = service.characteristics.first(where: { $0.uuid == ref.characteristic }) { return c.valueHandle }
         }
         return nil
     }
@@ -329,7 +326,11 @@ extension ScenarioSession {
 
     /// The handle of descriptor `d` as discovery found it on `id`.
     private func discovered(_ d: DescriptorRef, on id: String, connection: Connection) throws -> UInt16 {
-        let c = try discovered(d.characteristic, on: id, connection: connection)
+        guard let address = address(of: id) else { throw StepFailure(kind: .operation, expected: "\(d) discovered on \(id)", seen: "\(id) has no address") }
+        try characteristic(d.characteristic, on: id, at: address)
+        let ref = d.characteristic
+        let c = connection.client.services.lazy.filter { ref.service == nil || $0.uuid == ref.service }
+            .compactMap { $0.characteristic(ref.characteristic) }.first!
         if let found = c.descriptors.first(where: { $0.uuid == d.uuid }) { return found.handle }
         let seen = c.descriptors.isEmpty ? "discovery found no descriptors of \(d.characteristic)"
             : "discovery found \(c.descriptors.map { "\($0.uuid) at \(hex4($0.handle))" }.joined(separator: ", "))"
@@ -340,7 +341,7 @@ extension ScenarioSession {
     private func readDescriptor(_ d: DescriptorRef, on id: String, step: CentralStep, position: Int) throws {
         let connection = try live(id)
         let handle = try discovered(d, on: id, connection: connection)
-        let result = try operate("the read of \(d)") { done in connection.client.read(handle: handle, completion: done) }
+        let result: Result<[UInt8], ExternalRoleError> = try operate("the read of \(d)") { done in connection.client.read(handle: handle) { done($0.mapError { ExternalRoleError.gatt($0) }) } }
         if let value = try settle(result, "the read of \(d)", step: step, position: position) {
             lastRead = (step.index, value)
             note = "read \(ValueText.describe(value)) from \(hex4(handle))"
@@ -354,7 +355,7 @@ extension ScenarioSession {
         let handle = try discovered(d, on: id, connection: connection)
         let valueHandle = self.valueHandle(d.characteristic, on: id)
         let before = valueHandle.map { observations.arrivals(id, $0).count }
-        let result = try operate("the write of \(d)") { done in connection.client.write(value, handle: handle, completion: done) }
+        let result: Result<Void, ExternalRoleError> = try operate("the write of \(d)") { done in connection.client.write(value, handle: handle) { done($0.mapError { ExternalRoleError.gatt($0) }) } }
         if try settle(result, "the write of \(d)", step: step, position: position) != nil {
             note = "Write Request to \(hex4(handle)) accepted"
         }
@@ -364,4 +365,16 @@ extension ScenarioSession {
             notificationMarks[key] = enables ? before ?? 0 : observations.arrivals(id, valueHandle).count
         }
     }
+}
+
+/// Where the central's and the peripheral's accounts of writes stood when a write step started:
+/// `write-sent-as` is judged on the central's HCI when the lab sees it, else on the peripheral's.
+struct WriteMark {
+    var step: CentralStep
+    var peripheral: String
+    /// ATT records on the central's HCI before the write.
+    var centralTraffic: Int
+    var connectionHandle: UInt16?
+    /// Writes the peripheral had received before it.
+    var received: Int
 }

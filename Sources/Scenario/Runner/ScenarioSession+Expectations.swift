@@ -5,13 +5,13 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import Host
 import ScenarioFormat
 
 /// `expect:` steps. Writes and notifications are judged on the ATT PDUs that crossed the link.
 extension ScenarioSession {
     func check(_ expectation: Expectation, step: CentralStep) throws {
         func fail(_ seen: String) -> StepFailure { StepFailure(kind: .expectation, expected: expectation.summary, seen: seen) }
-        if try checkExternal(expectation, fail: fail) { return }
         switch expectation {
         case let .discovered(id), let .notDiscovered(id):
             guard let scan = lastScan else { throw fail("no scan has run") }
@@ -24,21 +24,18 @@ extension ScenarioSession {
             }
             note = "the last scan discovered \(summary)"
         case let .connected(id):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            guard connection.isConnected else {
-                throw fail("the connection ended (\(connection.disconnectReason.map { "\($0)" } ?? "?"))")
-            }
+            do { try linked(id) } catch let f as StepFailure { throw fail(f.seen) }
         case let .services(list, id):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            let found = connection.client.services.map(\.uuid)
+            guard everConnected.contains(id), let address = address(of: id) else { throw fail("never connected to \(id)") }
+            let found = central.services(on: address).map(\.uuid)
             let missing = list.filter { !found.contains($0) }
             guard missing.isEmpty else {
                 throw fail(found.isEmpty ? "no services discovered" : "services \(found.map(\.description).joined(separator: ", ")) (no \(missing.map(\.description).joined(separator: ", ")))")
             }
         case let .characteristic(ref, properties, id):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            let c: GATTRemoteCharacteristic
-            do { c = try discovered(ref, on: id, connection: connection) } catch let f as StepFailure { throw fail(f.seen) }
+            guard everConnected.contains(id), let address = address(of: id) else { throw fail("never connected to \(id)") }
+            let c: ExternalCharacteristic
+            do { c = try characteristic(ref, on: id, at: address) } catch let f as StepFailure { throw fail(f.seen) }
             guard c.properties == properties else { throw fail("\(ref) has properties \(c.properties)") }
         case let .value(expected):
             guard let read = lastRead else { throw fail("no read has returned a value") }
@@ -62,12 +59,23 @@ extension ScenarioSession {
             notificationMarks[key] = observations.arrivals(id, handle).count
             guard arrived.isEmpty else { throw fail(describe(arrived, of: ref)) }
         case let .disconnected(id, reason, within):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            let ended = try waitFor("the disconnection of \(id) (within: \(within))", within: within) { !connection.isConnected }
+            guard everConnected.contains(id), let address = address(of: id) else { throw fail("never connected to \(id)") }
+            let ended = try waitFor("the disconnection of \(id) (within: \(within))", within: within) { !self.central.isConnected(address) }
             guard ended else { throw fail("still connected after \(within)") }
-            let actual = connection.disconnectReason
-            if let reason, actual != reason { throw fail("disconnected with reason \(actual.map { "\($0)" } ?? "?")") }
-            note = "disconnected: \(actual.map { "\($0)" } ?? "?")"
+            if let connection = connections[id] {
+                let actual = connection.disconnectReason
+                if let reason, actual != reason { throw fail("disconnected with reason \(actual.map { "\($0)" } ?? "?")") }
+                note = "disconnected: \(actual.map { "\($0)" } ?? "?")"
+                return
+            }
+            // Another stack does not tell the reason: it is read from the peripheral's side of the link.
+            if let reason {
+                // The peripheral's end may hear of it a moment after the central's stack.
+                if peripherals[id] != nil { try waitFor("\(id)'s host to hear the link end", within: within) { !self.peripheralHasLink(id) } }
+                let seen = centralSideReason(id)
+                guard seen == reason else { throw fail("disconnected with reason \(seen.map { "\($0)" } ?? "unknown (\(id) saw none)")") }
+            }
+            note = "disconnected"
         case let .flaw(e):
             try checkFlaw(e, fail: fail)
         case let .fault(f):
@@ -79,16 +87,33 @@ extension ScenarioSession {
         }
     }
 
+    /// Judged on the central's HCI when the lab sees it (BLELab's host), else where the write
+    /// arrived: the peripheral's HCI (its stack decoded the PDU).
     private func checkWriteMethod(_ method: WriteMethod, fail: (String) -> StepFailure) throws {
         guard let write = lastWrite else { throw fail("no write has run") }
-        let writes = central.traffic.records.dropFirst(write.trafficStart).filter { r in
-            r.wasSent && r.connectionHandle == write.connectionHandle
-                && [ATTOpcode.writeRequest, .writeCommand, .signedWriteCommand, .prepareWriteRequest].contains { $0 == r.opcode }
+        if let centralDevice {
+            let writes = centralDevice.traffic.records.dropFirst(write.centralTraffic).filter { r in
+                r.wasSent && r.connectionHandle == write.connectionHandle
+                    && [ATTOpcode.writeRequest, .writeCommand, .signedWriteCommand, .prepareWriteRequest].contains { $0 == r.opcode }
+            }
+            guard let first = writes.first else { throw fail("no write PDU crossed the central's HCI after step \(write.step.index)") }
+            let seen: WriteMethod = first.opcode == .writeCommand || first.opcode == .signedWriteCommand ? .command : .request
+            guard seen == method else { throw fail("ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))") }
+            note = "ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))"
+            return
         }
-        guard let first = writes.first else { throw fail("no write PDU crossed the central's HCI after step \(write.step.index)") }
-        let seen: WriteMethod = first.opcode == .writeCommand || first.opcode == .signedWriteCommand ? .command : .request
-        guard seen == method else { throw fail("ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))") }
-        note = "ATT \(first.pdu?.description ?? ATTPDU.describe(first.bytes))"
+        guard case let .write(w) = write.step.action, let handle = valueHandle(w.characteristic, on: write.peripheral) else {
+            throw fail("\(write.peripheral) has no such characteristic")
+        }
+        try waitFor("the write to reach \(write.peripheral)", within: Expectation.defaultWithin) {
+            self.observations.writes(write.peripheral, handle).count > write.received
+        }
+        guard let first = observations.writes(write.peripheral, handle).dropFirst(write.received).first else {
+            throw fail("no write PDU reached \(write.peripheral) after step \(write.step.index)")
+        }
+        guard let seen = first.method else { throw fail("\(first.description): the stack does not say which PDU it was") }
+        guard seen == method else { throw fail(first.description) }
+        note = "\(write.peripheral) received \(first.description)"
     }
 
     private func checkReceived(_ e: PeripheralReceivedExpectation, fail: (String) -> StepFailure) throws {

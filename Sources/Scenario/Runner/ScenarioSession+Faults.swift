@@ -63,7 +63,7 @@ extension ScenarioSession {
         switch fault {
         case let .linkLoss(id, after):
             let (air, controller) = try simulated(id, "link-loss")
-            guard let centralController = central.controller else { return }
+            guard let centralController = centralDevice.controller else { return }
             if let after {
                 _ = lab.loop.schedule(after: after) { [weak self] in
                     let lost = air.loseLink(between: centralController, and: controller)

@@ -139,7 +139,7 @@ extension ScenarioSession {
             let got = found()
             flaws.setMark("rejected", id, (flaws.rejected[id] ?? []).count)
             guard let match = matching() else {
-                if let last = lastOperation, let error = last.error, case .invalidResponse = error {
+                if let last = lastOperation, let error = last.error, case .gatt(.invalidResponse) = error {
                     // A response that decoded but made no sense for the procedure.
                     note = "step \(last.step.index) got \(error)"
                     if opcode == nil, bytes == nil { return }
@@ -160,11 +160,11 @@ extension ScenarioSession {
                 throw fail(other.isEmpty ? "no ATT transaction timeout on \(id)" : "timeouts of \(other.joined(separator: ", "))")
             }
             // Part F 3.3.3: after a timeout no more ATT PDUs go out on that bearer.
-            let after = central.traffic.records.filter { $0.wasSent && $0.connectionHandle == timeout.connectionHandle && $0.time > timeout.time }
+            let after = centralDevice.traffic.records.filter { $0.wasSent && $0.connectionHandle == timeout.connectionHandle && $0.time > timeout.time }
             if let first = after.first {
                 throw fail("the central sent \(first.pdu?.description ?? ATTPDU.describe(first.bytes)) at \(first.time), after the timeout at \(timeout.time)")
             }
-            let sent = central.traffic.records.last { $0.wasSent && $0.connectionHandle == timeout.connectionHandle && $0.opcode == timeout.request }
+            let sent = centralDevice.traffic.records.last { $0.wasSent && $0.connectionHandle == timeout.connectionHandle && $0.opcode == timeout.request }
             note = "\(timeout.request.name)\(sent.map { " sent at \($0.time)" } ?? "") timed out at \(timeout.time); no ATT after it"
         case let .responseTime(least, most):
             guard let last = lastOperation, let record = stepRecords.last(where: { $0.step.index == last.step.index }) else {
@@ -173,7 +173,7 @@ extension ScenarioSession {
             let connection = last.step.action.peripheral.flatMap { connections[$0] }?.handle
             var slowest: TimeSpan?
             var pending: Instant?
-            for r in central.traffic.records where r.time >= record.start && r.time <= record.end
+            for r in centralDevice.traffic.records where r.time >= record.start && r.time <= record.end
                 && (connection == nil || r.connectionHandle == connection) {
                 guard let op = r.opcode else { continue }
                 if r.wasSent && op.method == .request { pending = r.time }
@@ -205,7 +205,7 @@ extension ScenarioSession {
             var what = "\(arrival.isIndication ? "indication" : "notification") of \(hex4(handle)) value \(ValueText.describe(arrival.value)) at \(arrival.time) ignored"
             if arrival.isIndication {
                 // Part F 3.4.7.2: every indication is confirmed, known handle or not.
-                guard let confirmation = central.traffic.records.first(where: { $0.wasSent && $0.connectionHandle == arrival.connectionHandle
+                guard let confirmation = centralDevice.traffic.records.first(where: { $0.wasSent && $0.connectionHandle == arrival.connectionHandle
                                                                                   && $0.opcode == .handleValueConfirmation && $0.time >= arrival.time }) else {
                     throw fail("the indication of \(hex4(handle)) at \(arrival.time) was never confirmed")
                 }
@@ -225,7 +225,7 @@ extension ScenarioSession {
                 let other = (flaws.serviceChanges[id] ?? []).dropFirst(mark).map { "\($0.range)" }
                 throw fail(other.isEmpty ? "no Service Changed indication from \(id)" : "Service Changed for \(other.joined(separator: ", "))")
             }
-            guard central.traffic.records.contains(where: { $0.wasSent && $0.connectionHandle == change.connectionHandle
+            guard centralDevice.traffic.records.contains(where: { $0.wasSent && $0.connectionHandle == change.connectionHandle
                                                              && $0.opcode == .handleValueConfirmation && $0.time >= change.time }) else {
                 throw fail("the Service Changed indication at \(change.time) was never confirmed")
             }

@@ -9,7 +9,7 @@ import ScenarioFormat
 /// What a `connect` step gave, for `expect: { connect-failed }`.
 struct ConnectAttempt {
     enum Outcome {
-        /// The connection (nil when another stack in the central's seat holds it).
+        /// The connection (nil when the seat gives the lab none: another stack holds it).
         case connected(Connection?)
         /// Why it gave none, when it has a name, and the report's words.
         case failed(ConnectFailureReason?, String)
@@ -41,24 +41,27 @@ extension ScenarioSession {
         return status + (linkEnded[id].map { " at \($0)" } ?? "")
     }
 
-    /// The live connection an operation needs; nil when the link to `id` has already ended and a
-    /// `link-lost` right after the step expects that (the step is then done, and says so).
-    func liveForOperation(_ id: String, step: CentralStep, position: Int) throws -> Connection? {
-        do {
-            return try live(id)
-        } catch let failure as StepFailure {
-            guard let connection = connections[id], !connection.isConnected,
-                  expectsInterruption(after: position, linkLost: true, of: id) else { throw failure }
-            let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
-            lastOperation = (step, .linkLost(reason: reason))
-            note = "not started: the link to \(id) had ended (\(linkEnd(id, reason: reason)))"
-            return nil
+    /// The address of `id` for an operation; nil when BLELab's host had a link to `id` that has
+    /// already ended and a `link-lost` right after the step expects that (the step is then done,
+    /// and says so). Another stack is asked even after the link ended: what it says then is what
+    /// is reported.
+    func target(_ id: String, step: CentralStep, position: Int) throws -> LEAddress? {
+        guard everConnected.contains(id), let address = address(of: id) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")
         }
+        guard let connection = central.connection(to: address), !connection.isConnected else { return address }
+        guard expectsInterruption(after: position, linkLost: true, of: id) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "the connection ended" + endReason(id))
+        }
+        let reason = connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue
+        lastOperation = (step, .gatt(.linkLost(reason: reason)))
+        note = "not started: the link to \(id) had ended (\(linkEnd(id, reason: reason)))"
+        return nil
     }
 
     /// An operation the end of the link cut short: expected by a `link-lost` right after it, or a
     /// failure saying what to write.
-    func cutShort(_ error: GATTError, reason: UInt8, _ what: String, step: CentralStep, position: Int) throws {
+    func cutShort(_ error: ExternalRoleError, reason: UInt8, _ what: String, step: CentralStep, position: Int) throws {
         let id = step.action.peripheral ?? "?"
         lastOperation = (step, error)
         guard expectsInterruption(after: position, linkLost: true, of: id) else {
@@ -81,15 +84,28 @@ extension ScenarioSession {
     func checkInterruption(_ e: InterruptionExpectation, fail: (String) -> StepFailure) throws {
         switch e {
         case let .linkLost(id, reason):
-            if externalCentral != nil { return try checkExternalLinkLost(id, reason: reason, fail: fail) }
             guard let last = lastOperation else { throw fail("no operation has run") }
             let step = "step \(last.step.index) (\(last.step.text))"
             guard let error = last.error else { throw fail("\(step) completed; the link to \(id) stayed up") }
-            guard case let .linkLost(code) = error else { throw fail("\(step) got \(error), with the link to \(id) up") }
-            if let reason, reason.rawValue != code {
-                throw fail("\(step) was cut short when the link ended with \(HCIStatus(rawValue: code))")
+            if case let .gatt(failure) = error {
+                guard case let .linkLost(code) = failure else { throw fail("\(step) got \(error), with the link to \(id) up") }
+                if let reason, reason.rawValue != code {
+                    throw fail("\(step) was cut short when the link ended with \(HCIStatus(rawValue: code))")
+                }
+                note = "step \(last.step.index) was cut short: the link to \(id) ended (\(linkEnd(id, reason: code)))"
+                return
             }
-            note = "step \(last.step.index) was cut short: the link to \(id) ended (\(linkEnd(id, reason: code)))"
+            // A stack that says only that the call failed: the link tells, and the peripheral's
+            // side of it why it ended.
+            guard let address = address(of: id), !central.isConnected(address) else {
+                throw fail("\(step) got \(error), with the link to \(id) up")
+            }
+            if let reason {
+                if peripherals[id] != nil { try waitFor("\(id)'s host to hear the link end", within: Expectation.defaultWithin) { !self.peripheralHasLink(id) } }
+                let seen = centralSideReason(id)
+                guard seen == reason else { throw fail("\(step) was cut short when the link ended with \(seen.map { "\($0)" } ?? "an unknown reason")") }
+            }
+            note = "step \(last.step.index) was cut short: the link to \(id) ended (\(error))"
         case let .connectFailed(id, reason):
             guard let attempt = lastConnect, attempt.peripheral == id else { throw fail("no connect to \(id) has run") }
             let step = "step \(attempt.step.index)"
@@ -127,21 +143,5 @@ extension ScenarioSession {
         }
         if let reason, reason != .status(ended) { throw fail("\(connected); it failed to be established (\(ended))") }
         note = "\(connected), but the connection was never established: \(ended)"
-    }
-
-    private func checkExternalLinkLost(_ id: String, reason: HCIStatus?, fail: (String) -> StepFailure) throws {
-        guard let last = lastExternalOperation else { throw fail("no operation has run") }
-        let step = "step \(last.step.index) (\(last.step.text))"
-        guard let error = last.error else { throw fail("\(step) completed; the link to \(id) stayed up") }
-        guard let address = address(of: id), externalCentral?.isConnected(address) == false else {
-            throw fail("\(step) got \(error), with the link to \(id) up")
-        }
-        // The central's stack does not say why the link ended: the peripheral's side does.
-        if let reason {
-            if peripherals[id] != nil { try waitFor("\(id)'s host to hear the link end", within: Expectation.defaultWithin) { !self.peripheralHasLink(id) } }
-            let seen = centralSideReason(id)
-            guard seen == reason else { throw fail("\(step) was cut short when the link ended with \(seen.map { "\($0)" } ?? "an unknown reason")") }
-        }
-        note = "step \(last.step.index) was cut short: the link to \(id) ended (\(error))"
     }
 }

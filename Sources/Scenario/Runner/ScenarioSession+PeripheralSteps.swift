@@ -45,12 +45,9 @@ extension ScenarioSession {
     /// Whether the central holds a live connection to `id`; nil when nobody in the lab can tell
     /// (the central's seat is left to a program outside the lab).
     private func centralLinked(_ id: String) -> Bool? {
-        if let external = externalCentral {
-            if external is UnoccupiedCentral { return nil }
-            guard externalConnections.contains(id), let address = address(of: id) else { return false }
-            return external.isConnected(address)
-        }
-        return connections[id]?.isConnected == true
+        guard central.knowsItsLinks else { return nil }
+        guard everConnected.contains(id), let address = address(of: id) else { return false }
+        return central.isConnected(address)
     }
 
     /// Waits (at most `Expectation.defaultWithin`) for `id`'s host to have the link `action` acts

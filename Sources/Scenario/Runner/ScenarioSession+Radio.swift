@@ -10,15 +10,18 @@ extension ScenarioSession {
     // MARK: RSSI
 
     /// `expect: { rssi }`: HCI Read RSSI on the link (Vol 4 Part E 7.5.4) when connected or
-    /// `from: link`, else the RSSI of the peripheral's last report in the most recent scan.
+    /// `from: link`, else the RSSI of the peripheral's last report in the most recent scan (the
+    /// only one another stack in the central's seat gives: `from: link` is skipped before the
+    /// run, ScenarioRoles).
     func checkRSSI(_ e: RSSIExpectation, fail: (String) -> StepFailure) throws {
         let id = e.peripheral
         let onLink = e.source.map { $0 == .link } ?? (connections[id]?.isConnected == true)
         guard onLink else {
             guard let scan = lastScan else { throw fail("no scan has run") }
             guard let report = scan.found[id] else { throw fail("the last scan (step \(scan.step)) did not discover \(id)") }
-            let seen = "the last scan (step \(scan.step)) heard \(id) at \(report.rssi) dBm"
-            guard e.holds(report.rssi) else { throw fail(seen) }
+            guard let rssi = report.rssi else { throw fail("the last scan (step \(scan.step)) gave no RSSI for \(id)") }
+            let seen = "the last scan (step \(scan.step)) heard \(id) at \(rssi) dBm"
+            guard e.holds(rssi) else { throw fail(seen) }
             note = seen
             return
         }
@@ -37,17 +40,6 @@ extension ScenarioSession {
         }
     }
 
-    /// With another stack in the central's seat: the RSSI its last scan reported (it does not
-    /// read RSSI on a link; `from: link` is skipped before the run, ScenarioRoles).
-    func checkExternalRSSI(_ e: RSSIExpectation, fail: (String) -> StepFailure) throws {
-        guard let scan = externalScan else { throw fail("no scan has run") }
-        guard let report = scan.found[e.peripheral] else { throw fail("the last scan (step \(scan.step)) did not discover \(e.peripheral)") }
-        guard let rssi = report.rssi else { throw fail("the last scan (step \(scan.step)) gave no RSSI for \(e.peripheral)") }
-        let seen = "the last scan (step \(scan.step)) heard \(e.peripheral) at \(rssi) dBm"
-        guard e.holds(rssi) else { throw fail(seen) }
-        note = seen
-    }
-
     // MARK: Parameter requests
 
     /// `parameter-requests: accept|reject` for `id`: the central's host answers that peripheral's
@@ -55,7 +47,7 @@ extension ScenarioSession {
     /// parameters out of LE Connection Update's ranges.
     func setParameterRequestAnswer(_ accept: Bool, for id: String) {
         parameterRequestAnswers[id] = accept
-        central?.host.acceptsConnectionParameters = { [unowned self] connection, p in
+        centralDevice?.host.acceptsConnectionParameters = { [unowned self] connection, p in
             guard let peer = self.peripheralID(at: connection.peer), let answer = self.parameterRequestAnswers[peer] else { return p.isValid }
             return answer && p.isValid
         }

@@ -25,22 +25,14 @@ final class ScenarioSession {
     let options: RunOptions
     /// Seats played by another stack (ExternalRoles.swift).
     let roles: ScenarioRoles
-    /// The central's seat when another stack plays it (then `central` is nil).
-    var externalCentral: ExternalCentral? { roles.central }
     /// Peripherals another stack serves, by id.
     var externalPeripherals: [String: ExternalPeripheral] = [:]
-    /// What the external central found: services per peripheral, and the connections it made.
-    var externalServices: [String: [ExternalService]] = [:]
-    var externalConnections: Set<String> = []
-    var everConnected: Set<String> = []
-    var externalScan: ExternalScan?
-    /// Peripherals any scan of the external central found.
-    var everFound: Set<String> = []
-    var lastExternalOperation: (step: CentralStep, error: ExternalRoleError?)?
-    var externalWriteMark: ExternalWriteMark?
 
     var lab: Lab!
-    var central: LabDevice!
+    /// Whoever plays the central: BLELab's own host, or the stack `roles` names.
+    var central: CentralSeat!
+    /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
+    var centralDevice: LabDevice! { central?.device }
     var peripherals: [String: SimulatedPeripheral] = [:]
     let observations = LinkObservations()
     let flawObservations = FlawObservations()
@@ -53,19 +45,22 @@ final class ScenarioSession {
 
     // What the central has seen.
     /// Reports of the most recent scan, by peripheral id (nil before any scan).
-    var lastScan: (step: Int, found: [String: ScanReport], others: Int)?
-    /// The latest report of every peripheral any scan found: what `connect` uses.
-    var everDiscovered: [String: ScanReport] = [:]
-    /// The latest connection to each peripheral (kept after it ends, for its reason).
+    var lastScan: (step: Int, found: [String: ExternalScanReport], others: Int)?
+    /// Peripherals any scan found: those `connect` may aim at.
+    var discovered: Set<String> = []
+    /// Peripherals the central connected to at some point.
+    var everConnected: Set<String> = []
+    /// The latest GAP connection to each peripheral, when BLELab's host plays the central (kept
+    /// after it ends, for its reason).
     var connections: [String: Connection] = [:]
     /// When each peripheral's latest connection ended.
     var linkEnded: [String: Instant] = [:]
     /// The latest `connect` step's outcome (`expect: { connect-failed }`).
     var lastConnect: ConnectAttempt?
     var lastRead: (step: Int, value: [UInt8])?
-    var lastOperation: (step: CentralStep, error: GATTError?)?
-    /// The last write: its step, and where the central's ATT traffic stood when it started.
-    var lastWrite: (step: CentralStep, trafficStart: Int, connectionHandle: UInt16)?
+    var lastOperation: (step: CentralStep, error: ExternalRoleError?)?
+    /// The last write: its step, and where the accounts of writes stood when it started.
+    var lastWrite: WriteMark?
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:] {
         didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
@@ -156,11 +151,11 @@ final class ScenarioSession {
         settleFinalInstant()
         var captures: [DeviceCapture] = []
         if options.keepsCaptures, let lab {
-            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (central.map { [$0] } ?? [])
+            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
             captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        endExternalRoles()
+        endRoles()
         quietRealControllers()
         lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
@@ -199,21 +194,23 @@ final class ScenarioSession {
             }
         }
         try applyDeclaredFaults()
-        if externalCentral == nil {
-            let central: LabDevice
-            do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
+        if let seat = roles.central {
+            central = seat
+        } else {
+            let device: LabDevice
+            do { device = try lab.addDevice(PeripheralSchema.centralID) } catch {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
-            self.central = central
-            watchViolations(of: central.host, device: PeripheralSchema.centralID)
-            observations.watchCentral(central.traffic)
-            if options.recordsTimeline { watchTimeline(central) }
-            watchParameterRequests(central)
+            central = HostCentral(lab: lab, device: device)
+            watchViolations(of: device.host, device: PeripheralSchema.centralID)
+            observations.watchCentral(device.traffic)
+            if options.recordsTimeline { watchTimeline(device) }
+            watchParameterRequests(device)
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
         }
-        try beginExternalCentral()
+        try beginCentral()
         for spec in scenario.peripherals {
             if let external = externalPeripherals[spec.id] {
                 let result = try operate("\(spec.id) to start on \(roles.peripheral?.description ?? "?")") { done in external.start(completion: done) }
@@ -240,7 +237,7 @@ final class ScenarioSession {
     private func settleFinalInstant() {
         guard let lab else { return }
         lab.loop.run(until: now)
-        guard !lab.isSimulated, let central, central.host.driver.closed == nil else { return }
+        guard !lab.isSimulated, let central = centralDevice, central.host.driver.closed == nil else { return }
         let centralAddress = central.address
         let peers = Set(central.host.connections.values.map(\.peer))
         var bound = TimeSpan.zero
@@ -297,7 +294,7 @@ final class ScenarioSession {
     }
 
     private func makeFailure(_ f: StepFailure, step: CentralStep?) -> ScenarioFailure {
-        let packets = central.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
+        let packets = centralDevice.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
         return ScenarioFailure(kind: f.kind, step: step.map(StepReference.init), expected: f.expected, seen: f.seen, time: now,
                                recentPackets: packets)
     }
@@ -308,8 +305,8 @@ final class ScenarioSession {
     /// or failed, as a failure naming the device, the backend and the transport's own account
     /// (endpoint, and the bytes when they were not HCI). Nil while every transport is up.
     func controllerLost() -> StepFailure? {
-        if let failure = externalCentral?.failure {
-            return StepFailure(kind: .transport, expected: "the central (\(externalCentral!.description)) to stay usable", seen: failure)
+        if let central, let failure = central.failure {
+            return StepFailure(kind: .transport, expected: "the central (\(central.description)) to stay usable", seen: failure)
         }
         guard let lab else { return nil }
         for device in lab.devices {
@@ -322,7 +319,7 @@ final class ScenarioSession {
 
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
-        if externalCentral?.failure != nil { return true }
+        if central?.failure != nil { return true }
         return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
     }
 

@@ -1,0 +1,229 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+import Host
+import ScenarioFormat
+
+/// BLELab's own host in the central's seat: a lab device whose HCI the session sees, so that
+/// what crossed the link is judged there (the writes it sent, the notifications it received).
+final class HostCentral: CentralSeat {
+    let lab: Lab
+    let labDevice: LabDevice
+    /// The latest connection to each address (kept after it ends, for its reason).
+    private(set) var connections: [LEAddress: Connection] = [:]
+    private var reports: [ScanReport] = []
+    /// The method of the latest write (for its note).
+    private var lastWriteMethod: WriteMethod?
+    /// A Write Command waiting to cross the central's HCI.
+    private var pendingCommand: (() -> Void)?
+    /// Why the controller refused an HCI Disconnect, per address.
+    private var refusals: [LEAddress: HostError] = [:]
+
+    var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
+    var onDisconnected: ((LEAddress) -> Void)?
+
+    init(lab: Lab, device: LabDevice) {
+        self.lab = lab
+        self.labDevice = device
+        device.traffic.observe { [weak self] _ in self?.pendingCommand?() }
+    }
+
+    var description: String { "BLELab's host" }
+    var failure: String? { nil }
+    var device: LabDevice? { labDevice }
+    var host: BLEHost { labDevice.host }
+    var connectGrace: TimeSpan { .seconds(1) }
+    var needsAdvertisingReannounced: Bool { false }
+
+    func unsupported(_ scenario: Scenario) -> String? { nil }
+    func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) { completion(.success(())) }
+    func end(completion: @escaping () -> Void) { completion() }
+
+    func connection(to address: LEAddress) -> Connection? { connections[address] }
+
+    // MARK: Scanning and connecting
+
+    func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        reports = []
+        let timing = scan.timing ?? .scanDefault
+        let configuration = ScanConfiguration(services: scan.services.isEmpty ? nil : scan.services, active: true,
+                                              allowDuplicates: scan.duplicates, interval: timing.interval, window: timing.window,
+                                              minimumRSSI: scan.minRSSI)
+        host.startScanning(configuration, onReport: { [weak self] in self?.reports.append($0) }) { completion($0.mapError { .host($0) }) }
+    }
+
+    func stopScan(completion: @escaping (Result<[ExternalScanReport], ExternalRoleError>) -> Void) {
+        host.stopScanning { [self] _ in
+            completion(.success(reports.map { r in
+                ExternalScanReport(address: r.address, rssi: r.rssi, names: Self.localNames(r), serviceUUIDs: r.serviceUUIDs)
+            }))
+        }
+    }
+
+    /// Every local name a report advertises, complete and shortened, in the advertising data and
+    /// the scan response.
+    static func localNames(_ report: ScanReport) -> [String] {
+        (report.advertisement.structures + (report.scanResponse?.structures ?? [])).compactMap { s in
+            if case let .localName(bytes, _) = s { return String(decoding: bytes, as: UTF8.self) }
+            return nil
+        }
+    }
+
+    func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        connect(to: address, within: within, scan: nil, completion: completion)
+    }
+
+    /// The host cancels the attempt at `within`; its completion follows the cancel's round trip.
+    func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        let timing = scan ?? .connectDefault
+        host.connect(to: address, timeout: within, scanInterval: timing.interval, scanWindow: timing.window) { [self] result in
+            switch result {
+            case let .success(connection):
+                connections[address] = connection
+                completion(.success(()))
+            case let .failure(error):
+                completion(.failure(.host(error)))
+            }
+        }
+    }
+
+    func abandonConnect() { host.cancelConnect() }
+
+    /// HCI Disconnect; completes when Disconnection Complete came. A refusal is kept for
+    /// `whyStillConnected`: the link may still end (the peer's own terminate).
+    func disconnect(from address: LEAddress, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let connection = connections[address] else { return completion(.failure(.failed("not connected to \(address)"))) }
+        refusals[address] = nil
+        connection.disconnect(reason: .remoteUserTerminatedConnection) { [self] result in
+            if case let .failure(error) = result { refusals[address] = error }
+        }
+        connection.whenDisconnected { _ in completion(.success(())) }
+    }
+
+    /// Why a disconnect has not ended the link yet.
+    func whyStillConnected(_ address: LEAddress) -> String? {
+        guard let connection = connections[address] else { return nil }
+        return refusals[address].map { "the controller refused HCI Disconnect: \($0)" }
+            ?? "\(ScenarioSession.describe(connection)): the termination may take up to \(ScenarioSession.milliseconds(connection.terminationBound))"
+    }
+
+    func isConnected(_ address: LEAddress) -> Bool { connections[address]?.isConnected == true }
+
+    // MARK: GATT
+
+    func discover(on address: LEAddress, services: [BluetoothUUID]?,
+                  completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void) {
+        guard let connection = connections[address] else { return completion(.failure(.failed("not connected to \(address)"))) }
+        connection.client.discoverAll(serviceUUIDs: services) { result in
+            completion(result.map { $0.map(Self.service) }.mapError { .gatt($0) })
+        }
+    }
+
+    func services(on address: LEAddress) -> [ExternalService] {
+        connections[address]?.client.services.map(Self.service) ?? []
+    }
+
+    private static func service(_ s: GATTRemoteService) -> ExternalService {
+        ExternalService(uuid: s.uuid, characteristics: s.characteristics.map {
+            ExternalCharacteristic(uuid: $0.uuid, properties: $0.properties, valueHandle: $0.valueHandle)
+        })
+    }
+
+    func mtu(on address: LEAddress) -> Int? { connections[address].map { $0.client.mtu } }
+
+    func exchangeMTU(_ mtu: Int, on address: LEAddress, completion: @escaping (Result<Int?, ExternalRoleError>) -> Void) {
+        guard let connection = connections[address] else { return completion(.failure(.failed("not connected to \(address)"))) }
+        connection.bearer.preferredMTU = UInt16(clamping: mtu)
+        connection.client.exchangeMTU { completion($0.map { $0 }.mapError { .gatt($0) }) }
+    }
+
+    /// The characteristic `ref` as discovery found it (the session looked it up before).
+    private func characteristic(_ ref: CharacteristicRef, _ address: LEAddress) -> (Connection, GATTRemoteCharacteristic)? {
+        guard let connection = connections[address] else { return nil }
+        for service in connection.client.services where ref.service == nil || service.uuid == ref.service {
+            if let c = service.characteristic(ref.characteristic) { return (connection, c) }
+        }
+        return nil
+    }
+
+    func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void) {
+        guard let (connection, c) = characteristic(ref, address) else { return completion(.failure(.failed("no \(ref)"))) }
+        connection.client.read(handle: c.valueHandle) { completion($0.mapError { .gatt($0) }) }
+    }
+
+    /// A Write Request, or a Write Command: done, like CoreBluetooth's writeWithoutResponse, once
+    /// it has left the host (crossed the central's HCI), within `Expectation.defaultWithin`.
+    func write(_ write: ExternalWrite, to ref: CharacteristicRef, on address: LEAddress,
+               completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let (connection, c) = characteristic(ref, address) else { return completion(.failure(.failed("no \(ref)"))) }
+        let method = write.type.method(for: c.properties)
+        lastWriteMethod = method
+        switch method {
+        case .request:
+            connection.client.write(write.value, handle: c.valueHandle) { completion($0.mapError { .gatt($0) }) }
+        case .command:
+            let start = labDevice.traffic.records.count
+            let linkLost = { ExternalRoleError.gatt(.linkLost(reason: connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue)) }
+            guard connection.client.writeWithoutResponse(write.value, handle: c.valueHandle) else {
+                if !connection.isConnected { return completion(.failure(linkLost())) }
+                return completion(.failure(.failed(ScenarioSession.unsentCommand(write.value.count, mtu: connection.client.mtu,
+                                                                                  bearer: connection.bearer.state, failure: connection.bearer.failure))))
+            }
+            var done = false
+            let finish = { [weak self] (result: Result<Void, ExternalRoleError>) in
+                guard !done else { return }
+                done = true
+                self?.pendingCommand = nil
+                completion(result)
+            }
+            let check = { [weak self] in
+                guard let self else { return }
+                if self.labDevice.traffic.records.dropFirst(start).contains(where: { $0.wasSent && $0.opcode == .writeCommand }) {
+                    finish(.success(()))
+                } else if !connection.isConnected {
+                    // The link ended while the command waited for the controller's buffers.
+                    finish(.failure(linkLost()))
+                }
+            }
+            pendingCommand = check
+            connection.whenDisconnected { _ in check() }
+            check()
+            if !done {
+                lab.loop.schedule(after: Expectation.defaultWithin) {
+                    finish(.failure(.failed("the Write Command did not cross the central's HCI within \(Expectation.defaultWithin)")))
+                }
+            }
+        }
+    }
+
+    func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
+                          completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        setNotifications(enable, for: ref, on: address, acquire: acquire, configuration: nil, completion: completion)
+    }
+
+    func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
+                          configuration: GATTClientConfiguration?, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let (connection, c) = characteristic(ref, address) else { return completion(.failure(.failed("no \(ref)"))) }
+        let done: (Result<Void, GATTError>) -> Void = { completion($0.mapError { .gatt($0) }) }
+        if !enable {
+            connection.client.unsubscribe(from: c, completion: done)
+        } else if let configuration {
+            connection.client.setConfiguration(configuration, for: c, completion: done)
+        } else {
+            connection.client.subscribe(to: c, completion: done)
+        }
+    }
+
+    func describe(_ done: SeatOperation) -> String {
+        switch done {
+        case .write: return lastWriteMethod == .command ? "Write Command sent" : "Write Request accepted"
+        case let .notifications(enable, _, configuration):
+            return enable ? "CCCD written" + (configuration.map { " (\($0))" } ?? "") : "CCCD cleared"
+        case let .mtu(_, now): return "ATT_MTU \(now.map(String.init) ?? "?")"
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GATT
+import HCI
+import ScenarioFormat
+
+/// The seats' set-up and end, and what the session does for a seat another stack plays
+/// (ExternalRoles.swift): with another stack in the central's seat, what crossed the link is
+/// judged on the HCI of BLELab's peripherals (the writes they received, and by which ATT PDU)
+/// and on the values the central's stack delivered to its application.
+extension ScenarioSession {
+    // MARK: Set-up and end
+
+    func addExternalPeripheral(_ spec: PeripheralSpec, provider: ExternalPeripheralProvider) throws {
+        let peripheral: ExternalPeripheral
+        do { peripheral = try provider.makePeripheral(spec, lab: lab) } catch {
+            throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(provider.description)", seen: "\(error)")
+        }
+        externalPeripherals[spec.id] = peripheral
+        let id = spec.id
+        peripheral.onActivity = { [unowned self] activity in
+            self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
+        }
+        peripheral.onWrite = { [unowned self] write in
+            guard let handle = self.valueHandle(write.characteristic, on: id) else { return }
+            // bluetoothd 5.66 does not tell a GATT application which PDU carried a write: take it
+            // from the central's side of the link, the last write PDU it sent for the handle.
+            let sent = write.method == nil ? self.lastWriteSent(to: handle) : nil
+            let method = write.method ?? sent?.method
+            let how = sent.map { "\($0.description) from the central" }
+                ?? method.map { $0 == .request ? "a request" : "a command" } ?? "a write of unstated type"
+            self.observations.received(id, handle: handle, time: self.now, value: write.value, method: method,
+                                       description: "\(provider.description) handed the application \(write.value.count) octets (\(how))")
+        }
+    }
+
+    /// The last write PDU BLELab's central sent for `handle`: how it went, in spec terms.
+    func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)? {
+        guard let centralDevice else { return nil }
+        for record in centralDevice.traffic.records.reversed() where record.wasSent {
+            switch record.pdu {
+            case let .writeRequest(w)? where w.handle == handle: return (.request, "Write Request")
+            case let .writeCommand(w)? where w.handle == handle: return (.command, "Write Command")
+            case let .prepareWriteRequest(p)? where p.handle == handle: return (.request, "Prepare Write Requests")
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    func beginCentral() throws {
+        let seat: CentralSeat = central
+        seat.onValue = { [unowned self] address, ref, value in
+            guard let id = self.peripheralID(at: address), let handle = self.valueHandle(ref, on: id) else { return }
+            self.observations.delivered(id, handle: handle, time: self.now, value: value)
+            self.record(TimelineEvent(time: self.now, device: "central", kind: .att, text: "\(seat.description) delivered \(ref) = \(ValueText.describe(value))",
+                                      direction: "received", bytes: value))
+        }
+        seat.onDisconnected = { [unowned self] address in
+            guard let id = self.peripheralID(at: address) else { return }
+            self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral, text: "\(seat.description): \(id) disconnected"))
+        }
+        if !seat.knowsItsLinks { keepAnnouncing() }
+        let result = try operate("\(seat.description) to start", limit: .seconds(20)) { done in seat.begin(lab: lab, completion: done) }
+        if case let .failure(error) = result {
+            throw StepFailure(kind: .setup, expected: "the central played by \(seat.description)", seen: "\(error)")
+        }
+    }
+
+    /// Lets the seats disconnect and unregister (bounded), also after failures.
+    func endRoles() {
+        guard let lab else { return }
+        var pending = 0
+        if let central {
+            pending += 1
+            central.end { pending -= 1 }
+        }
+        for (_, peripheral) in externalPeripherals.sorted(by: { $0.key < $1.key }) {
+            pending += 1
+            peripheral.stop { pending -= 1 }
+        }
+        if pending > 0 { lab.run(within: .seconds(10)) { pending == 0 } }
+    }
+
+    // MARK: Advertising for a scanning stack
+
+    /// Has every advertising BLELab peripheral enable its advertising again, now that the
+    /// central's stack scans. A real advertiser sends an advertising event every interval, so a
+    /// scan that starts late still hears the next one; Linux's emulated controllers (btvirt)
+    /// instead report an advertiser once, when scanning or advertising is enabled, and Linux 6.1
+    /// drops a report that arrives before its discovery has reached the finding state (fixed in
+    /// later kernels: "Bluetooth: hci_event: Set DISCOVERY_FINDING on SCAN_ENABLED"). Enabling
+    /// again stands for the next advertising event.
+    func reannounceAdvertising() {
+        for spec in scenario.peripherals {
+            guard let host = peripherals[spec.id]?.host, host.isAdvertising, let configuration = host.advertisingConfiguration else { continue }
+            host.startAdvertising(configuration)
+        }
+    }
+
+    /// With the central's seat left to a program outside the lab, nobody says when it scans:
+    /// re-announce every second (see `reannounceAdvertising`), as a real advertiser's events keep
+    /// coming.
+    private func keepAnnouncing() {
+        lab.loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self, self.lab != nil, self.current != nil || self.stepRecords.isEmpty else { return }
+            self.reannounceAdvertising()
+            self.keepAnnouncing()
+        }
+    }
+}
+
+extension ScenarioSession {
+    /// The reason the central got for the end of its link to `id`, as BLELab's peripheral saw it
+    /// (another stack in the central's seat does not say). Disconnection Complete gives each end
+    /// its own view (Core Vol 4 Part E 7.7.5): the end that asked gets Connection Terminated By
+    /// Local Host and the other the reason HCI Disconnect gave, so when the peripheral got 0x16 the
+    /// central got the reason in the peripheral's last HCI Disconnect, and when the peripheral got
+    /// the central's reason the central got 0x16; a timeout is both ends' own.
+    func centralSideReason(_ id: String) -> HCIStatus? {
+        guard let peripheral = peripherals[id] else { return nil }
+        let seen = peripheral.activity.lazy.reversed().compactMap { entry -> HCIStatus? in
+            if case let .disconnected(_, r) = entry.kind { return r }
+            return nil
+        }.first
+        guard let seen else { return nil }
+        if seen == .connectionTerminatedByLocalHost {
+            // HCI_Disconnect: 01 06 04 03 handle(2) reason.
+            let asked = peripheral.device.log.packets.last { p in
+                p.direction == .hostToController && p.frame.count == 7 && Array(p.frame.prefix(4)) == [0x01, 0x06, 0x04, 0x03]
+            }
+            return asked.map { HCIStatus(rawValue: $0.frame[6]) }
+        }
+        // A reason HCI Disconnect allows (Vol 4 Part E 7.1.6) came from the central's own Disconnect.
+        return [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(seen.rawValue) ? .connectionTerminatedByLocalHost : seen
+    }
+}
