@@ -157,8 +157,8 @@ public protocol ExternalPeripheralProvider: AnyObject {
     func makePeripheral(_ spec: PeripheralSpec, lab: Lab) throws -> ExternalPeripheral
 }
 
-/// One external peripheral, for one scenario run.
-public protocol ExternalPeripheral: AnyObject {
+/// One external peripheral, for one scenario run: a `PeripheralSeat` another stack plays.
+public protocol ExternalPeripheral: PeripheralSeat {
     var spec: PeripheralSpec { get }
     /// Registers its GATT database and starts advertising (when the spec advertises).
     func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
@@ -175,4 +175,18 @@ public protocol ExternalPeripheral: AnyObject {
     var onActivity: ((PeripheralActivity) -> Void)? { get set }
     /// Each write its application was handed.
     var onWrite: ((ExternalReceivedWrite) -> Void)? { get set }
+}
+
+extension ExternalPeripheral {
+    public var simulated: SimulatedPeripheral? { nil }
+    public var hasLink: Bool { !connectedCentrals.isEmpty }
+    public func valueHandle(_ ref: CharacteristicRef) -> UInt16? { nil }
+    public func startServing(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) { start(completion: completion) }
+    public func stopServing(completion: @escaping () -> Void) { stop(completion: completion) }
+
+    /// Its stack does not say what each action did: the step's note lists them.
+    public func perform(_ actions: [PeripheralAction], site: String, report: @escaping (ActionReport) -> Void) {
+        perform(actions, site: site)
+        report(ActionReport(done: [actions.map(\.description).joined(separator: ", ")]))
+    }
 }

@@ -62,13 +62,12 @@ extension ScenarioSession {
     }
 
     func peripheralID(at address: LEAddress) -> String? {
-        scenario.peripherals.first { peripherals[$0.id]?.device.address == address }?.id
-            ?? scenario.peripherals.first { externalPeripherals[$0.id]?.address == address }?.id
+        scenario.peripherals.first { peripheralSeats[$0.id]?.address == address }?.id
     }
 
     /// The address `id` is at: BLELab's device, or what the external peripheral reports.
     func address(of id: String) -> LEAddress? {
-        peripherals[id]?.device.address ?? externalPeripherals[id]?.address
+        peripheralSeats[id]?.address
     }
 
     /// Connects to `id`, which a scan must have found. A connect that a `connect-failed` right
@@ -313,9 +312,10 @@ extension ScenarioSession {
 
     /// The value handle of `ref` in `id`'s own database: the handle on the link.
     func valueHandle(_ ref: CharacteristicRef, on id: String) -> UInt16? {
-        if let handles = peripherals[id]?.handles(for: ref) { return handles.valueHandle }
+        guard let seat = peripheralSeats[id] else { return nil }
+        if seat.simulated != nil { return seat.valueHandle(ref) }
         // Served by another stack: the handle the central discovered on the link.
-        guard externalPeripherals[id] != nil, everConnected.contains(id), let address = address(of: id) else { return nil }
+        guard everConnected.contains(id), let address = seat.address else { return nil }
         for service in central.services(on: address) where ref.service == nil || service.uuid == ref.service {
             if let c = service.characteristics.first(where: { $0.uuid == ref.characteristic }) { return c.valueHandle }
         }

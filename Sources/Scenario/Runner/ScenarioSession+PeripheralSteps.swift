@@ -16,12 +16,7 @@ extension ScenarioSession {
             let id = entry.peripheral
             let now = entry.actions.prefix { if case .delay = $0 { return false }; return true }
             if let action = now.first(where: \.needsLink) { try awaitLink(of: id, for: action) }
-            if let external = externalPeripherals[id] {
-                external.perform(entry.actions, site: "step\(step.index)")
-                notes.append("\(id): \(entry.actions.map(\.description).joined(separator: ", "))")
-                continue
-            }
-            guard let peripheral = peripherals[id] else { continue }
+            guard let peripheral = peripheralSeats[id] else { continue }
             let report = try operate("the actions of \(id) to take effect") { done in
                 peripheral.perform(entry.actions, site: "step\(step.index)", report: done)
             }
@@ -37,9 +32,7 @@ extension ScenarioSession {
     /// central does: both LE Connection Complete events can fall on one instant, the central's
     /// handled first).
     func peripheralHasLink(_ id: String) -> Bool {
-        if let peripheral = peripherals[id] { return peripheral.host.connections.values.contains { $0.role == .peripheral } }
-        if let external = externalPeripherals[id] { return !external.connectedCentrals.isEmpty }
-        return false
+        peripheralSeats[id]?.hasLink ?? false
     }
 
     /// Whether the central holds a live connection to `id`; nil when nobody in the lab can tell

@@ -18,7 +18,7 @@ extension ScenarioSession {
         do { peripheral = try provider.makePeripheral(spec, lab: lab) } catch {
             throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(provider.description)", seen: "\(error)")
         }
-        externalPeripherals[spec.id] = peripheral
+        peripheralSeats[spec.id] = peripheral
         let id = spec.id
         peripheral.onActivity = { [unowned self] activity in
             self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
@@ -77,9 +77,9 @@ extension ScenarioSession {
             pending += 1
             central.end { pending -= 1 }
         }
-        for (_, peripheral) in externalPeripherals.sorted(by: { $0.key < $1.key }) {
+        for (_, peripheral) in peripheralSeats.sorted(by: { $0.key < $1.key }) {
             pending += 1
-            peripheral.stop { pending -= 1 }
+            peripheral.stopServing { pending -= 1 }
         }
         if pending > 0 { lab.run(within: .seconds(10)) { pending == 0 } }
     }

@@ -25,15 +25,16 @@ final class ScenarioSession {
     let options: RunOptions
     /// Seats played by another stack (ExternalRoles.swift).
     let roles: ScenarioRoles
-    /// Peripherals another stack serves, by id.
-    var externalPeripherals: [String: ExternalPeripheral] = [:]
 
     var lab: Lab!
     /// Whoever plays the central: BLELab's own host, or the stack `roles` names.
     var central: CentralSeat!
     /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
     var centralDevice: LabDevice! { central?.device }
-    var peripherals: [String: SimulatedPeripheral] = [:]
+    /// Every peripheral's seat, by id: BLELab's simulated peripheral or another stack's.
+    var peripheralSeats: [String: PeripheralSeat] = [:]
+    /// The simulated ones, for what only the simulator offers.
+    var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
     let observations = LinkObservations()
     let flawObservations = FlawObservations()
 
@@ -180,7 +181,7 @@ final class ScenarioSession {
             do { peripheral = try lab.addPeripheral(spec) } catch {
                 throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
             }
-            peripherals[spec.id] = peripheral
+            peripheralSeats[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
             watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
@@ -212,17 +213,13 @@ final class ScenarioSession {
         }
         try beginCentral()
         for spec in scenario.peripherals {
-            if let external = externalPeripherals[spec.id] {
-                let result = try operate("\(spec.id) to start on \(roles.peripheral?.description ?? "?")") { done in external.start(completion: done) }
-                if case let .failure(error) = result {
-                    throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(roles.peripheral?.description ?? "?")", seen: "\(error)")
-                }
-                continue
+            guard let seat = peripheralSeats[spec.id] else { continue }
+            let servedBy = seat.simulated == nil ? roles.peripheral?.description ?? "?" : nil
+            let result = try operate(servedBy.map { "\(spec.id) to start on \($0)" } ?? "advertising of \(spec.id) to start") { done in
+                seat.startServing(completion: done)
             }
-            guard let peripheral = peripherals[spec.id] else { continue }
-            let result = try operate("advertising of \(spec.id) to start") { done in peripheral.start(completion: done) }
             if case let .failure(error) = result {
-                throw StepFailure(kind: .setup, expected: "\(spec.id) to start advertising", seen: "\(error)")
+                throw StepFailure(kind: .setup, expected: servedBy.map { "\(spec.id) served by \($0)" } ?? "\(spec.id) to start advertising", seen: "\(error)")
             }
         }
     }
