@@ -22,14 +22,26 @@ final class HostCentral: CentralSeat {
     private var pendingCommand: (() -> Void)?
     /// Why the controller refused an HCI Disconnect, per address.
     private var refusals: [LEAddress: HostError] = [:]
+    /// What it met on its links to flawed peripherals (`expect: { flaw }` judges it).
+    let flaws = FlawObservations()
+    /// `parameter-requests` answers by peripheral.
+    private var parameterRequestAnswers: [String: Bool] = [:]
+    /// The scenario's id of the peripheral at an address.
+    private let peripheralID: (LEAddress) -> String?
+    /// Puts what it met on the scenario's timeline.
+    private let record: (TimelineEvent) -> Void
 
     var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
     var onDisconnected: ((LEAddress) -> Void)?
 
-    init(lab: Lab, device: LabDevice) {
+    init(lab: Lab, device: LabDevice, recordsTimeline: Bool, peripheralID: @escaping (LEAddress) -> String?,
+         record: @escaping (TimelineEvent) -> Void) {
         self.lab = lab
         self.labDevice = device
+        self.peripheralID = peripheralID
+        self.record = record
         device.traffic.observe { [weak self] _ in self?.pendingCommand?() }
+        if recordsTimeline { watchParameterRequests() }
     }
 
     var description: String { "BLELab's host" }
@@ -84,6 +96,7 @@ final class HostCentral: CentralSeat {
             switch result {
             case let .success(connection):
                 connections[address] = connection
+                if let id = peripheralID(address) { watchFlaws(connection, id: id) }
                 completion(.success(()))
             case let .failure(error):
                 completion(.failure(.host(error)))
@@ -226,4 +239,131 @@ final class HostCentral: CentralSeat {
         case let .mtu(_, now): return "ATT_MTU \(now.map(String.init) ?? "?")"
         }
     }
+}
+
+// MARK: - What it meets on its links
+
+extension HostCentral {
+    /// Watches a new connection for what flawed peripherals do. A transaction timeout makes the
+    /// bearer unusable (Core 5.4 Vol 3 Part F 3.3.3: no more ATT on it), so the central then
+    /// disconnects, as phones do; a Service Changed indication makes it re-discover the range
+    /// (Part G 7.1), as phones do.
+    private func watchFlaws(_ connection: Connection, id: String) {
+        let bearer = connection.bearer
+        let client = connection.client
+        let handle = connection.handle
+        let flaws = self.flaws
+        // The timeline and the notes get these from the central's host, typed, with the other
+        // layers' (ScenarioSession+Violations.swift); here they are kept for the expectations.
+        bearer.observeViolations { [unowned self] event in
+            flaws.rejected[id, default: []].append(.init(time: self.lab.loop.now, violation: event.violation, bytes: event.pdu))
+        }
+        bearer.onFailure = { [unowned self, weak connection] error in
+            guard case let .timeout(opcode) = error else { return }
+            flaws.timeouts[id, default: []].append(.init(time: self.lab.loop.now, request: opcode, connectionHandle: handle))
+            self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .protocolViolation,
+                                      text: "ATT transaction timeout on \(id): no answer to the \(opcode.name) in 30 s; the bearer takes no more ATT, the central disconnects"))
+            connection?.disconnect(reason: .remoteUserTerminatedConnection)
+        }
+        client.onNotification = { [unowned self, weak client] n in
+            guard let client, client.characteristic(valueHandle: n.handle) == nil else { return }
+            flaws.ignored[id, default: []].append(.init(time: self.lab.loop.now, handle: n.handle, value: n.value, isIndication: n.isIndication,
+                                                        connectionHandle: handle))
+            self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .protocolViolation,
+                                      text: "ignored \(n.isIndication ? "indication" : "notification") from \(id) for handle \(hex4(n.handle)), which discovery never found"))
+        }
+        client.onServiceChanged = { [unowned self, weak client] range in
+            guard let client else { return }
+            let k = flaws.serviceChanges[id, default: []].count
+            flaws.serviceChanges[id, default: []].append(.init(time: self.lab.loop.now, range: range, connectionHandle: handle, rediscovery: nil))
+            self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .protocolViolation,
+                                      text: "Service Changed from \(id) for \(range): re-discovering"))
+            client.rediscover(range) { result in
+                flaws.serviceChanges[id]?[k].rediscovery = result
+            }
+        }
+    }
+
+    // MARK: Parameter requests
+
+    /// `parameter-requests: accept|reject` for `id`: the central's host answers that peripheral's
+    /// requests so from now on (whether over the link layer or L2CAP); accepting still refuses
+    /// parameters out of LE Connection Update's ranges.
+    func answerParameterRequests(from id: String, accept: Bool) {
+        parameterRequestAnswers[id] = accept
+        host.acceptsConnectionParameters = { [unowned self] connection, p in
+            guard let peer = self.peripheralID(connection.peer), let answer = self.parameterRequestAnswers[peer] else { return p.isValid }
+            return answer && p.isValid
+        }
+    }
+
+    /// Puts each request the central answers on the timeline.
+    private func watchParameterRequests() {
+        host.onConnectionParameterRequest = { [unowned self] request in
+            let p = request.parameters
+            let asked = "interval \(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMin) * 1250))"
+                + (p.intervalMax != p.intervalMin ? "–\(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMax) * 1250))" : "")
+                + " latency \(p.latency) timeout \(ConnectionUpdateRequest.milliseconds(micros: Int64(p.supervisionTimeout) * 10_000))"
+            let how = request.procedure == .linkLayer ? "LE Remote Connection Parameter Request" : "L2CAP Connection Parameter Update Request"
+            let id = self.peripheralID(request.connection.peer) ?? "\(request.connection.peer)"
+            self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .peripheral,
+                                      text: "\(request.accepted ? "accepted" : "rejected") \(id)'s \(how): \(asked)"))
+        }
+    }
+}
+
+/// What the scripted central met on its links to flawed peripherals: responses its ATT bearer
+/// rejected, transaction timeouts, notifications for handles it never discovered, Service Changed
+/// indications and the re-discoveries they started. Per peripheral id, in arrival order.
+final class FlawObservations {
+    struct Rejected {
+        var time: Instant
+        var violation: ATTProtocolViolation
+        /// The PDU's octets as the bearer received them.
+        var bytes: [UInt8]
+        var opcode: ATTOpcode? { bytes.first.map { ATTOpcode($0) } }
+        /// A response that did not decode, did not fit the request, or came unasked (not a
+        /// stray confirmation or a bad notification).
+        var isAboutAResponse: Bool {
+            switch violation {
+            case let .malformed(opcode, _): return opcode.method == .response
+            case .unsolicitedResponse, .unexpectedResponse: return true
+            case .emptyPDU, .unsolicitedConfirmation, .unsupported, .unknownOpcode, .pipelinedRequest, .repeatedMTUExchange,
+                 .shrinkingMTU, .unverifiedSignedWrite, .invalidHandle:
+                return false
+            }
+        }
+    }
+
+    struct Timeout {
+        var time: Instant
+        var request: ATTOpcode
+        var connectionHandle: UInt16
+    }
+
+    struct Ignored {
+        var time: Instant
+        var handle: UInt16
+        var value: [UInt8]
+        var isIndication: Bool
+        var connectionHandle: UInt16
+    }
+
+    struct ServiceChange {
+        var time: Instant
+        var range: ATTHandleRange
+        var connectionHandle: UInt16
+        /// Nil while the re-discovery runs.
+        var rediscovery: Result<[GATTRemoteService], GATTError>?
+    }
+
+    var rejected: [String: [Rejected]] = [:]
+    var timeouts: [String: [Timeout]] = [:]
+    var ignored: [String: [Ignored]] = [:]
+    var serviceChanges: [String: [ServiceChange]] = [:]
+    /// How many of each list earlier expectations took, per peripheral.
+    var marks: [String: Int] = [:]
+
+    func mark(_ list: String, _ peripheral: String) -> Int { marks["\(list):\(peripheral)"] ?? 0 }
+    func setMark(_ list: String, _ peripheral: String, _ n: Int) { marks["\(list):\(peripheral)"] = n }
 }

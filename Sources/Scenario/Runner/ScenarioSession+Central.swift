@@ -95,7 +95,6 @@ extension ScenarioSession {
             if let connection {
                 connection.whenDisconnected { [unowned self] _ in self.linkEnded[id] = self.now }
                 observations.connected(id, centralHandle: connection.handle)
-                watchFlaws(connection, id: id)
             }
             note = "connected to \(id) at \(address)" + (connection.map { ", handle \(hex4($0.handle))" } ?? "")
         case let .failure(error)?:

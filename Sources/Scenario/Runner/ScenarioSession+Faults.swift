@@ -133,7 +133,8 @@ extension ScenarioSession {
             air.setLinkFaults(faults, for: controller)
             note = "link faults of \(id): \(Self.describe(faults))"
         case let .parameterRequests(id, accept):
-            setParameterRequestAnswer(accept, for: id)
+            (central as? HostCentral)?.answerParameterRequests(from: id, accept: accept)
+            note = "the central \(accept ? "accepts" : "rejects") \(id)'s requests for new connection parameters"
         }
     }
 

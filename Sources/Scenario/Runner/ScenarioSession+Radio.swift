@@ -39,35 +39,6 @@ extension ScenarioSession {
             throw fail("Read RSSI failed: \(error)")
         }
     }
-
-    // MARK: Parameter requests
-
-    /// `parameter-requests: accept|reject` for `id`: the central's host answers that peripheral's
-    /// requests so from now on (whether over the link layer or L2CAP); accepting still refuses
-    /// parameters out of LE Connection Update's ranges.
-    func setParameterRequestAnswer(_ accept: Bool, for id: String) {
-        parameterRequestAnswers[id] = accept
-        centralDevice?.host.acceptsConnectionParameters = { [unowned self] connection, p in
-            guard let peer = self.peripheralID(at: connection.peer), let answer = self.parameterRequestAnswers[peer] else { return p.isValid }
-            return answer && p.isValid
-        }
-        note = "the central \(accept ? "accepts" : "rejects") \(id)'s requests for new connection parameters"
-    }
-
-    /// Puts each request the central answers on the timeline.
-    func watchParameterRequests(_ device: LabDevice) {
-        guard options.recordsTimeline else { return }
-        device.host.onConnectionParameterRequest = { [unowned self] request in
-            let p = request.parameters
-            let asked = "interval \(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMin) * 1250))"
-                + (p.intervalMax != p.intervalMin ? "–\(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMax) * 1250))" : "")
-                + " latency \(p.latency) timeout \(ConnectionUpdateRequest.milliseconds(micros: Int64(p.supervisionTimeout) * 10_000))"
-            let how = request.procedure == .linkLayer ? "LE Remote Connection Parameter Request" : "L2CAP Connection Parameter Update Request"
-            let id = self.peripheralID(at: request.connection.peer) ?? "\(request.connection.peer)"
-            self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral,
-                                      text: "\(request.accepted ? "accepted" : "rejected") \(id)'s \(how): \(asked)"))
-        }
-    }
 }
 
 extension ScenarioRoles {

@@ -36,7 +36,8 @@ final class ScenarioSession {
     /// The simulated ones, for what only the simulator offers.
     var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
     let observations = LinkObservations()
-    let flawObservations = FlawObservations()
+    /// What BLELab's host in the central's seat met on its links to flawed peripherals.
+    var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
 
     /// The scenario's end, when it has a `timeout`.
     var deadline: Instant?
@@ -73,8 +74,6 @@ final class ScenarioSession {
     /// "none arrived" when an earlier step accounted for what did.
     var notificationMarkSteps: [LinkObservations.Key: Int] = [:]
     var writeMarkSteps: [LinkObservations.Key: Int] = [:]
-    /// `parameter-requests` answers by peripheral (ScenarioSession+Radio.swift).
-    var parameterRequestAnswers: [String: Bool] = [:]
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
@@ -202,11 +201,11 @@ final class ScenarioSession {
             do { device = try lab.addDevice(PeripheralSchema.centralID) } catch {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
-            central = HostCentral(lab: lab, device: device)
+            central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
+                                  peripheralID: { [unowned self] in self.peripheralID(at: $0) }, record: { [unowned self] in self.record($0) })
             watchViolations(of: device.host, device: PeripheralSchema.centralID)
             observations.watchCentral(device.traffic)
             if options.recordsTimeline { watchTimeline(device) }
-            watchParameterRequests(device)
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
