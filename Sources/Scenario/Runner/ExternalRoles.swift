@@ -190,3 +190,22 @@ extension ExternalPeripheral {
         report(ActionReport(done: [actions.map(\.description).joined(separator: ", ")]))
     }
 }
+
+extension ScenarioRoles {
+    /// Steps only BLELab's own central can take: another stack chooses its own scan duty cycle
+    /// and does not read RSSI on a link for the scenario.
+    static func radioStepsOnlyBLELabsCentralTakes(_ scenario: Scenario) -> String? {
+        for step in scenario.steps {
+            if case let .scan(scan) = step.action, scan.timing != nil {
+                return "step \(step.index) (\(step.text)) sets the scan's interval and window, which only BLELab's own central does"
+            }
+            if step.connectScan != nil {
+                return "step \(step.index) (\(step.text)) sets the initiator's scan interval and window, which only BLELab's own central does"
+            }
+            if case let .expect(.rssi(e)) = step.action, e.source == .link {
+                return "step \(step.index) (\(step.text)) reads RSSI on the link (HCI Read RSSI), which only BLELab's own central does"
+            }
+        }
+        return nil
+    }
+}

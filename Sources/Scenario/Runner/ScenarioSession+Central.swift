@@ -26,7 +26,7 @@ extension ScenarioSession {
         case let .wait(span): try pass(span, doing: "the end of wait: \(span)")
         case let .disconnect(id, within): try disconnect(id, within: within)
         case let .peripheralActions(list): try perform(list, step: step)
-        case let .expect(expectation): try check(expectation, step: step)
+        case let .expect(expectation): try judge.check(expectation, step: step)
         case let .fault(fault): try execute(fault, step: step)
         }
     }

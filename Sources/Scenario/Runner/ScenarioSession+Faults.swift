@@ -155,23 +155,4 @@ extension ScenarioSession {
 
     // MARK: Expectations
 
-    func check(_ expectation: FaultExpectation, fail: (String) -> StepFailure) throws {
-        switch expectation {
-        case let .connectionParameters(id, interval, latency, timeout, within):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            func matches() -> Bool {
-                (interval == nil || connection.interval == interval) && (latency == nil || connection.latency == latency)
-                    && (timeout == nil || connection.supervisionTimeout == timeout)
-            }
-            try waitFor("the connection parameters of \(id) (within: \(within))", within: within) { matches() || !connection.isConnected }
-            guard matches() else {
-                throw fail("the connection has \(Self.describe(connection))\(connection.isConnected ? "" : " (ended)")")
-            }
-            note = Self.describe(connection)
-        case let .mtu(id, mtu):
-            guard let connection = connections[id] else { throw fail("never connected to \(id)") }
-            guard connection.bearer.mtu == mtu else { throw fail("ATT_MTU \(connection.bearer.mtu)") }
-            note = "ATT_MTU \(mtu)"
-        }
-    }
 }

@@ -112,28 +112,3 @@ extension ScenarioSession {
     }
 }
 
-extension ScenarioSession {
-    /// The reason the central got for the end of its link to `id`, as BLELab's peripheral saw it
-    /// (another stack in the central's seat does not say). Disconnection Complete gives each end
-    /// its own view (Core Vol 4 Part E 7.7.5): the end that asked gets Connection Terminated By
-    /// Local Host and the other the reason HCI Disconnect gave, so when the peripheral got 0x16 the
-    /// central got the reason in the peripheral's last HCI Disconnect, and when the peripheral got
-    /// the central's reason the central got 0x16; a timeout is both ends' own.
-    func centralSideReason(_ id: String) -> HCIStatus? {
-        guard let peripheral = peripherals[id] else { return nil }
-        let seen = peripheral.activity.lazy.reversed().compactMap { entry -> HCIStatus? in
-            if case let .disconnected(_, r) = entry.kind { return r }
-            return nil
-        }.first
-        guard let seen else { return nil }
-        if seen == .connectionTerminatedByLocalHost {
-            // HCI_Disconnect: 01 06 04 03 handle(2) reason.
-            let asked = peripheral.device.log.packets.last { p in
-                p.direction == .hostToController && p.frame.count == 7 && Array(p.frame.prefix(4)) == [0x01, 0x06, 0x04, 0x03]
-            }
-            return asked.map { HCIStatus(rawValue: $0.frame[6]) }
-        }
-        // A reason HCI Disconnect allows (Vol 4 Part E 7.1.6) came from the central's own Disconnect.
-        return [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(seen.rawValue) ? .connectionTerminatedByLocalHost : seen
-    }
-}

@@ -36,6 +36,8 @@ final class ScenarioSession {
     /// The simulated ones, for what only the simulator offers.
     var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
     let observations = LinkObservations()
+    /// Judges the `expect:` steps (ExpectationJudge.swift).
+    lazy var judge = ExpectationJudge(session: self)
     /// What BLELab's host in the central's seat met on its links to flawed peripherals.
     var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
 
