@@ -110,5 +110,11 @@ extension ScenarioSession {
             self.keepAnnouncing()
         }
     }
-}
 
+    /// Whether the peripheral's own host has a connection (it may hear of one a little after the
+    /// central does: both LE Connection Complete events can fall on one instant, the central's
+    /// handled first).
+    func peripheralHasLink(_ id: String) -> Bool {
+        peripheralSeats[id]?.hasLink ?? false
+    }
+}

@@ -38,6 +38,10 @@ final class ScenarioSession {
     let observations = LinkObservations()
     /// Judges the `expect:` steps (ExpectationJudge.swift).
     lazy var judge = ExpectationJudge(session: self)
+    /// Runs the steps (StepRunner.swift).
+    lazy var steps = StepRunner(session: self)
+    /// The simulator's faults (FaultSteps.swift).
+    lazy var faults = FaultSteps(session: self)
     /// What BLELab's host in the central's seat met on its links to flawed peripherals.
     var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
 
@@ -129,7 +133,7 @@ final class ScenarioSession {
                 let violationsBefore = violationNotes.count
                 record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
                 do {
-                    try execute(step, position: position)
+                    try steps.execute(step, position: position)
                     if let lost = controllerLost() { throw lost }
                     note = withViolations(note, since: violationsBefore)
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
@@ -195,7 +199,7 @@ final class ScenarioSession {
                 watchTimeline(peripheral.device)
             }
         }
-        try applyDeclaredFaults()
+        try faults.applyDeclaredFaults()
         if let seat = roles.central {
             central = seat
         } else {
