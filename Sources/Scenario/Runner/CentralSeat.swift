@@ -68,6 +68,9 @@ public protocol CentralSeat: AnyObject {
     var connectGrace: TimeSpan { get }
     /// Gives up a connect that never completed.
     func abandonConnect()
+    /// The last write PDU the central sent for `handle`, in spec terms, when the lab sees its HCI
+    /// (another stack's peripheral may not say which PDU carried a write).
+    func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)?
     /// Why a disconnect has not ended the link to `address` yet, when the seat can tell.
     func whyStillConnected(_ address: LEAddress) -> String?
     /// ATT_MTU exchange; nil when the stack negotiates it itself and has no call for it.
@@ -101,6 +104,7 @@ extension CentralSeat {
     public var connectGrace: TimeSpan { .seconds(12) }
     public func abandonConnect() {}
     public func whyStillConnected(_ address: LEAddress) -> String? { nil }
+    public func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)? { nil }
     public func exchangeMTU(_ mtu: Int, on address: LEAddress, completion: @escaping (Result<Int?, ExternalRoleError>) -> Void) {
         completion(.success(nil))
     }

@@ -18,6 +18,14 @@ final class ExpectationJudge {
         self.session = session
     }
 
+    /// " since step N (K before it)" when step N set the mark counting starts from (an expectation
+    /// that took what had arrived, a subscription that started the count), else "".
+    func since(_ step: Int?, accounted: Int, what: String) -> String {
+        guard let step else { return "" }
+        guard accounted > 0 else { return " since step \(step)" }
+        return " since step \(step) (\(accounted) \(what)\(accounted == 1 ? "" : "s") before it)"
+    }
+
     func check(_ expectation: Expectation, step: CentralStep) throws {
         func fail(_ seen: String) -> StepFailure { StepFailure(kind: .expectation, expected: expectation.summary, seen: seen) }
         switch expectation {
@@ -138,7 +146,7 @@ final class ExpectationJudge {
         let received = Array(session.observations.writes(e.peripheral, handle).dropFirst(mark))
         session.writeMarks[key] = session.observations.writes(e.peripheral, handle).count
         guard let match = matching() else {
-            let since = self.session.since(markStep, accounted: mark, what: "write")
+            let since = self.since(markStep, accounted: mark, what: "write")
             if received.isEmpty { throw fail("no write of \(e.characteristic) reached \(e.peripheral)\(since)") }
             throw fail((since.isEmpty ? "" : "\(since.dropFirst()): ") + received.map { "\($0.time) \($0.description)" }.joined(separator: "; "))
         }
@@ -159,7 +167,7 @@ final class ExpectationJudge {
         let got = arrived()
         session.notificationMarks[key] = mark + got.count
         guard got.count >= count else {
-            let since = self.session.since(markStep, accounted: mark, what: "notification")
+            let since = self.since(markStep, accounted: mark, what: "notification")
             throw fail(got.isEmpty ? "no notification of \(e.characteristic) arrived\(since)" : describe(got, of: e.characteristic) + since)
         }
         if exact && got.count > count { throw fail(describe(got, of: e.characteristic)) }

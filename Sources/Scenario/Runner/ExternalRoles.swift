@@ -179,6 +179,7 @@ public protocol ExternalPeripheral: PeripheralSeat {
 
 extension ExternalPeripheral {
     public var simulated: SimulatedPeripheral? { nil }
+    public func announceAgain() {}
     public var hasLink: Bool { !connectedCentrals.isEmpty }
     public func valueHandle(_ ref: CharacteristicRef) -> UInt16? { nil }
     public func startServing(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) { start(completion: completion) }

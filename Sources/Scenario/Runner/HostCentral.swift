@@ -183,7 +183,7 @@ final class HostCentral: CentralSeat {
             let linkLost = { ExternalRoleError.gatt(.linkLost(reason: connection.disconnectReason?.rawValue ?? HCIStatus.connectionTerminatedByLocalHost.rawValue)) }
             guard connection.client.writeWithoutResponse(write.value, handle: c.valueHandle) else {
                 if !connection.isConnected { return completion(.failure(linkLost())) }
-                return completion(.failure(.failed(ScenarioSession.unsentCommand(write.value.count, mtu: connection.client.mtu,
+                return completion(.failure(.failed(Self.unsentCommand(write.value.count, mtu: connection.client.mtu,
                                                                                   bearer: connection.bearer.state, failure: connection.bearer.failure))))
             }
             var done = false
@@ -229,6 +229,33 @@ final class HostCentral: CentralSeat {
         } else {
             connection.client.subscribe(to: c, completion: done)
         }
+    }
+
+    /// Why a Write Command could not be sent, the one reason that applies: the value is longer
+    /// than ATT_MTU - 3 (Core Vol 3 Part F 3.4.5.3), or the bearer is closed, or it failed (after a
+    /// transaction timeout, Part F 3.3.3, or a protocol violation) and sends nothing more.
+    static func unsentCommand(_ octets: Int, mtu: Int, bearer: ATTBearer.State, failure: ATTError? = nil) -> String {
+        switch bearer {
+        case .closed: return "the link is closed: the ATT bearer to the peripheral is gone"
+        case .failed:
+            if case .timeout? = failure { return "the ATT bearer sends nothing more after a transaction timeout (Core Vol 3 Part F 3.3.3)" }
+            return "the ATT bearer sends nothing more: it failed" + (failure.map { " (\($0))" } ?? "")
+        case .open:
+            return "\(octets) octets do not fit a Write Command at ATT_MTU \(mtu) (at most ATT_MTU - 3 = \(mtu - 3) octets); "
+                + "exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts"
+        }
+    }
+
+    func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)? {
+        for record in labDevice.traffic.records.reversed() where record.wasSent {
+            switch record.pdu {
+            case let .writeRequest(w)? where w.handle == handle: return (.request, "Write Request")
+            case let .writeCommand(w)? where w.handle == handle: return (.command, "Write Command")
+            case let .prepareWriteRequest(p)? where p.handle == handle: return (.request, "Prepare Write Requests")
+            default: continue
+            }
+        }
+        return nil
     }
 
     func describe(_ done: SeatOperation) -> String {

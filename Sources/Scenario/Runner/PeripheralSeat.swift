@@ -27,6 +27,14 @@ public protocol PeripheralSeat: AnyObject {
     func valueHandle(_ ref: CharacteristicRef) -> UInt16?
     /// What it did and saw.
     var onActivity: ((PeripheralActivity) -> Void)? { get set }
+    /// Enables its advertising again, when it advertises, now that the central's stack scans. A
+    /// real advertiser sends an advertising event every interval, so a scan that starts late still
+    /// hears the next one; Linux's emulated controllers (btvirt)
+    /// instead report an advertiser once, when scanning or advertising is enabled, and Linux 6.1
+    /// drops a report that arrives before its discovery has reached the finding state (fixed in
+    /// later kernels: "Bluetooth: hci_event: Set DISCOVERY_FINDING on SCAN_ENABLED"). Enabling
+    /// again stands for the next advertising event.
+    func announceAgain()
     /// BLELab's simulated peripheral in the seat, for what only it offers; nil for another stack.
     var simulated: SimulatedPeripheral? { get }
 }
@@ -35,10 +43,14 @@ extension SimulatedPeripheral: PeripheralSeat {
     public var address: LEAddress? { device.address }
     public var hasLink: Bool { host.connections.values.contains { $0.role == .peripheral } }
     public var simulated: SimulatedPeripheral? { self }
+    public func announceAgain() {
+        guard host.isAdvertising, let configuration = host.advertisingConfiguration else { return }
+        host.startAdvertising(configuration)
+    }
     public func valueHandle(_ ref: CharacteristicRef) -> UInt16? { handles(for: ref)?.valueHandle }
     public func startServing(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
         start { completion($0.mapError { .host($0) }) }
     }
-    /// Stops on its own at the lab's end (`quietRealControllers` stops real advertisers).
+    /// Stops on its own at the lab's end (`RealControllers.quiet` stops real advertisers).
     public func stopServing(completion: @escaping () -> Void) { completion() }
 }

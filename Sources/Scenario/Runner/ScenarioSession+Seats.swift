@@ -27,27 +27,13 @@ extension ScenarioSession {
             guard let handle = self.valueHandle(write.characteristic, on: id) else { return }
             // bluetoothd 5.66 does not tell a GATT application which PDU carried a write: take it
             // from the central's side of the link, the last write PDU it sent for the handle.
-            let sent = write.method == nil ? self.lastWriteSent(to: handle) : nil
+            let sent = write.method == nil ? self.central.lastWriteSent(to: handle) : nil
             let method = write.method ?? sent?.method
             let how = sent.map { "\($0.description) from the central" }
                 ?? method.map { $0 == .request ? "a request" : "a command" } ?? "a write of unstated type"
             self.observations.received(id, handle: handle, time: self.now, value: write.value, method: method,
                                        description: "\(provider.description) handed the application \(write.value.count) octets (\(how))")
         }
-    }
-
-    /// The last write PDU BLELab's central sent for `handle`: how it went, in spec terms.
-    func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)? {
-        guard let centralDevice else { return nil }
-        for record in centralDevice.traffic.records.reversed() where record.wasSent {
-            switch record.pdu {
-            case let .writeRequest(w)? where w.handle == handle: return (.request, "Write Request")
-            case let .writeCommand(w)? where w.handle == handle: return (.command, "Write Command")
-            case let .prepareWriteRequest(p)? where p.handle == handle: return (.request, "Prepare Write Requests")
-            default: continue
-            }
-        }
-        return nil
     }
 
     func beginCentral() throws {
@@ -86,18 +72,10 @@ extension ScenarioSession {
 
     // MARK: Advertising for a scanning stack
 
-    /// Has every advertising BLELab peripheral enable its advertising again, now that the
-    /// central's stack scans. A real advertiser sends an advertising event every interval, so a
-    /// scan that starts late still hears the next one; Linux's emulated controllers (btvirt)
-    /// instead report an advertiser once, when scanning or advertising is enabled, and Linux 6.1
-    /// drops a report that arrives before its discovery has reached the finding state (fixed in
-    /// later kernels: "Bluetooth: hci_event: Set DISCOVERY_FINDING on SCAN_ENABLED"). Enabling
-    /// again stands for the next advertising event.
+    /// Has every peripheral announce itself again, now that the central's stack scans
+    /// (`PeripheralSeat.announceAgain`).
     func reannounceAdvertising() {
-        for spec in scenario.peripherals {
-            guard let host = peripherals[spec.id]?.host, host.isAdvertising, let configuration = host.advertisingConfiguration else { continue }
-            host.startAdvertising(configuration)
-        }
+        for spec in scenario.peripherals { peripheralSeats[spec.id]?.announceAgain() }
     }
 
     /// With the central's seat left to a program outside the lab, nobody says when it scans:

@@ -106,14 +106,6 @@ final class ScenarioSession {
         for (key, value) in new where old[key] != value { steps[key] = step }
     }
 
-    /// " since step N (K before it)" when step N set the mark counting starts from (an expectation
-    /// that took what had arrived, a subscription that started the count), else "".
-    func since(_ step: Int?, accounted: Int, what: String) -> String {
-        guard let step else { return "" }
-        guard accounted > 0 else { return " since step \(step)" }
-        return " since step \(step) (\(accounted) \(what)\(accounted == 1 ? "" : "s") before it)"
-    }
-
     // MARK: Running
 
     func run() -> ScenarioResult {
@@ -154,7 +146,7 @@ final class ScenarioSession {
             }
         }
         current = nil
-        settleFinalInstant()
+        RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
         var captures: [DeviceCapture] = []
         if options.keepsCaptures, let lab {
             let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
@@ -162,7 +154,7 @@ final class ScenarioSession {
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         endRoles()
-        quietRealControllers()
+        RealControllers.quiet(lab: lab, peripherals: peripherals)
         lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                               outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
@@ -227,45 +219,6 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: servedBy.map { "\(spec.id) served by \($0)" } ?? "\(spec.id) to start advertising", seen: "\(error)")
             }
         }
-    }
-
-    /// Lets every device hear what happened up to the scenario's end before the captures and the
-    /// timeline are taken. A step ends as soon as the central has heard what it waits for (its
-    /// Disconnection Complete, say); the frames the other controllers produced at that same
-    /// instant are still queued on the loop, and without this they would be missing from the
-    /// peripherals' captures. On real controllers, a peripheral may hear of the end of a link a
-    /// little after the central did: each one still holding a link the central no longer has is
-    /// given up to that link's supervision timeout (Core 5.4 Vol 6 Part B 4.5.2) to hear of it.
-    private func settleFinalInstant() {
-        guard let lab else { return }
-        lab.loop.run(until: now)
-        guard !lab.isSimulated, let central = centralDevice, central.host.driver.closed == nil else { return }
-        let centralAddress = central.address
-        let peers = Set(central.host.connections.values.map(\.peer))
-        var bound = TimeSpan.zero
-        var stale: [Connection] = []
-        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.device.host.driver.closed == nil {
-            for connection in peripheral.host.connections.values where connection.peer == centralAddress && !peers.contains(peripheral.device.address) {
-                stale.append(connection)
-                bound = max(bound, connection.supervisionTimeoutTime)
-            }
-        }
-        if !stale.isEmpty { lab.run(within: bound) { stale.allSatisfy { !$0.isConnected } } }
-    }
-
-    /// On real controllers, a peripheral that was never connected would go on advertising after
-    /// the lab lets go of its controller (closing the HCI user channel does not reset it), and the
-    /// next scenario's scans would hear it: stop advertising first (bounded, after the captures
-    /// were taken).
-    private func quietRealControllers() {
-        guard let lab, !lab.isSimulated else { return }
-        var pending = 0
-        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.host.isAdvertising {
-            guard peripheral.device.host.driver.closed == nil else { continue }
-            pending += 1
-            peripheral.host.stopAdvertising { _ in pending -= 1 }
-        }
-        if pending > 0 { lab.run(within: .seconds(1)) { pending == 0 } }
     }
 
     private func watchTimeline(_ device: LabDevice) {

@@ -162,7 +162,7 @@ final class StepRunner {
             let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }
             guard expectsAnError else {
                 var seen = "\(error)"
-                if case let .gatt(failure) = error { seen = "ATT Error Response \(code) for handle \(hex4(ScenarioSession.handle(of: failure)))" }
+                if case let .gatt(failure) = error { seen = "ATT Error Response \(code) for handle \(hex4(Self.handle(of: failure)))" }
                 throw StepFailure(kind: .unexpectedATTError,
                                   expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step", seen: seen)
             }
@@ -275,5 +275,10 @@ final class StepRunner {
             let enables = value.contains { $0 != 0 }
             session.notificationMarks[key] = enables ? before ?? 0 : session.observations.arrivals(id, valueHandle).count
         }
+    }
+
+    static func handle(of error: GATTError) -> UInt16 {
+        if case let .att(_, handle) = error { return handle }
+        return 0
     }
 }

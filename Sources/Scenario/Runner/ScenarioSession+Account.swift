@@ -2,17 +2,15 @@ import ATT
 import BLELab
 import BLERuntime
 import BLEWire
+import Controller
 import GAP
 import GATT
 import HCI
 import Host
 import ScenarioFormat
 
-/// The scripted central's steps (docs/scenarios.md section 5), one path whoever plays the seat
-/// (CentralSeat.swift): BLELab's own host or another stack.
+/// Look-ups on the session's account of what the central saw, for the steps and the judge.
 extension ScenarioSession {
-    // MARK: Scanning and connecting
-
     func describeScan(_ found: [String: ExternalScanReport]) -> String {
         scenario.peripherals.compactMap { spec in
             found[spec.id].map { r in r.rssi.map { "\(spec.id) (\($0) dBm)" } ?? spec.id }
@@ -26,6 +24,12 @@ extension ScenarioSession {
     /// The address `id` is at: BLELab's device, or what the external peripheral reports.
     func address(of id: String) -> LEAddress? {
         peripheralSeats[id]?.address
+    }
+
+    /// "remote-user-terminated (0x13) at 1.2s".
+    func linkEnd(_ id: String, reason: UInt8?) -> String {
+        let status = (reason.map(HCIStatus.init(rawValue:)) ?? connections[id]?.disconnectReason).map { "\($0)" } ?? "reason unknown"
+        return status + (linkEnded[id].map { " at \($0)" } ?? "")
     }
 
     static func milliseconds(_ span: TimeSpan) -> String {
@@ -73,26 +77,6 @@ extension ScenarioSession {
 
     // MARK: GATT operations
 
-    static func handle(of error: GATTError) -> UInt16 {
-        if case let .att(_, handle) = error { return handle }
-        return 0
-    }
-
-    /// Why a Write Command could not be sent, the one reason that applies: the value is longer
-    /// than ATT_MTU - 3 (Core Vol 3 Part F 3.4.5.3), or the bearer is closed, or it failed (after a
-    /// transaction timeout, Part F 3.3.3, or a protocol violation) and sends nothing more.
-    static func unsentCommand(_ octets: Int, mtu: Int, bearer: ATTBearer.State, failure: ATTError? = nil) -> String {
-        switch bearer {
-        case .closed: return "the link is closed: the ATT bearer to the peripheral is gone"
-        case .failed:
-            if case .timeout? = failure { return "the ATT bearer sends nothing more after a transaction timeout (Core Vol 3 Part F 3.3.3)" }
-            return "the ATT bearer sends nothing more: it failed" + (failure.map { " (\($0))" } ?? "")
-        case .open:
-            return "\(octets) octets do not fit a Write Command at ATT_MTU \(mtu) (at most ATT_MTU - 3 = \(mtu - 3) octets); "
-                + "exchange a larger MTU first (mtu: 247), or write with type: request, which sends a long value in parts"
-        }
-    }
-
     /// The value handle of `ref` in `id`'s own database: the handle on the link.
     func valueHandle(_ ref: CharacteristicRef, on id: String) -> UInt16? {
         guard let seat = peripheralSeats[id] else { return nil }
@@ -119,4 +103,40 @@ struct WriteMark {
     var connectionHandle: UInt16?
     /// Writes the peripheral had received before it.
     var received: Int
+}
+
+/// Connections and link faults in words.
+extension ScenarioSession {
+    static func describe(_ c: Connection) -> String {
+        "interval \(ConnectionUpdateRequest.milliseconds(micros: Int64(c.interval) * 1250)), latency \(c.latency), "
+            + "timeout \(ConnectionUpdateRequest.milliseconds(micros: Int64(c.supervisionTimeout) * 10_000))"
+    }
+
+    static func describe(_ f: LinkFaults) -> String {
+        if f.isNone { return "none" }
+        var parts: [String] = []
+        if f.lossRate > 0 { parts.append("loss \(FaultSyntax.trimmed(f.lossRate * 100))%") }
+        if f.latency > .zero { parts.append("latency \(f.latency)") }
+        if f.jitter > .zero { parts.append("jitter \(f.jitter)") }
+        if !f.drops.isEmpty { parts.append("drop " + f.drops.map(\.description).joined(separator: ", ")) }
+        return parts.joined(separator: ", ")
+    }
+
+    // MARK: Expectations
+
+}
+
+/// What a `connect` step gave, for `expect: { connect-failed }`.
+struct ConnectAttempt {
+    enum Outcome {
+        /// The connection (nil when the seat gives the lab none: another stack holds it).
+        case connected(Connection?)
+        /// Why it gave none, when it has a name, and the report's words.
+        case failed(ConnectFailureReason?, String)
+    }
+
+    var step: CentralStep
+    var peripheral: String
+    var time: Instant
+    var outcome: Outcome
 }
