@@ -78,6 +78,9 @@ public protocol CentralSeat: AnyObject {
     /// Notifications with a given client configuration (a subscribe step's `with:`).
     func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
                           configuration: GATTClientConfiguration?, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
+    /// `parameter-requests: accept|reject` for peripheral `id`: how the central's host answers its
+    /// requests for new connection parameters from now on (a stack that decides itself ignores it).
+    func answerParameterRequests(from id: String, accept: Bool)
     /// Whether the lab's advertisers must enable advertising again when it scans (see
     /// `ScenarioSession.reannounceAdvertising`).
     var needsAdvertisingReannounced: Bool { get }
@@ -112,6 +115,7 @@ extension CentralSeat {
                                  configuration: GATTClientConfiguration?, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
         setNotifications(enable, for: ref, on: address, acquire: acquire, completion: completion)
     }
+    public func answerParameterRequests(from id: String, accept: Bool) {}
     public var needsAdvertisingReannounced: Bool { true }
     public var knowsItsLinks: Bool { true }
 

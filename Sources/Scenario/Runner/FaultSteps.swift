@@ -140,7 +140,7 @@ final class FaultSteps {
             air.setLinkFaults(faults, for: controller)
             session.note = "link faults of \(id): \(ScenarioSession.describe(faults))"
         case let .parameterRequests(id, accept):
-            (session.central as? HostCentral)?.answerParameterRequests(from: id, accept: accept)
+            session.central.answerParameterRequests(from: id, accept: accept)
             session.note = "the central \(accept ? "accepts" : "rejects") \(id)'s requests for new connection parameters"
         }
     }
