@@ -29,17 +29,21 @@ let package = Package(
         .target(name: "ScenarioFormat", dependencies: ["YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
-        // built as a scenario of the format (docs/import.md). Below Scenario, which hooks it into the CLI.
+        // built as a scenario of the format (docs/import.md). Below BLELabCLI, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
-        .target(name: "Scenario", dependencies: ["ScenarioFormat", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        // The runner: a scenario's steps on a lab (docs/architecture.md), and the seats another stack plays.
+        .target(name: "Scenario", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
+        // what the executable offers beyond the sim (transports, seats) is passed in as values.
+        .target(name: "BLELabCLI", dependencies: ["Scenario", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
         // `blelab hostile` (LabTiers/Hostile): BLELab's host in one role against a hostile peer.
-        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "Scenario", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
+        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
-        .executableTarget(name: "blelab", dependencies: ["Scenario", "LabTiers", "BlueZLab", "BLERuntime"], plugins: ["BuildInfo"]),
+        .executableTarget(name: "blelab", dependencies: ["BLELabCLI", "LabTiers", "BlueZLab", "BLERuntime"], plugins: ["BuildInfo"]),
         .plugin(name: "BuildInfo", capability: .buildTool()),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
@@ -54,8 +58,10 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
-        .executableTarget(name: "BLELabBench", dependencies: ["ScenarioFormat", "BLELab", "Scenario", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "Scenario", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
+        // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
+        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "Scenario", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
@@ -68,10 +74,12 @@ let package = Package(
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioTests).
+        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "Scenario", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "CaptureImportTests", dependencies: ["ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
+        .testTarget(name: "TierTests", dependencies: ["BLELabCLI", "ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
         // Each test starts its own private dbus-daemon (package dbus-daemon).
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
         .testTarget(name: "BlueZLabTests", dependencies: ["ScenarioFormat", "BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),

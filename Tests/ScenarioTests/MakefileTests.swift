@@ -1,7 +1,8 @@
+import BLELabTestSupport
 import Foundation
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// The Makefile's promises: every target that builds installs the build's packages first; make
 /// test ends with a count line from the results and fails on a failed test; make soak's report
@@ -52,8 +53,8 @@ final class MakefileTests: XCTestCase {
     // MARK: Scripts
 
     private func python(_ script: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
-        guard let python = CaptureInteropTests.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
-        let run = try CaptureInteropTests.runTool(python, [root + "/tools/" + script] + arguments)
+        guard let python = TestTools.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
+        let run = try TestTools.runTool(python, [root + "/tools/" + script] + arguments)
         return (run.status, run.output.split(separator: "\n").map(String.init))
     }
 
