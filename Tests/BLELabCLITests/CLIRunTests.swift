@@ -256,7 +256,7 @@ final class BackendLifecycleTests: XCTestCase {
         func shutDown() { shutDowns += 1 }
     }
 
-    private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures").path
+    private let fixtures = ScenarioText.fixtures
 
     func testPrepareAndShutDownBracketTheRuns() {
         let backend = CountingBackend()
