@@ -60,16 +60,18 @@ let package = Package(
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "Scenario", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
+        // Hex test vectors and decode-error assertions, shared by the byte-level test targets.
+        .target(name: "WireTestSupport", dependencies: ["BLEWire"], path: "Tests/WireTestSupport"),
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
         .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "Scenario", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
-        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
+        .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ATTTests", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
