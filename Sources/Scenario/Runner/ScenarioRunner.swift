@@ -25,7 +25,7 @@ public struct RunOptions {
 /// scenario is a `ScenarioResult`, never a thrown error or a crash.
 public struct ScenarioRunner {
     public var backend: ScenarioBackend
-    /// Seats another stack plays (`--central bluez`, `--peripheral bluez`).
+    /// Seats another stack plays (`blelab run --central`, `--peripheral`).
     public var roles: ScenarioRoles
 
     public init(backend: ScenarioBackend = SimBackend(), roles: ScenarioRoles = ScenarioRoles()) {
