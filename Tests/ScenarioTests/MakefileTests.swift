@@ -1,7 +1,8 @@
+import BLELabTestSupport
 import Foundation
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// The Makefile's promises: every target that builds installs the build's packages first; make
 /// test ends with a count line from the results and fails on a failed test; make soak's report
@@ -52,8 +53,8 @@ final class MakefileTests: XCTestCase {
     // MARK: Scripts
 
     private func python(_ script: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
-        guard let python = CaptureInteropTests.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
-        let run = try CaptureInteropTests.runTool(python, [root + "/tools/" + script] + arguments)
+        guard let python = TestTools.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
+        let run = try TestTools.runTool(python, [root + "/tools/" + script] + arguments)
         return (run.status, run.output.split(separator: "\n").map(String.init))
     }
 
@@ -90,6 +91,45 @@ final class MakefileTests: XCTestCase {
 
         r = try python("test-summary.py", ["--status", "0", dir + "/missing.xml"])
         XCTAssertEqual(r.status, 1)
+    }
+
+    /// tools/check-package-edges.py, run by `make test`: an import without its dependency, and a
+    /// dependency no file imports, each fail the check by name; imports in comments and string
+    /// literals, and the platform's modules, are not edges.
+    func testPackageEdgesCheckFailsOnAnUndeclaredImportAndAnUnusedDependency() throws {
+        XCTAssertTrue(try XCTUnwrap(rules()["test"]).prerequisites.contains("check-edges"))
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        for (path, text) in [
+            ("Sources/Low/Low.swift", "public struct Low {}\n"),
+            ("Sources/Mid/Mid.swift", "import Low\n#if canImport(Glibc)\nimport Glibc\n#endif\n// import Top\nlet help = \"\"\"\nimport Top\n\"\"\"\n"),
+            ("Sources/Top/Top.swift", "import Mid\nimport struct Low.Low\n"),
+            ("Tests/TopTests/TopTests.swift", "import XCTest\n@testable import Top\n"),
+        ] {
+            try FileText.makeDirectories(dir + "/" + path.split(separator: "/").dropLast().joined(separator: "/"))
+            try FileText.write(text, to: dir + "/" + path)
+        }
+        func package(_ top: [String], tests: [String]) throws -> String {
+            func target(_ name: String, _ type: String, _ dependencies: [String]) -> String {
+                "{\"name\": \"\(name)\", \"type\": \"\(type)\", \"dependencies\": ["
+                    + dependencies.map { "{\"byName\": [\"\($0)\", null]}" }.joined(separator: ", ") + "]}"
+            }
+            let json = "{\"targets\": [" + [target("Low", "regular", []), target("Mid", "regular", ["Low"]),
+                                              target("Top", "regular", top), target("TopTests", "test", tests)].joined(separator: ", ") + "]}"
+            try FileText.write(json, to: dir + "/package.json")
+            return dir + "/package.json"
+        }
+        let good = try python("check-package-edges.py", ["--root", dir, "--dump", try package(["Mid", "Low"], tests: ["Top"])])
+        XCTAssertEqual(good.status, 0)
+        XCTAssertEqual(good.lines, ["check-package-edges: 4 targets, Package.swift's edges equal their imports"])
+
+        let bad = try python("check-package-edges.py", ["--root", dir, "--dump", try package(["Mid"], tests: ["Top", "Mid"])])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertEqual(bad.lines, [
+            "check-package-edges: Top: imports Low (Sources/Top/Top.swift) but does not declare it",
+            "check-package-edges: TopTests: declares Mid but no file under Tests/TopTests imports it",
+            "check-package-edges: 2 differences between Package.swift and the imports",
+        ])
     }
 
     func testSoakReportCountsFlakyTestsAndScenarioFlakes() throws {
