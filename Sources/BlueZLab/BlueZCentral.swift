@@ -466,9 +466,7 @@ public final class BlueZCentral: CentralSeat {
             switch result {
             case .success:
                 disconnecting.remove(path)
-                until("\(path) Connected", within: callTimeout, { self.isConnected(path: path) }) { ok in
-                    completion(ok ? .success(()) : .failure(.failed(self.failure ?? "Connect returned, but Connected stayed false")))
-                }
+                confirmConnected(path, within: within, completion: completion)
             case .failure(.timeout):
                 // Disconnect cancels a pending LE connection in bluetoothd.
                 disconnecting.insert(path)
@@ -476,6 +474,38 @@ public final class BlueZCentral: CentralSeat {
                 completion(.failure(.timeout("no connection within \(within) (Device1.Connect had not returned; cancelled with Disconnect)")))
             case let .failure(error):
                 completion(.failure(self.describe(error, doing: "Device1.Connect")))
+            }
+        }
+    }
+
+    /// Device1.Connect has returned: bluetoothd holds the link (for LE it answers once the ATT
+    /// channel is up, src/device.c att_connect_cb). Connected has usually been announced by then,
+    /// but not always: when the ATT channel comes up before the kernel's mgmt Device Connected
+    /// event, bluetoothd replies to Connect first, and then device_add_connection finds the LE
+    /// bearer already connected ("Device … is already connected") and returns without emitting
+    /// PropertiesChanged(Connected), so no signal ever says so. The property is therefore read
+    /// (GetAll: one sender's messages arrive in order, so the reply follows every signal sent
+    /// before it and agrees with bluetoothd's state); only when it reads false is the signal
+    /// waited for. Confirming gets as long again as the connect had (`within`, the read and the
+    /// wait together), not the 10 s call timeout: a connect step completes or fails on its own
+    /// bound, inside the step's and the scenario's.
+    private func confirmConnected(_ path: DBusObjectPath, within: TimeSpan,
+                                  completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        guard let client, let loop, !isConnected(path: path) else { return completion(.success(())) }
+        let deadline = loop.now + within
+        client.allProperties(of: path, interface: BlueZName.device, timeout: within) { [self] result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(describe(error, doing: "Device1.Connect returned; reading Connected (GetAll)")))
+            case let .success(properties):
+                // An object removed meanwhile (InterfacesRemoved came first) stays removed.
+                if tree[path]?[BlueZName.device] != nil {
+                    tree[path]?[BlueZName.device]?.merge(properties) { $1 }
+                }
+                until("\(path) Connected", within: max(.zero, deadline - loop.now), { self.isConnected(path: path) }) { ok in
+                    completion(ok ? .success(()) : .failure(.failed(self.failure
+                        ?? "Device1.Connect returned, but Connected stayed false (read with GetAll, then no PropertiesChanged turned it true within \(within))")))
+                }
             }
         }
     }
