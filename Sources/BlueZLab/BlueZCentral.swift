@@ -18,7 +18,8 @@ import ScenarioFormat
 ///   (ObjectManager.InterfacesAdded of a Device1, or a PropertiesChanged of its advertisement
 ///   properties). Devices not connected are removed before each scan so that every scan starts
 ///   from what the air says, not from bluetoothd's memory.
-/// - connect: Device1.Connect, bounded by the step's `within` (then Disconnect cancels it).
+/// - connect: Device1.Connect, bounded by the step's `within` (then Disconnect cancels it);
+///   then Connected, announced or read (`confirmConnected`), bounded by `within` again.
 /// - discover: waits for Device1.ServicesResolved and reads the GATT objects bluetoothd made.
 /// - read/write: GattCharacteristic1.ReadValue/WriteValue ("type" from the step, none for
 ///   `type: default`: bluetoothd's own choice), or AcquireWrite's socket.
@@ -483,7 +484,7 @@ public final class BlueZCentral: CentralSeat {
     /// but not always: when the ATT channel comes up before the kernel's mgmt Device Connected
     /// event, bluetoothd replies to Connect first, and then device_add_connection finds the LE
     /// bearer already connected ("Device … is already connected") and returns without emitting
-    /// PropertiesChanged(Connected), so no signal ever says so. The property is therefore read
+    /// PropertiesChanged(Connected), so no signal may ever say so (a CI run's bluetoothd log). The property is therefore read
     /// (GetAll: one sender's messages arrive in order, so the reply follows every signal sent
     /// before it and agrees with bluetoothd's state); only when it reads false is the signal
     /// waited for. Confirming gets as long again as the connect had (`within`, the read and the
@@ -491,7 +492,8 @@ public final class BlueZCentral: CentralSeat {
     /// bound, inside the step's and the scenario's.
     private func confirmConnected(_ path: DBusObjectPath, within: TimeSpan,
                                   completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
-        guard let client, let loop, !isConnected(path: path) else { return completion(.success(())) }
+        if isConnected(path: path) { return completion(.success(())) }
+        guard let client, let loop else { return completion(.failure(.failed(failure ?? "the role ended during Connect"))) }
         let deadline = loop.now + within
         client.allProperties(of: path, interface: BlueZName.device, timeout: within) { [self] result in
             switch result {

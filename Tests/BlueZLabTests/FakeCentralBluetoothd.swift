@@ -92,8 +92,9 @@ final class FakeCentralBluetoothd {
     var stopDiscoveryAnswer: Answer = .reply
     /// Whether Connect returns before Connected turns true (else after).
     var connectedAfterReply = false
-    /// Whether Connected turning true is announced (PropertiesChanged). bluetoothd 5.66 does not
-    /// announce it when the ATT channel comes up before mgmt's Device Connected event: the
+    /// Whether Connected turning true is announced (PropertiesChanged). bluetoothd (5.66, as a CI
+    /// run's log showed) may not announce it when the ATT channel comes up before mgmt's Device
+    /// Connected event: the
     /// Connect reply goes out from att_connect_cb, then device_add_connection finds the LE bearer
     /// connected ("Device … is already connected") and returns before emitting Connected; a
     /// Get or GetAll still reads true.
