@@ -488,14 +488,15 @@ public final class BlueZCentral: CentralSeat {
     /// (GetAll: one sender's messages arrive in order, so the reply follows every signal sent
     /// before it and agrees with bluetoothd's state); only when it reads false is the signal
     /// waited for. Confirming gets as long again as the connect had (`within`, the read and the
-    /// wait together), not the 10 s call timeout: a connect step completes or fails on its own
-    /// bound, inside the step's and the scenario's.
+    /// wait together; at most `callTimeout`, so the seat answers inside its `connectGrace`), not
+    /// a fixed 10 s: a connect step completes or fails on its own bound.
     private func confirmConnected(_ path: DBusObjectPath, within: TimeSpan,
                                   completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
         if isConnected(path: path) { return completion(.success(())) }
         guard let client, let loop else { return completion(.failure(.failed(failure ?? "the role ended during Connect"))) }
-        let deadline = loop.now + within
-        client.allProperties(of: path, interface: BlueZName.device, timeout: within) { [self] result in
+        let bound = min(within, callTimeout)
+        let deadline = loop.now + bound
+        client.allProperties(of: path, interface: BlueZName.device, timeout: bound) { [self] result in
             switch result {
             case let .failure(error):
                 completion(.failure(describe(error, doing: "Device1.Connect returned; reading Connected (GetAll)")))
@@ -506,7 +507,7 @@ public final class BlueZCentral: CentralSeat {
                 }
                 until("\(path) Connected", within: max(.zero, deadline - loop.now), { self.isConnected(path: path) }) { ok in
                     completion(ok ? .success(()) : .failure(.failed(self.failure
-                        ?? "Device1.Connect returned, but Connected stayed false (read with GetAll, then no PropertiesChanged turned it true within \(within))")))
+                        ?? "Device1.Connect returned, but Connected stayed false (read with GetAll, then no PropertiesChanged turned it true within \(bound))")))
                 }
             }
         }

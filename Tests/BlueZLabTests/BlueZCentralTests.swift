@@ -479,6 +479,22 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertFalse(central.isConnected(Self.address(Self.hrmAddress)))
     }
 
+    /// A long `within` does not stretch the confirmation past `callTimeout` (the step waits for
+    /// the seat `within` plus its `connectGrace`, which callTimeout stays inside).
+    func testConfirmingConnectedIsBoundedByTheCallTimeoutToo() throws {
+        let (fake, central) = try begun(callTimeout: .milliseconds(300))
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.linkUpOnConnect = false
+        let start = loop.now
+        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(2)) { done in
+            central.connect(to: Self.address(Self.hrmAddress), within: .seconds(30), completion: done)
+        }
+        XCTAssertTrue(failureText(result).hasSuffix("turned it true within \(TimeSpan.milliseconds(300)))"), failureText(result))
+        XCTAssertLessThan(loop.now - start, .seconds(1))
+    }
+
     func testConnectThatNeverAnswersTimesOutAndIsCancelled() throws {
         let (fake, central) = try begun()
         let sensor = addSensor(fake)
