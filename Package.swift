@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers, bottom to top (see docs/architecture.md). Imports only point down; the controller
-// branch (Controller) and the host branch (Host, ATT, GATT, GAP) meet only in BLELab.
+// Layers, bottom to top (see docs/architecture.md, whose picture `make graph` draws from these
+// edges). Imports only point down; the controller branch (Controller) and the host branch (Host,
+// ATT, GATT, GAP) never import each other and run together only in BLELab.
 let package = Package(
     name: "BLELab",
     products: [

@@ -132,6 +132,61 @@ final class MakefileTests: XCTestCase {
         ])
     }
 
+    /// tools/package-graph.py, `make graph` and part of `make check-edges`: the DOT has the
+    /// library and executable targets with the transitive reduction of their edges, rows bottom up,
+    /// no tests, test support or plugins, the example apps as one node; --check fails on a DOT that
+    /// is not the package's graph and on an SVG not rendered from it.
+    func testPackageGraphIsTheReducedGraphAndTheCheckFailsWhenTheDocsAreStale() throws {
+        let rules = try rules()
+        XCTAssertTrue(try XCTUnwrap(rules["check-edges"]).recipe.contains { $0.contains("tools/package-graph.py --check") })
+        XCTAssertTrue(try XCTUnwrap(rules["graph"]).recipe.contains { $0.contains("tools/package-graph.py") })
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        func target(_ name: String, _ type: String, _ dependencies: [String], path: String? = nil) -> String {
+            "{\"name\": \"\(name)\", \"type\": \"\(type)\", \"path\": " + (path.map { "\"\($0)\"" } ?? "null")
+                + ", \"dependencies\": [" + dependencies.map { "{\"byName\": [\"\($0)\", null]}" }.joined(separator: ", ") + "]}"
+        }
+        func package(top: [String]) throws -> String {
+            let json = "{\"targets\": [" + [
+                target("Low", "regular", []), target("Mid", "regular", ["Low"]), target("Top", "regular", top),
+                target("tool", "executable", ["Top", "Low"], path: nil), target("Build", "plugin", []),
+                target("AppA", "regular", ["Top"], path: "Examples/AppA"), target("AppB", "regular", ["Top", "Mid"], path: "Examples/AppB"),
+                target("Support", "regular", ["Top"], path: "Tests/Support"), target("TopTests", "test", ["Support", "Top", "Low"]),
+            ].joined(separator: ", ") + "]}"
+            try FileText.write(json, to: dir + "/package.json")
+            return dir + "/package.json"
+        }
+        let written = try python("package-graph.py", ["--root", dir, "--dump", try package(top: ["Mid", "Low"]), "--dot", "graph.dot"])
+        XCTAssertEqual(written.status, 0, "\(written.lines)")
+        let text = try FileText.read(dir + "/graph.dot")
+        let arrows = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.contains("->") }
+        XCTAssertEqual(arrows, [
+            "\"Examples\" -> \"Top\";", "\"Mid\" -> \"Low\";", "\"Top\" -> \"Mid\";", "\"tool\" -> \"Top\";",
+        ], "Top → Low, tool → Low and AppB → Mid are implied by longer paths")
+        XCTAssertTrue(text.contains("label=\"example apps (2)\\nAppA\\nAppB\""), text)
+        for absent in ["TopTests", "Support", "Build", "\"AppA\""] { XCTAssertFalse(text.contains(absent), absent) }
+        // Rows from the top: Examples and tool (3 targets down), Top, Mid, Low; one row's names sorted.
+        let rows = text.components(separatedBy: "{ rank=same;").dropFirst().map { row in
+            row.split(separator: "\n").dropFirst().prefix { $0.hasPrefix("    ") }.map { String($0.split(separator: "\"")[1]) }
+        }
+        XCTAssertEqual(rows, [["Examples", "tool"], ["Top"], ["Mid"], ["Low"]])
+
+        let mark = try XCTUnwrap(text.split(separator: "\n").first { $0.contains("comment=") }?.split(separator: "\"")[1])
+        try FileText.write("<svg>\n<!-- \(mark) -->\n</svg>\n", to: dir + "/graph.svg")
+        let check = ["--root", dir, "--dot", "graph.dot", "--svg", "graph.svg", "--check"]
+        let good = try python("package-graph.py", check + ["--dump", try package(top: ["Mid", "Low"])])
+        XCTAssertEqual(good.status, 0, "\(good.lines)")
+        XCTAssertEqual(good.lines, ["package-graph: graph.dot and graph.svg show Package.swift's graph"])
+
+        // Top imports Low directly now and not Mid: another graph, so both files are stale.
+        let stale = try python("package-graph.py", check + ["--dump", try package(top: ["Low"])])
+        XCTAssertEqual(stale.status, 1)
+        XCTAssertEqual(stale.lines, [
+            "package-graph: graph.dot is not the graph of Package.swift; run make graph",
+            "package-graph: graph.svg was not rendered from the graph of Package.swift; run make graph",
+        ])
+    }
+
     func testSoakReportCountsFlakyTestsAndScenarioFlakes() throws {
         let dir = try temporaryDirectory()
         defer { removeTree(dir) }
