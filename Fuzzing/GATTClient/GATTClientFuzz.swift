@@ -12,7 +12,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bearer = ATTBearer(loop: loop) { _ in }
     let client = GATTClient(bearer: bearer)
     client.onNotification = { _ in }
-    client.onServiceChanged = { range in client.rediscover(range) { _ in } }
+    client.onServiceChanged = { [unowned client] range in client.rediscover(range) { _ in } }
     bearer.observeViolations { _ = "\($0)" }
     client.exchangeMTU { _ in }
     client.discoverAll { result in
