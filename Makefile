@@ -111,9 +111,13 @@ hostile: deps venv
 		--rounds $(HOSTILE_ROUNDS) --seed $(HOSTILE_SEED) --out $(BUILD_DIR)/hostile
 
 # Per tier: helper start/stop, one scan→notify flow, the whole suite, in wall time (release build).
+# BENCH_TIERS_SUITE=no leaves out each tier's whole-suite figures (rootcanal_suite_wall_s, …):
+# .ci/run does, since `make e2e-socket` has just run both suites and printed their times.
+BENCH_TIERS_SUITE ?= yes
 bench-tiers: deps venv
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble scenarios
+	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
+		$(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) scenarios
 
 # RootCanal: h4probe drives two controllers (two connections to its HCI port) through BLELab's
 # power-on, legacy advertising, scanning, LE Create Connection, ACL both ways and Disconnect;

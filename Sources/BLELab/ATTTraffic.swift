@@ -5,7 +5,7 @@ import HCI
 import Transport
 
 /// The ATT PDUs that actually crossed one host's HCI transport, rebuilt from the ACL packets in
-/// its packet log (fragments reassembled by the L2CAP basic header, Core 5.4 Vol 3 Part A 3.1).
+/// its packet log (fragments reassembled by HCI's L2CAPReassembler, Core 5.4 Vol 3 Part A 3.1).
 /// This is the evidence behind "the central sent a Write Command", independent of what any layer
 /// above HCI believed it did.
 public final class ATTTraffic {
@@ -28,7 +28,7 @@ public final class ATTTraffic {
     }
 
     public private(set) var records: [Record] = []
-    private var partial: [PartialKey: [UInt8]] = [:]
+    private var reassembly = L2CAPReassembler<PartialKey>()
     private var observers: [(Record) -> Void] = []
 
     private struct PartialKey: Hashable {
@@ -53,37 +53,14 @@ public final class ATTTraffic {
         records.filter { r in r.opcode.map { opcodes.contains($0) } ?? false }
     }
 
+    /// Broken fragment sequences (a continuation without a start, PB 0b11) are not this record's
+    /// to judge: the host's driver reports them; here they are skipped.
     private func consume(_ packet: LoggedPacket) {
-        let frame = packet.frame
-        // H4 ACL: 02 | handle+flags (2) | length (2) | data
-        guard frame.count >= 5, frame[0] == H4PacketType.acl.rawValue else { return }
-        let header = UInt16(frame[1]) | UInt16(frame[2]) << 8
-        let handle = header & 0x0FFF
-        let boundary = PacketBoundary(rawValue: UInt8(header >> 12 & 0x3))
-        let key = PartialKey(direction: packet.direction, handle: handle)
-        var buffer: [UInt8]
-        if boundary.isStart {
-            buffer = Array(frame[5...])
-        } else if boundary == .continuing, let started = partial[key] {
-            buffer = started + frame[5...]
-        } else {
-            return
-        }
-        guard buffer.count >= 4 else {
-            partial[key] = buffer
-            return
-        }
-        let length = Int(buffer[0]) | Int(buffer[1]) << 8
-        guard buffer.count >= 4 + length else {
-            partial[key] = buffer
-            return
-        }
-        partial[key] = nil
-        let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
-        guard cid == 0x0004 else { return }
-        let bytes = Array(buffer[4..<4 + length])
-        let record = Record(time: packet.time, direction: packet.direction, connectionHandle: handle, bytes: bytes,
-                            pdu: try? ATTPDU(decoding: bytes))
+        guard packet.frame.first == H4PacketType.acl.rawValue, let acl = try? HCIACLData(decoding: packet.frame, from: 1) else { return }
+        let outcome = reassembly.feed(acl.data, boundary: acl.boundary, stream: PartialKey(direction: packet.direction, handle: acl.handle))
+        guard let frame = outcome.frame, frame.channel == L2CAPChannelID.att else { return }
+        let record = Record(time: packet.time, direction: packet.direction, connectionHandle: acl.handle, bytes: frame.payload,
+                            pdu: try? ATTPDU(decoding: frame.payload))
         records.append(record)
         for o in observers { o(record) }
     }

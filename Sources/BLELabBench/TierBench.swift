@@ -2,13 +2,15 @@ import BLELab
 import BLERuntime
 import LabTiers
 import Scenario
+import ScenarioFormat
 
 // The socket tier's figures: RootCanal and Bumble run in real time, so these are wall times of
 // what the sim does in virtual time. Names are prefixed with the tier: rootcanal_…, bumble_….
 
 /// One tier: its helper's start, one scan→notify flow from a fresh lab (median of 10), the whole
-/// scenario suite once, the helper's stop.
-func benchTier(_ transport: String, folder: String) throws {
+/// scenario suite once (unless `suite` is false: CI runs the suites in `make e2e-socket` already),
+/// the helper's stop.
+func benchTier(_ transport: String, folder: String, suite runsSuite: Bool = true) throws {
     guard let backend = try TransportCatalog.backend(for: transport) as? ExternalControllerBackend else {
         throw BenchError(description: "\(transport) is not an external transport")
     }
@@ -47,6 +49,16 @@ func benchTier(_ transport: String, folder: String) throws {
     print("\(name)_flow_wall_ms: \(String(format2: flows[flows.count / 2] * 1000)) ms")
     print("\(name)_flow_wall_min_ms: \(String(format2: flows[0] * 1000)) ms")
 
+    if runsSuite {
+        try benchTierSuite(runnable, backend: backend, name: name)
+    }
+    let stop = wallSeconds { backend.shutDown() }
+    print("\(name)_stop_ms: \(String(format2: stop * 1000)) ms")
+}
+
+/// The whole runnable suite once on the tier: its wall time and how many passed (a failure fails
+/// the benchmark, after both figures are printed).
+private func benchTierSuite(_ runnable: [ScenarioFormat.Scenario], backend: ExternalControllerBackend, name: String) throws {
     let runner = ScenarioRunner(backend: backend)
     var passed = 0
     var failures: [String] = []
@@ -58,7 +70,5 @@ func benchTier(_ transport: String, folder: String) throws {
     }
     print("\(name)_suite_wall_s: \(String(format2: suite)) s")
     print("\(name)_suite_passed: \(passed) of \(runnable.count) scenarios")
-    let stop = wallSeconds { backend.shutDown() }
-    print("\(name)_stop_ms: \(String(format2: stop * 1000)) ms")
     guard failures.isEmpty else { throw BenchError(description: "\(name): \(failures.joined(separator: "; "))") }
 }

@@ -188,12 +188,15 @@ func benchScenarioSuite(folder: String) throws {
 
 // `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
 // `blelab-bench --tier TRANSPORT [FOLDER]`: one tier whose spec has commas (hci-user:0,1,2).
+// `--no-suite` (anywhere after the flag) leaves out the suite figures: the quick mode CI uses.
 if let flag = CommandLine.arguments.dropFirst().first, flag == "--tiers" || flag == "--tier" {
-    let arguments = Array(CommandLine.arguments.dropFirst(2))
+    let options = CommandLine.arguments.dropFirst(2)
+    let runsSuite = !options.contains("--no-suite")
+    let arguments = options.filter { $0 != "--no-suite" }
     let tiers = flag == "--tier" ? [arguments.first ?? "sim"]
         : (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
     do {
-        for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios") }
+        for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios", suite: runsSuite) }
     } catch {
         print("benchmark failed: \(error)")
         exit(1)

@@ -26,7 +26,7 @@ import ScenarioFormat
 ///
 /// Everything runs on the lab's `SystemEventLoop`; a bluetoothd that leaves the bus, an adapter
 /// powered off or removed, or a lost bus connection ends the role (`failure`).
-public final class BlueZCentral: ExternalCentral {
+public final class BlueZCentral: CentralSeat {
     public let adapterPath: DBusObjectPath
     public let bus: DBusConnection.Bus
     public let service: String
@@ -34,6 +34,8 @@ public final class BlueZCentral: ExternalCentral {
 
     public var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
     public var onDisconnected: ((LEAddress) -> Void)?
+    /// What each discovery resolved, by address.
+    private var resolved: [LEAddress: [ExternalService]] = [:]
     public private(set) var failure: String?
 
     private var loop: SystemEventLoop?
@@ -98,6 +100,7 @@ public final class BlueZCentral: ExternalCentral {
     // MARK: Begin and end
 
     public func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        resolved = [:]
         guard let loop = lab.loop as? SystemEventLoop else {
             return completion(.failure(.failed("--central bluez needs a real-time transport (hci-user, h4, rootcanal, bumble), not the sim: bluetoothd runs in real time")))
         }
@@ -524,10 +527,14 @@ public final class BlueZCentral: ExternalCentral {
                     }
                     return ExternalService(uuid: service.uuid, characteristics: chars)
                 }
+                resolved[address] = found
                 completion(.success(found))
             }
         }
     }
+
+    /// What the latest discovery on `address` resolved.
+    public func services(on address: LEAddress) -> [ExternalService] { resolved[address] ?? [] }
 
     public func mtu(on address: LEAddress) -> Int? {
         guard let device = devicePath(address) else { return nil }

@@ -28,8 +28,9 @@ import ScenarioFormat
 ///   `disconnect` ends them at once through Device1.Blocked, lifted again when the link is down
 ///   (`endLink`: Device1.Disconnect waits 2 s in bluetoothd 5.66).
 ///
-/// Everything runs on the lab's `SystemEventLoop`; values drawn from `random-u8` come from the
-/// same seeded stream as the simulated peripheral's ("peripheral:ID").
+/// Everything runs on the lab's `SystemEventLoop`. The actions run through the simulated
+/// peripheral's `PeripheralActionRunner` (sequencing, delays, answers, and values drawn from the
+/// same seeded stream, "peripheral:ID").
 public final class BlueZPeripheral: ExternalPeripheral {
     public let spec: PeripheralSpec
     public let adapterPath: DBusObjectPath
@@ -53,9 +54,8 @@ public final class BlueZPeripheral: ExternalPeripheral {
     var characteristics: [ExportedCharacteristic] = []
     var descriptors: [ExportedDescriptor] = []
     private var exportedPaths: [DBusObjectPath] = []
-    private var random: SeededRandom
-    private var generatorState: [String: Int] = [:]
-    private var repeating: [CharacteristicRef: LoopTimer] = [:]
+    /// Sequencing, delays, answers and value sources of the actions: the simulated peripheral's.
+    private let runner: PeripheralActionRunner
     /// Connected centrals: Device1 path → address.
     private(set) var connectedDevices: [DBusObjectPath: LEAddress] = [:]
     /// Every device that connected (removed with RemoveDevice at the end).
@@ -109,11 +109,13 @@ public final class BlueZPeripheral: ExternalPeripheral {
         adapterPath = adapter
         self.busDescription = busDescription
         client = BlueZClient(connection: connection, timeout: .seconds(10))
-        random = SeededRandom(seed: seed, stream: "peripheral:\(spec.id)")
+        runner = PeripheralActionRunner(loop: connection.loop, seed: seed, peripheral: spec.id)
         let root: DBusObjectPath = (try? DBusObjectPath("/org/blelab/peripheral").appending(BlueZGattLayout.pathElement(spec.id)))
             ?? "/org/blelab/peripheral/p"
         applicationPath = (try? root.appending("app")) ?? root
         advertisementPath = (try? root.appending("advertisement0")) ?? root
+        runner.execute = { [weak self] action, context, site in self?.execute(action, context: context, site: site) }
+        runner.answered = { [weak self] code in self?.record(.answered(code)) }
     }
 
     // MARK: Start
@@ -436,7 +438,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
             call.reply([.bytes(Array(c.value[offset...]))])
         }
         guard !c.spec.onRead.isEmpty else { return answer(nil) }
-        run(c.spec.onRead[...], context: ActionContext(site: "\(c.ref).on-read", written: nil, answer: answer), index: 0)
+        runner.run(c.spec.onRead[...], context: ActionContext(site: "\(c.ref).on-read", answer: answer))
     }
 
     private func writeValue(_ c: ExportedCharacteristic, _ call: DBusMethodInvocation) {
@@ -460,7 +462,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
             call.reply()
         }
         guard !c.spec.onWrite.isEmpty else { return answer(nil) }
-        run(c.spec.onWrite[...], context: ActionContext(site: "\(c.ref).on-write", written: value, answer: answer), index: 0)
+        runner.run(c.spec.onWrite[...], context: ActionContext(site: "\(c.ref).on-write", written: value, answer: answer))
     }
 
     private func errorReply(_ code: ATTErrorCode, _ operation: BlueZServerErrors.Operation) -> DBusErrorReply {
@@ -540,43 +542,10 @@ public final class BlueZPeripheral: ExternalPeripheral {
     public var connectedCentrals: [LEAddress] { connectedDevices.keys.sorted().compactMap { connectedDevices[$0] } }
 
     public func perform(_ actions: [PeripheralAction], site: String) {
-        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
+        runner.run(actions[...], context: ActionContext(site: site))
     }
 
-    struct ActionContext {
-        var site: String
-        var written: [UInt8]?
-        var answer: ((ATTErrorCode?) -> Void)?
-    }
-
-    /// As `SimulatedPeripheral.run`: leading delays postpone the answer; the request is answered
-    /// just before the first other action, with its error if that is `respond-error`.
-    private func run(_ actions: ArraySlice<PeripheralAction>, context: ActionContext, index: Int) {
-        var context = context
-        var index = index
-        for (offset, action) in zip(actions.indices, actions) {
-            if case let .delay(span) = action {
-                let rest = actions[(offset + 1)...]
-                let next = index + 1
-                let carried = context
-                loop.schedule(after: span) { [weak self] in self?.run(rest, context: carried, index: next) }
-                return
-            }
-            if let answer = context.answer {
-                context.answer = nil
-                if case let .respondError(code) = action {
-                    record(.answered(code))
-                    answer(code)
-                    index += 1
-                    continue
-                }
-                answer(nil)
-            }
-            execute(action, context: context, site: "\(context.site)#\(index)")
-            index += 1
-        }
-        if let answer = context.answer { answer(nil) }
-    }
+    typealias ActionContext = PeripheralActionRunner.Context
 
     private func execute(_ action: PeripheralAction, context: ActionContext, site: String) {
         guard !stopped else { return }
@@ -586,10 +555,13 @@ public final class BlueZPeripheral: ExternalPeripheral {
         case let .indicate(ref, source):
             send(ref, source, indication: true, context: context, site: site)
         case let .notifyEvery(ref, interval, source, count):
-            repeating[ref]?.cancel()
-            tick(ref, interval: interval, source: source, remaining: count, site: site)
+            runner.startRepeating(ref, interval: interval, count: count, site: site) { [weak self] context in
+                guard let self, !self.stopped else { return false }
+                self.send(ref, source, indication: false, context: context, site: site)
+                return true
+            }
         case let .stopNotifying(ref):
-            repeating.removeValue(forKey: ref)?.cancel()
+            runner.stopRepeating(ref)
         case let .setValue(ref, source):
             guard let c = characteristic(ref), let value = resolve(source, for: c, context: context, site: site) else {
                 return record(.note("set-value \(ref): no such characteristic"))
@@ -645,18 +617,6 @@ public final class BlueZPeripheral: ExternalPeripheral {
         record(indication ? .indicated(ref, value, centrals: centrals) : .notified(ref, value, centrals: centrals))
     }
 
-    private func tick(_ ref: CharacteristicRef, interval: TimeSpan, source: ValueSource?, remaining: Int?, site: String) {
-        if let remaining, remaining <= 0 {
-            repeating[ref] = nil
-            return
-        }
-        repeating[ref] = loop.schedule(after: interval) { [weak self] in
-            guard let self, !self.stopped else { return }
-            self.send(ref, source, indication: false, context: ActionContext(site: site, written: nil, answer: nil), site: site)
-            self.tick(ref, interval: interval, source: source, remaining: remaining.map { $0 - 1 }, site: site)
-        }
-    }
-
     /// The characteristic `ref` names: the first with its UUID (in its service, when given).
     func characteristic(_ ref: CharacteristicRef) -> ExportedCharacteristic? {
         characteristics.first { $0.spec.uuid == ref.characteristic && (ref.service == nil || $0.ref.service == ref.service) }
@@ -665,33 +625,9 @@ public final class BlueZPeripheral: ExternalPeripheral {
     /// The stored value of `ref`.
     public func value(of ref: CharacteristicRef) -> [UInt8]? { characteristic(ref)?.value }
 
-    /// `SimulatedPeripheral.resolve`, the same sites and the same seeded stream.
+    /// The bytes of `source` (nil: the stored value), drawn by the runner as the simulated peripheral's are.
     private func resolve(_ source: ValueSource?, for c: ExportedCharacteristic, context: ActionContext, site: String) -> [UInt8]? {
-        guard let source else { return c.value }
-        var part = 0
-        return resolve(source, context: context, site: site, part: &part)
-    }
-
-    private func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
-        let key = "\(site).\(part)"
-        part += 1
-        switch source {
-        case let .bytes(b): return b
-        case .written: return context.written ?? []
-        case let .randomU8(range):
-            return [UInt8(random.int(in: Int64(range.lowerBound)...Int64(range.upperBound)))]
-        case let .counterU8(start):
-            let n = generatorState[key, default: 0]
-            generatorState[key] = n + 1
-            return [UInt8(truncatingIfNeeded: Int(start) + n)]
-        case let .sequence(list):
-            guard !list.isEmpty else { return [] }
-            let n = generatorState[key, default: 0]
-            generatorState[key] = n + 1
-            return list[n % list.count]
-        case let .concatenation(parts):
-            return parts.flatMap { resolve($0, context: context, site: site, part: &part) }
-        }
+        runner.resolve(source, stored: { c.value }, context: context, site: site)
     }
 
     func record(_ kind: PeripheralActivity.Kind) {
@@ -712,8 +648,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
     public func stop(limit: TimeSpan, completion: @escaping () -> Void) {
         guard !stopped else { return loop.execute(completion) }
         stopped = true
-        for timer in repeating.values { timer.cancel() }
-        repeating.removeAll()
+        runner.stopAllRepeating()
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()
 

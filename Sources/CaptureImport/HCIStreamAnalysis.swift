@@ -228,67 +228,10 @@ public struct OwnAdvertising: Hashable, Sendable {
 /// capture's framing is trusted only as far as it checks); ATT PDUs that do not decode are kept as
 /// bytes and noted, since a malformed PDU from a peer may be the very bug being imported.
 public enum HCIStreamAnalysis {
-    private enum Opcode {
-        static let disconnect: UInt16 = 0x0406
-        static let reset: UInt16 = 0x0C03
-        static let leSetRandomAddress: UInt16 = 0x2005
-        static let leSetAdvertisingParameters: UInt16 = 0x2006
-        static let leSetAdvertisingData: UInt16 = 0x2008
-        static let leSetScanResponseData: UInt16 = 0x2009
-        static let leSetAdvertisingEnable: UInt16 = 0x200A
-        static let readRSSI: UInt16 = 0x1405
-        static let leSetScanParameters: UInt16 = 0x200B
-        static let leSetScanEnable: UInt16 = 0x200C
-        static let leCreateConnection: UInt16 = 0x200D
-        static let leCreateConnectionCancel: UInt16 = 0x200E
-        static let leSetExtendedScanParameters: UInt16 = 0x2041
-        static let leConnectionUpdate: UInt16 = 0x2013
-        static let leRemoteConnectionParameterRequestReply: UInt16 = 0x2020
-        static let leRemoteConnectionParameterRequestNegativeReply: UInt16 = 0x2021
-        static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
-        static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
-        static let leSetExtendedAdvertisingData: UInt16 = 0x2037
-        static let leSetExtendedScanResponseData: UInt16 = 0x2038
-        static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
-        static let leSetExtendedScanEnable: UInt16 = 0x2042
-        static let leExtendedCreateConnection: UInt16 = 0x2043
-    }
-
-    /// Reassembles L2CAP basic frames (Core 5.4, Vol 3, Part A, 3.1: Length (2), CID (2), payload)
-    /// from ACL fragments of one direction of one connection.
-    struct Reassembly {
-        var buffer: [UInt8] = []
-        var start: CaptureMark?
-
-        /// Feeds one ACL packet; returns a whole frame (CID, payload) when one completes.
-        mutating func feed(_ data: [UInt8], boundary: PacketBoundary, mark: CaptureMark, notes: inout [String])
-            -> (cid: UInt16, payload: [UInt8], start: CaptureMark)? {
-            if boundary.isStart {
-                if !buffer.isEmpty { notes.append("an L2CAP frame left incomplete before \(mark) was dropped") }
-                buffer = data
-                start = mark
-            } else if boundary == .continuing {
-                guard start != nil else {
-                    notes.append("a continuing ACL fragment without a start at \(mark) was dropped")
-                    return nil
-                }
-                buffer += data
-            } else {
-                notes.append("an ACL packet with boundary flag 'complete' (BR/EDR) at \(mark) was dropped")
-                return nil
-            }
-            guard buffer.count >= 4, let first = start else { return nil }
-            let length = Int(buffer[0]) | Int(buffer[1]) << 8
-            guard buffer.count >= 4 + length else { return nil }
-            let cid = UInt16(buffer[2]) | UInt16(buffer[3]) << 8
-            if buffer.count > 4 + length {
-                notes.append("an L2CAP frame at \(first) carried \(buffer.count - 4 - length) octets past its length; they were dropped")
-            }
-            let payload = Array(buffer[4..<4 + length])
-            buffer = []
-            start = nil
-            return (cid, payload, first)
-        }
+    /// One direction of one connection, for reassembly.
+    struct Stream: Hashable {
+        var handle: UInt16
+        var fromCentral: Bool
     }
 
     public static func analyse(_ file: CaptureFile) throws -> HCITranscript {
@@ -304,7 +247,8 @@ public enum HCIStreamAnalysis {
         var pendingCreate: (mark: CaptureMark, peer: LEAddress?, interval: UInt16, window: UInt16, cancelled: CaptureMark?)?
         var scanParameters: (interval: UInt16, window: UInt16, passive: Bool)?
         var open: [UInt16: Int] = [:]                        // handle → index in t.connections
-        var reassembly: [UInt16: [Bool: Reassembly]] = [:]   // handle → fromCentral → state
+        var reassembly = L2CAPReassembler<Stream>()
+        var frameStarts: [Stream: CaptureMark] = [:]         // where each stream's frame in progress began
         var noted: Set<String> = []
         var advertisedOwn: CaptureMark?
         var advertisingData: [UInt8] = []
@@ -316,6 +260,28 @@ public enum HCIStreamAnalysis {
         var randomAddress: BDAddr?
 
         func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
+
+        /// LE Set (Extended) Scan Enable: a scan window opens or closes.
+        func scanEnable(_ enable: Bool, at mark: CaptureMark) {
+            if enable, scanning == nil {
+                t.scans.append(ScanWindow(start: mark, end: nil, interval: scanParameters?.interval, window: scanParameters?.window,
+                                          passive: scanParameters?.passive ?? false))
+                scanning = t.scans.count - 1
+            } else if !enable, let open = scanning {
+                t.scans[open].end = mark
+                scanning = nil
+            }
+        }
+
+        /// The capturing host's LE Remote Connection Parameter Request (Negative) Reply: the answer
+        /// to the peer's latest request on that connection.
+        func answerRemoteRequest(handle: UInt16, accepted: Bool, reason: HCIStatus?, at mark: CaptureMark) {
+            guard let i = open[handle & 0x0FFF],
+                  let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .remoteLinkLayer && $0.accepted == nil }) else { return }
+            t.connections[i].parameterRequests[k].accepted = accepted
+            t.connections[i].parameterRequests[k].rejection = reason
+            t.connections[i].parameterRequests[k].answered = mark
+        }
 
         /// The connection attempt in progress gave no connection.
         func failed(_ status: HCIStatus, at mark: CaptureMark) {
@@ -362,145 +328,89 @@ public enum HCIStreamAnalysis {
             do {
                 switch packet {
                 case let .command(command):
-                    let opcode = command.opcode.rawValue
-                    let params = Array(p.frame.dropFirst(4))
-                    switch opcode {
-                    case Opcode.leSetScanEnable, Opcode.leSetExtendedScanEnable:
-                        guard let enable = params.first else { break }
-                        if enable != 0, scanning == nil {
-                            t.scans.append(ScanWindow(start: mark, end: nil, interval: scanParameters?.interval, window: scanParameters?.window,
-                                                      passive: scanParameters?.passive ?? false))
-                            scanning = t.scans.count - 1
-                        } else if enable == 0, let open = scanning {
-                            t.scans[open].end = mark
-                            scanning = nil
-                        }
-                    case Opcode.reset:
+                    switch command {
+                    case let .leSetScanEnable(enable, _):
+                        scanEnable(enable, at: mark)
+                    case let .leSetExtendedScanEnable(e):
+                        scanEnable(e.enable, at: mark)
+                    case .reset:
                         // A controller reset (a power cycle) ends every link without a Disconnection
                         // Complete, and any scan (Core 5.4, Vol 4, Part E, 7.3.2).
-                        for (handle, i) in open {
+                        for (_, i) in open {
                             t.connections[i].disconnected = mark
                             t.connections[i].endedByReset = true
-                            reassembly[handle] = nil
                         }
+                        reassembly.discardAll { open[$0.handle] != nil }
                         open = [:]
                         if let i = scanning {
                             t.scans[i].end = mark
                             scanning = nil
                         }
-                    case Opcode.leSetScanParameters:
-                        // 7.8.10: LE_Scan_Type (1), LE_Scan_Interval (2), LE_Scan_Window (2), Own_Address_Type (1), Filter_Policy (1).
-                        var r = ByteReader(params)
-                        let type = try r.readUInt8()
-                        scanParameters = (try r.readUInt16LE(), try r.readUInt16LE(), type == 0x00)
-                    case Opcode.leSetExtendedScanParameters:
-                        // 7.8.64: Own_Address_Type (1), Scanning_Filter_Policy (1), Scanning_PHYs (1), then for
-                        // each PHY: Scan_Type (1), Scan_Interval (2), Scan_Window (2). The first PHY's.
-                        var r = ByteReader(params)
-                        try r.skip(3)
-                        let type = try r.readUInt8()
-                        scanParameters = (try r.readUInt16LE(), try r.readUInt16LE(), type == 0x00)
-                    case Opcode.leCreateConnection:
-                        // 7.8.12: LE_Scan_Interval (2), LE_Scan_Window (2), Initiator_Filter_Policy (1),
-                        // Peer_Address_Type (1), Peer_Address (6), …
-                        var r = ByteReader(params)
-                        let interval = try r.readUInt16LE(), window = try r.readUInt16LE()
-                        let filter = try r.readUInt8()
-                        var type = try r.readUInt8()
-                        if type >= 2 && type <= 3 { type -= 2 }   // public / random identity address
-                        let address = try r.readAddress()
-                        pendingCreate = (mark, filter == 0 ? LEAddress(address, type: AddressType(rawValue: type)) : nil, interval, window, nil)
-                    case Opcode.leExtendedCreateConnection:
-                        // 7.8.66: Initiator_Filter_Policy (1), Own_Address_Type (1), Peer_Address_Type (1),
-                        // Peer_Address (6), Initiating_PHYs (1), then for each PHY: Scan_Interval (2), Scan_Window (2), …
-                        var r = ByteReader(params)
-                        let filter = try r.readUInt8()
-                        try r.skip(1)
-                        var type = try r.readUInt8()
-                        if type >= 2 && type <= 3 { type -= 2 }
-                        let address = try r.readAddress()
-                        try r.skip(1)
-                        pendingCreate = (mark, filter == 0 ? LEAddress(address, type: AddressType(rawValue: type)) : nil,
-                                         try r.readUInt16LE(), try r.readUInt16LE(), nil)
-                    case Opcode.leCreateConnectionCancel:
+                    case let .leSetScanParameters(p):
+                        scanParameters = (p.interval, p.window, p.scanType == 0x00)
+                    case let .leSetExtendedScanParameters(p):
+                        // The first PHY's (LE 1M when the host scans on it).
+                        let first = p.perPHY[0]
+                        scanParameters = (first.interval, first.window, first.scanType == 0x00)
+                    case let .leCreateConnection(p):
+                        pendingCreate = (mark, p.initiatorFilterPolicy == 0 ? LEAddress(p.peerAddress, type: p.peerAddressType.identity) : nil,
+                                         p.scanInterval, p.scanWindow, nil)
+                    case let .leExtendedCreateConnection(p):
+                        let first = p.perPHY[0]
+                        pendingCreate = (mark, p.initiatorFilterPolicy == 0 ? LEAddress(p.peerAddress, type: p.peerAddressType.identity) : nil,
+                                         first.scanInterval, first.scanWindow, nil)
+                    case .leCreateConnectionCancel:
                         if pendingCreate != nil, pendingCreate?.cancelled == nil { pendingCreate?.cancelled = mark }
-                    case Opcode.leConnectionUpdate:
-                        // 7.8.18: Connection_Handle (2), Interval_Min (2), Interval_Max (2), Max_Latency (2),
-                        // Supervision_Timeout (2), Min_CE_Length (2), Max_CE_Length (2).
-                        var r = ByteReader(params)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        if let i = open[handle] {
+                    case let .leConnectionUpdate(p):
+                        if let i = open[p.handle & 0x0FFF] {
                             t.connections[i].parameterRequests.append(ParameterRequest(
                                 mark: mark, kind: .hciCommand, byCentral: !t.connections[i].capturedOnPeripheral,
-                                intervalMin: try r.readUInt16LE(), intervalMax: try r.readUInt16LE(), latency: try r.readUInt16LE(),
-                                supervisionTimeout: try r.readUInt16LE(), accepted: nil))
+                                intervalMin: p.intervalMin, intervalMax: p.intervalMax, latency: p.maxLatency,
+                                supervisionTimeout: p.supervisionTimeout, accepted: nil))
                         }
-                    case Opcode.leRemoteConnectionParameterRequestReply, Opcode.leRemoteConnectionParameterRequestNegativeReply:
-                        // 7.8.31: Connection_Handle (2) and the parameters the host accepts; 7.8.32:
-                        // Connection_Handle (2), Reason (1). The answer to the peer's latest request.
-                        var r = ByteReader(params)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        let accepted = opcode == Opcode.leRemoteConnectionParameterRequestReply
-                        let reason = accepted ? nil : HCIStatus(rawValue: try r.readUInt8())
-                        if let i = open[handle],
-                           let k = t.connections[i].parameterRequests.lastIndex(where: { $0.kind == .remoteLinkLayer && $0.accepted == nil }) {
-                            t.connections[i].parameterRequests[k].accepted = accepted
-                            t.connections[i].parameterRequests[k].rejection = reason
-                            t.connections[i].parameterRequests[k].answered = mark
-                        }
-                    case Opcode.disconnect:
-                        var r = ByteReader(params)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        let reason = HCIStatus(rawValue: try r.readUInt8())
-                        if let i = open[handle] {
+                    case let .leRemoteConnectionParameterRequestReply(p):
+                        // 7.8.31: the answer to the peer's latest request.
+                        answerRemoteRequest(handle: p.handle, accepted: true, reason: nil, at: mark)
+                    case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
+                        // 7.8.32
+                        answerRemoteRequest(handle: handle, accepted: false, reason: reason, at: mark)
+                    case let .disconnect(handle, reason):
+                        if let i = open[handle & 0x0FFF] {
                             t.connections[i].disconnectRequested = mark
                             t.connections[i].requestedReason = reason
                         }
-                    case Opcode.leSetAdvertisingEnable, Opcode.leSetExtendedAdvertisingEnable:
-                        if params.first == 1, advertisedOwn == nil { advertisedOwn = mark }
-                    case Opcode.leSetAdvertisingParameters:
-                        // Core 5.4, Vol 4, Part E, 7.8.5: Interval_Min (2), Interval_Max (2), Type (1), Own_Address_Type (1), …
-                        var r = ByteReader(params)
-                        advertisingInterval = Int64(try r.readUInt16LE()) * 625
-                        _ = try r.readUInt16LE()
-                        let type = try r.readUInt8()
-                        advertisingConnectable = type == 0x00 || type == 0x01 || type == 0x04
-                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
-                    case Opcode.leSetAdvertisingData, Opcode.leSetScanResponseData:
-                        // 7.8.7, 7.8.8: Data_Length (1), Data (31, only the first Data_Length significant).
-                        var r = ByteReader(params)
-                        let length = min(Int(try r.readUInt8()), 31)
-                        let data = try r.readBytes(count: min(length, r.remaining))
-                        if opcode == Opcode.leSetAdvertisingData { advertisingData = data } else { scanResponseData = data }
-                    case Opcode.leSetRandomAddress:
-                        var r = ByteReader(params)
-                        randomAddress = try r.readAddress()
-                    case Opcode.leSetAdvertisingSetRandomAddress:
-                        // 7.8.52: Advertising_Handle (1), Random_Address (6). One advertising set is assumed.
-                        var r = ByteReader(params)
-                        try r.skip(1)
-                        randomAddress = try r.readAddress()
-                    case Opcode.leSetExtendedAdvertisingParameters:
-                        // 7.8.53: Advertising_Handle (1), Advertising_Event_Properties (2: bit 0 connectable),
-                        // Primary_Advertising_Interval_Min (3), _Max (3), Channel_Map (1), Own_Address_Type (1), …
-                        var r = ByteReader(params)
-                        try r.skip(1)
-                        advertisingConnectable = try r.readUInt16LE() & 0x0001 != 0
-                        advertisingInterval = Int64(try r.readUInt24LE()) * 625
-                        try r.skip(4)
-                        ownRandomAddress = try r.readUInt8() & 0x01 == 1
-                    case Opcode.leSetExtendedAdvertisingData, Opcode.leSetExtendedScanResponseData:
-                        // 7.8.54, 7.8.55: Advertising_Handle (1), Operation (1: 0 intermediate, 1 first,
-                        // 2 last, 3 complete, 4 unchanged), Fragment_Preference (1), Data_Length (1), Data.
-                        var r = ByteReader(params)
-                        try r.skip(1)
-                        let operation = try r.readUInt8()
-                        try r.skip(1)
-                        let data = try r.readBytes(count: Int(try r.readUInt8()))
-                        let isData = opcode == Opcode.leSetExtendedAdvertisingData
-                        switch operation {
-                        case 0x01, 0x03: if isData { advertisingData = data } else { scanResponseData = data }
-                        case 0x00, 0x02: if isData { advertisingData += data } else { scanResponseData = (scanResponseData ?? []) + data }
+                    case let .leSetAdvertisingEnable(enable):
+                        if enable, advertisedOwn == nil { advertisedOwn = mark }
+                    case let .leSetExtendedAdvertisingEnable(e):
+                        if e.enable, advertisedOwn == nil { advertisedOwn = mark }
+                    case let .leSetAdvertisingParameters(p):
+                        advertisingInterval = Int64(p.intervalMin) * 625
+                        advertisingConnectable = p.advertisingType.isConnectable
+                        ownRandomAddress = p.ownAddressType.rawValue & 0x01 == 1
+                    case let .leSetAdvertisingData(data):
+                        advertisingData = data
+                    case let .leSetScanResponseData(data):
+                        scanResponseData = data
+                    case let .leSetRandomAddress(address):
+                        randomAddress = address
+                    case let .leSetAdvertisingSetRandomAddress(_, address):
+                        // One advertising set is assumed.
+                        randomAddress = address
+                    case let .leSetExtendedAdvertisingParameters(p):
+                        advertisingConnectable = p.eventProperties.contains(.connectable)
+                        advertisingInterval = Int64(p.intervalMin) * 625
+                        ownRandomAddress = p.ownAddressType.rawValue & 0x01 == 1
+                    case let .leSetExtendedAdvertisingData(d):
+                        // 7.8.54: a complete set of data or its first fragment replaces; the others append.
+                        switch d.operation {
+                        case .firstFragment, .complete: advertisingData = d.data
+                        case .intermediateFragment, .lastFragment: advertisingData += d.data
+                        default: break
+                        }
+                    case let .leSetExtendedScanResponseData(d):
+                        switch d.operation {
+                        case .firstFragment, .complete: scanResponseData = d.data
+                        case .intermediateFragment, .lastFragment: scanResponseData = (scanResponseData ?? []) + d.data
                         default: break
                         }
                     default: break
@@ -513,8 +423,12 @@ public enum HCIStreamAnalysis {
                                 mark: mark, address: r.sender, connectable: r.eventType.isConnectable,
                                 isScanResponse: r.eventType == .scanRsp, data: r.data, rssi: r.rssi == 127 ? nil : r.rssi, scan: scanning))
                         }
-                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0D:
-                        t.reports += try extendedReports(params, mark: mark, scan: scanning)
+                    case let .leMeta(.extendedAdvertisingReport(list)):
+                        for r in list {
+                            t.reports.append(AdvertisingObservation(
+                                mark: mark, address: r.senderIdentity, connectable: r.eventType.isConnectable,
+                                isScanResponse: r.eventType.isScanResponse, data: r.data, rssi: r.rssi == 127 ? nil : r.rssi, scan: scanning))
+                        }
                     case let .leMeta(.connectionComplete(c)):
                         try connected(handle: c.handle, status: c.status, role: c.role, peer: c.peer, interval: c.connectionInterval,
                                       latency: c.peripheralLatency, timeout: c.supervisionTimeout, mark: mark, packet: p)
@@ -541,41 +455,28 @@ public enum HCIStreamAnalysis {
                                 mark: mark, kind: .remoteLinkLayer, byCentral: t.connections[i].capturedOnPeripheral,
                                 intervalMin: e.intervalMin, intervalMax: e.intervalMax, latency: e.maxLatency, supervisionTimeout: e.timeout))
                         }
-                    case let .leMeta(.unknown(subevent, params)) where subevent == 0x0A || subevent == 0x29:
-                        // LE Enhanced Connection Complete (v1 0x0A, v2 0x29; 7.7.65.10): the same fields
-                        // with the local and peer resolvable private addresses after the peer's.
-                        var r = ByteReader(params)
-                        let status = HCIStatus(rawValue: try r.readUInt8())
-                        let handle = try r.readUInt16LE()
-                        let role = ConnectionRole(rawValue: try r.readUInt8())
-                        var type = try r.readUInt8()
-                        if type >= 2 && type <= 3 { type -= 2 }   // public / random identity address
-                        let address = try r.readAddress()
-                        try r.skip(12)
-                        let interval = try r.readUInt16LE()
-                        let latency = try r.readUInt16LE()
-                        let timeout = try r.readUInt16LE()
-                        try connected(handle: handle, status: status, role: role, peer: LEAddress(address, type: AddressType(rawValue: type)),
-                                      interval: interval, latency: latency, timeout: timeout, mark: mark, packet: p)
-                    case let .commandStatus(c) where (c.opcode.rawValue == Opcode.leCreateConnection || c.opcode.rawValue == Opcode.leExtendedCreateConnection)
-                        && c.status != .success:
+                    case let .leMeta(.enhancedConnectionComplete(c)):
+                        try connected(handle: c.handle, status: c.status, role: c.role, peer: c.peerIdentity, interval: c.connectionInterval,
+                                      latency: c.peripheralLatency, timeout: c.supervisionTimeout, mark: mark, packet: p)
+                    case let .commandStatus(c) where (c.opcode == .leCreateConnection || c.opcode == .leExtendedCreateConnection) && c.status != .success:
                         // The controller refused the attempt (7.7.15).
                         failed(c.status, at: mark)
-                    case let .commandComplete(c) where c.opcode.rawValue == Opcode.readRSSI && c.returnParameters.count == 4 && c.returnParameters[0] == 0:
-                        // 7.5.4: Status (1), Handle (2), RSSI (1, signed dBm).
-                        var r = ByteReader(c.returnParameters, from: 1)
-                        let handle = try r.readUInt16LE() & 0x0FFF
-                        let rssi = try r.readInt8()
-                        if let i = open[handle], rssi != 127 { t.connections[i].rssiReads.append(RSSIRead(mark: mark, rssi: rssi)) }
-                    case let .commandComplete(c) where c.opcode.rawValue == 0x1009 && c.returnParameters.count == 7 && c.returnParameters[0] == 0:
-                        var r = ByteReader(c.returnParameters, from: 1)
-                        publicAddress = try r.readAddress()
+                    case let .commandComplete(c) where c.opcode == .readRSSI:
+                        if let read = try? ReadRSSIReturn(decoding: c.returnParameters), read.status == .success,
+                           let i = open[read.handle & 0x0FFF], read.rssi != 127 {
+                            t.connections[i].rssiReads.append(RSSIRead(mark: mark, rssi: read.rssi))
+                        }
+                    case let .commandComplete(c) where c.opcode == .readBDAddr:
+                        if let read = try? ReadBDAddrReturn(decoding: c.returnParameters), read.status == .success {
+                            publicAddress = read.address
+                        }
                     case let .disconnectionComplete(d):
                         if let i = open[d.handle], d.status == .success {
                             t.connections[i].disconnected = mark
                             t.connections[i].reason = d.reason
                             open[d.handle] = nil
-                            reassembly[d.handle] = nil
+                            reassembly.discard(Stream(handle: d.handle, fromCentral: true))
+                            reassembly.discard(Stream(handle: d.handle, fromCentral: false))
                         }
                     default: break
                     }
@@ -588,19 +489,30 @@ public enum HCIStreamAnalysis {
                     let sentHere = p.direction == .hostToController
                     let fromCentral = t.connections[i].capturedOnPeripheral ? !sentHere : sentHere
                     t.connections[i].lastTraffic = mark
-                    var state = reassembly[acl.handle]?[fromCentral] ?? Reassembly()
-                    var notes = t.connections[i].notes
-                    let frame = state.feed(acl.data, boundary: acl.boundary, mark: mark, notes: &notes)
-                    t.connections[i].notes = notes
-                    reassembly[acl.handle, default: [:]][fromCentral] = state
-                    guard let frame else { continue }
-                    switch frame.cid {
-                    case 0x0004:
-                        t.connections[i].att.append(ATTRecord(mark: frame.start, fromCentral: fromCentral, bytes: frame.payload))
-                    case 0x0005:
-                        signaling(frame.payload, fromCentral: fromCentral, mark: frame.start, connection: &t.connections[i])
-                    case 0x0006:
-                        let text = "the link was paired or encrypted (SMP, from \(frame.start)); the lab's links are not encrypted, so this is not reproduced"
+                    let stream = Stream(handle: acl.handle, fromCentral: fromCentral)
+                    if acl.boundary.isStart { frameStarts[stream] = mark }
+                    let outcome = reassembly.feed(acl.data, boundary: acl.boundary, stream: stream)
+                    if let unfinished = outcome.droppedUnfinished, !unfinished.isEmpty {
+                        t.connections[i].notes.append("an L2CAP frame left incomplete before \(mark) was dropped")
+                    }
+                    switch outcome.problem {
+                    case nil: break
+                    case .continuationWithoutStart:
+                        t.connections[i].notes.append("a continuing ACL fragment without a start at \(mark) was dropped")
+                    case .invalidBoundary:
+                        t.connections[i].notes.append("an ACL packet with boundary flag 'complete' (BR/EDR) at \(mark) was dropped")
+                    case let .longerThanLength(octets, expected):
+                        t.connections[i].notes.append("an L2CAP frame at \(frameStarts[stream] ?? mark) carried \(octets.count - expected) octets past its length; they were dropped")
+                    }
+                    guard let frame = outcome.frame else { continue }
+                    let start = frameStarts[stream] ?? mark
+                    switch frame.channel {
+                    case L2CAPChannelID.att:
+                        t.connections[i].att.append(ATTRecord(mark: start, fromCentral: fromCentral, bytes: frame.payload))
+                    case L2CAPChannelID.leSignaling:
+                        signaling(frame.payload, fromCentral: fromCentral, mark: start, connection: &t.connections[i])
+                    case L2CAPChannelID.smp:
+                        let text = "the link was paired or encrypted (SMP, from \(start)); the lab's links are not encrypted, so this is not reproduced"
                         if !t.connections[i].notes.contains(where: { $0.hasPrefix("the link was paired") }) { t.connections[i].notes.append(text) }
                     default: break
                     }
@@ -663,31 +575,5 @@ public enum HCIStreamAnalysis {
                 continue
             }
         }
-    }
-
-    /// LE Extended Advertising Report (Core 5.4, Vol 4, Part E, 7.7.65.13): Num_Reports, then per
-    /// report Event_Type (2), Address_Type, Address (6), Primary_PHY, Secondary_PHY,
-    /// Advertising_SID, TX_Power, RSSI, Periodic_Advertising_Interval (2), Direct_Address_Type,
-    /// Direct_Address (6), Data_Length, Data.
-    static func extendedReports(_ params: [UInt8], mark: CaptureMark, scan: Int?) throws -> [AdvertisingObservation] {
-        var r = ByteReader(params)
-        let n = Int(try r.readUInt8())
-        var out: [AdvertisingObservation] = []
-        for _ in 0..<n {
-            let eventType = try r.readUInt16LE()
-            var type = try r.readUInt8()
-            if type >= 2 && type <= 3 { type -= 2 }
-            let address = try r.readAddress()
-            try r.skip(4)                                   // PHYs, SID, TX power
-            let rssi = try r.readInt8()
-            try r.skip(9)                                   // periodic interval, direct address
-            let length = Int(try r.readUInt8())
-            let data = try r.readBytes(count: length)
-            out.append(AdvertisingObservation(mark: mark, address: LEAddress(address, type: AddressType(rawValue: type)),
-                                              connectable: eventType & 0x01 != 0, isScanResponse: eventType & 0x08 != 0,
-                                              data: data, rssi: rssi == 127 ? nil : rssi, scan: scan))
-        }
-        try r.expectEnd()
-        return out
     }
 }

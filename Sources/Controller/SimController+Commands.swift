@@ -28,7 +28,8 @@ extension SimController {
         } catch {
             // Part E, 4.5: the error is reported in the event the command normally generates,
             // Command Complete or Command Status, with Invalid HCI Command Parameters (0x12).
-            reject(opcode, .invalidCommandParameters)
+            // A command the sim does not implement is unknown to it, whatever its parameters.
+            reject(opcode, SupportedCommands.supports(opcode) ? .invalidCommandParameters : .unknownCommand)
             return
         }
         execute(command)
@@ -109,7 +110,11 @@ extension SimController {
             remoteConnectionParameterRequestReply(parameters)
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             remoteConnectionParameterRequestNegativeReply(handle: handle, reason: reason)
-        case .unknown:
+        case .unknown, .leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData,
+             .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable, .leSetExtendedScanParameters, .leSetExtendedScanEnable,
+             .leExtendedCreateConnection:
+            // The sim does the legacy advertising, scanning and initiating commands only (its
+            // Supported_Commands bits say so); the extended ones are unknown to it.
             // Part E, 4.5 lets a controller answer an opcode it does not support with either event;
             // Command Complete with Unknown HCI Command (0x01), as most controllers do.
             complete(opcode, .unknownCommand)

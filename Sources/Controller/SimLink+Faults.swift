@@ -1,5 +1,6 @@
 import BLERuntime
 import BLEWire
+import HCI
 
 // The fault side of a connection (LinkFaults.swift): loss with link-layer retransmission, added
 // latency and jitter, ATT PDUs that vanish, and a radio path that is cut.
@@ -15,7 +16,7 @@ struct QueuedPacket {
 struct DirectionState {
     /// Data PDUs of the packet at the head of the queue already acknowledged (under loss).
     var headPDUsAcknowledged = 0
-    /// ATT PDUs this side has sent on the connection (start fragments on CID 0x0004).
+    /// ATT PDUs this side has sent on the connection (start fragments on `L2CAPChannelID.att`).
     var attPDUsSent = 0
     /// The continuation fragments that follow a dropped start fragment are dropped too.
     var droppingContinuations = false
@@ -86,11 +87,11 @@ extension SimLink {
     func shouldDrop(_ frame: [UInt8], fromCentral: Bool) -> Bool {
         var state = fromCentral ? fromCentralState : fromPeripheralState
         defer { if fromCentral { fromCentralState = state } else { fromPeripheralState = state } }
-        let isStart = (frame[2] >> 4) & 0x03 == 0
+        // H4 ACL frame: indicator (1), handle and flags (2), Data_Total_Length (2), then the data.
+        let isStart = PacketBoundary(rawValue: frame[2] >> 4) == .firstNonFlushable
         guard isStart else { return state.droppingContinuations }
         state.droppingContinuations = false
-        // Basic L2CAP header (Vol 3 Part A 3.1): length, then the channel ID; ATT is CID 0x0004.
-        guard frame.count >= 9, UInt16(frame[7]) | UInt16(frame[8]) << 8 == 0x0004 else { return false }
+        guard L2CAPBasicFrame.header(of: frame, at: 5)?.channel == L2CAPChannelID.att else { return false }
         state.attPDUsSent += 1
         let side: ATTDrop.Side = fromCentral ? .central : .peripheral
         guard let drop = faults.drops.first(where: { $0.from == side && $0.index == state.attPDUsSent }) else { return false }

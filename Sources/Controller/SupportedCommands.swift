@@ -32,6 +32,11 @@ enum SupportedCommands {
         (.leRemoteConnectionParameterRequestNegativeReply, 33, 5),
     ]
 
+    /// Whether the sim implements `opcode` (Read Local Supported Commands included).
+    static func supports(_ opcode: HCIOpcode) -> Bool {
+        opcode == .readLocalSupportedCommands || table.contains { $0.opcode == opcode }
+    }
+
     /// Supported_Commands of Read Local Supported Commands (7.4.2): 64 octets.
     static let bitmap: [UInt8] = {
         var bits = [UInt8](repeating: 0, count: 64)

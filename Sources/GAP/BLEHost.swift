@@ -83,7 +83,7 @@ public final class BLEHost {
         // link), and the driver may still hear from its transport (a close reported through the
         // loop, frames already queued). Without a host there is nothing to tell.
         driver.onEvent = { [weak self] event in self?.handle(event) }
-        driver.onL2CAPPDU = { [weak self] handle, pdu in self?.receiveL2CAP(handle: handle, pdu: pdu) }
+        driver.onL2CAPFrame = { [weak self] handle, frame in self?.receiveL2CAP(handle: handle, frame: frame) }
         driver.onProtocolError = { [weak self] error in
             guard let self else { return }
             if case let .violation(violation) = error { self.report(violation) } else { self.onProtocolError?(error) }
@@ -192,14 +192,14 @@ public final class BLEHost {
         onViolation?(violation)
     }
 
-    private func receiveL2CAP(handle: UInt16, pdu: [UInt8]) {
+    private func receiveL2CAP(handle: UInt16, frame: L2CAPBasicFrame) {
         guard let connection = connections[handle] else {
             // Vol 4 Part E 5.4.2: ACL data belongs to a connection the controller announced.
             return report(ProtocolViolation(layer: .hci, kind: .unknownConnectionHandle, handle: handle,
                                             detail: "L2CAP PDU for connection handle 0x\(String(handle, radix: 16)), which this host does not have; dropped",
-                                            octets: Array(pdu.prefix(ProtocolViolation.octetLimit))))
+                                            octets: Array(frame.encoded.prefix(ProtocolViolation.octetLimit))))
         }
-        connection.link.receive(pdu: pdu)
+        connection.link.receive(frame: frame)
     }
 
     // MARK: Events

@@ -41,6 +41,15 @@ extension LEMetaEvent: CustomStringConvertible {
         case let .remoteConnectionParameterRequest(e):
             return "LE Remote Connection Parameter Request handle 0x\(hex4(e.handle)) " +
                 "interval \(Double(e.intervalMin) * 1.25)–\(Double(e.intervalMax) * 1.25) ms latency \(e.maxLatency) timeout \(Int(e.timeout) * 10) ms"
+        case let .enhancedConnectionComplete(e):
+            return "LE Enhanced Connection Complete\(e.version2 == nil ? "" : " [v2]") status \(e.status.name) handle 0x\(hex4(e.handle)) " +
+                "role \(e.role) peer \(LEAddress(e.peerAddress, type: e.peerAddressType)) " +
+                "interval \(Double(e.connectionInterval) * 1.25) ms timeout \(Int(e.supervisionTimeout) * 10) ms"
+        case let .extendedAdvertisingReport(list):
+            return "LE Extended Advertising Report " + list.map { r in
+                let ad = (try? AdvertisingData(decoding: r.data))?.description ?? r.data.spacedHex
+                return "\(r.eventType) \(LEAddress(r.address, type: r.addressType)) rssi \(r.rssi) [\(ad)]"
+            }.joined(separator: "; ")
         case let .unknown(sub, params):
             return "LE Meta subevent 0x\(hex2(sub)) [\(params.spacedHex)]"
         }

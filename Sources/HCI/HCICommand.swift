@@ -56,6 +56,22 @@ public enum HCICommand: Hashable, Sendable {
     case leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters)
     /// 7.8.32: Connection_Handle (2), Reason (1): the host rejects the peer's request.
     case leRemoteConnectionParameterRequestNegativeReply(handle: UInt16, reason: HCIStatus)
+    /// 7.8.52: Advertising_Handle (1), Random_Address (6).
+    case leSetAdvertisingSetRandomAddress(advertisingHandle: UInt8, address: BDAddr)
+    /// 7.8.53 (LEExtendedCommandParameters.swift).
+    case leSetExtendedAdvertisingParameters(LEExtendedAdvertisingParameters)
+    /// 7.8.54
+    case leSetExtendedAdvertisingData(LEExtendedAdvertisingData)
+    /// 7.8.55: the same layout as 7.8.54.
+    case leSetExtendedScanResponseData(LEExtendedAdvertisingData)
+    /// 7.8.56
+    case leSetExtendedAdvertisingEnable(LEExtendedAdvertisingEnable)
+    /// 7.8.64
+    case leSetExtendedScanParameters(LEExtendedScanParameters)
+    /// 7.8.65
+    case leSetExtendedScanEnable(LEExtendedScanEnable)
+    /// 7.8.66
+    case leExtendedCreateConnection(LEExtendedCreateConnectionParameters)
     /// Any other opcode, parameters kept verbatim.
     case unknown(opcode: HCIOpcode, parameters: [UInt8])
 
@@ -86,6 +102,14 @@ public enum HCICommand: Hashable, Sendable {
         case .leConnectionUpdate: return .leConnectionUpdate
         case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
         case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
+        case .leSetAdvertisingSetRandomAddress: return .leSetAdvertisingSetRandomAddress
+        case .leSetExtendedAdvertisingParameters: return .leSetExtendedAdvertisingParameters
+        case .leSetExtendedAdvertisingData: return .leSetExtendedAdvertisingData
+        case .leSetExtendedScanResponseData: return .leSetExtendedScanResponseData
+        case .leSetExtendedAdvertisingEnable: return .leSetExtendedAdvertisingEnable
+        case .leSetExtendedScanParameters: return .leSetExtendedScanParameters
+        case .leSetExtendedScanEnable: return .leSetExtendedScanEnable
+        case .leExtendedCreateConnection: return .leExtendedCreateConnection
         case let .unknown(opcode, _): return opcode
         }
     }
@@ -128,6 +152,15 @@ public enum HCICommand: Hashable, Sendable {
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             w.writeUInt16LE(handle)
             w.write(reason.rawValue)
+        case let .leSetAdvertisingSetRandomAddress(advertisingHandle, address):
+            w.write(advertisingHandle)
+            w.write(address: address)
+        case let .leSetExtendedAdvertisingParameters(p): p.encode(into: &w)
+        case let .leSetExtendedAdvertisingData(d), let .leSetExtendedScanResponseData(d): d.encode(into: &w)
+        case let .leSetExtendedAdvertisingEnable(e): e.encode(into: &w)
+        case let .leSetExtendedScanParameters(p): p.encode(into: &w)
+        case let .leSetExtendedScanEnable(e): e.encode(into: &w)
+        case let .leExtendedCreateConnection(p): p.encode(into: &w)
         case let .unknown(_, parameters):
             w.write(bytes: parameters)
         }
@@ -231,6 +264,25 @@ public enum HCICommand: Hashable, Sendable {
         case .leRemoteConnectionParameterRequestNegativeReply:
             try expect(3)
             self = .leRemoteConnectionParameterRequestNegativeReply(handle: try r.readUInt16LE(), reason: HCIStatus(rawValue: try r.readUInt8()))
+        case .leSetAdvertisingSetRandomAddress:
+            try expect(7)
+            self = .leSetAdvertisingSetRandomAddress(advertisingHandle: try r.readUInt8(), address: try r.readAddress())
+        case .leSetExtendedAdvertisingParameters:
+            try expect(LEExtendedAdvertisingParameters.size)
+            self = .leSetExtendedAdvertisingParameters(try LEExtendedAdvertisingParameters(from: &r))
+        case .leSetExtendedAdvertisingData:
+            self = .leSetExtendedAdvertisingData(try LEExtendedAdvertisingData(from: &r))
+        case .leSetExtendedScanResponseData:
+            self = .leSetExtendedScanResponseData(try LEExtendedAdvertisingData(from: &r))
+        case .leSetExtendedAdvertisingEnable:
+            self = .leSetExtendedAdvertisingEnable(try LEExtendedAdvertisingEnable(from: &r))
+        case .leSetExtendedScanParameters:
+            self = .leSetExtendedScanParameters(try LEExtendedScanParameters(from: &r))
+        case .leSetExtendedScanEnable:
+            try expect(LEExtendedScanEnable.size)
+            self = .leSetExtendedScanEnable(try LEExtendedScanEnable(from: &r))
+        case .leExtendedCreateConnection:
+            self = .leExtendedCreateConnection(try LEExtendedCreateConnectionParameters(from: &r))
         default:
             self = .unknown(opcode: opcode, parameters: r.readRemaining())
         }
@@ -263,6 +315,26 @@ extension HCICommand: CustomStringConvertible {
             return "LE Remote Connection Parameter Request Reply handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             return "LE Remote Connection Parameter Request Negative Reply handle 0x\(hex4(handle)) reason \(reason)"
+        case let .leSetAdvertisingSetRandomAddress(handle, address):
+            return "LE Set Advertising Set Random Address set \(handle) \(address)"
+        case let .leSetExtendedAdvertisingParameters(p):
+            return "LE Set Extended Advertising Parameters set \(p.advertisingHandle) properties 0x\(hex4(p.eventProperties.rawValue)) " +
+                "interval \(Double(p.intervalMin) * 0.625)–\(Double(p.intervalMax) * 0.625) ms own \(p.ownAddressType)"
+        case let .leSetExtendedAdvertisingData(d):
+            return "LE Set Extended Advertising Data set \(d.advertisingHandle) \(d.operation) [\((try? AdvertisingData(decoding: d.data))?.description ?? d.data.spacedHex)]"
+        case let .leSetExtendedScanResponseData(d):
+            return "LE Set Extended Scan Response Data set \(d.advertisingHandle) \(d.operation) [\((try? AdvertisingData(decoding: d.data))?.description ?? d.data.spacedHex)]"
+        case let .leSetExtendedAdvertisingEnable(e):
+            return "LE Set Extended Advertising Enable \(e.enable ? "on" : "off")" + (e.sets.isEmpty ? " (all sets)" : " sets \(e.sets.map { String($0.advertisingHandle) }.joined(separator: ", "))")
+        case let .leSetExtendedScanParameters(p):
+            return "LE Set Extended Scan Parameters " + p.perPHY.map {
+                "\($0.isActive ? "active" : "passive") interval \(Double($0.interval) * 0.625) ms window \(Double($0.window) * 0.625) ms"
+            }.joined(separator: "; ")
+        case let .leSetExtendedScanEnable(e):
+            return "LE Set Extended Scan Enable \(e.enable ? "on" : "off")\(e.filterDuplicates != 0 ? " filter duplicates" : "")"
+        case let .leExtendedCreateConnection(p):
+            return "LE Extended Create Connection to \(p.initiatorFilterPolicy == 0 ? p.peer.description : "the Filter Accept List")" +
+                (p.perPHY.first.map { " interval \(Double($0.connectionIntervalMin) * 1.25)–\(Double($0.connectionIntervalMax) * 1.25) ms timeout \(Int($0.supervisionTimeout) * 10) ms" } ?? "")
         case let .unknown(opcode, params): return "\(opcode) [\(params.spacedHex)]"
         default: return opcode.description
         }

@@ -37,6 +37,14 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
+    public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
+    public static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
+    public static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
+    public static let leSetExtendedScanResponseData = HCIOpcode(ogf: 0x08, ocf: 0x0038)
+    public static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
+    public static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
+    public static let leSetExtendedScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x0042)
+    public static let leExtendedCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x0043)
 
     /// Spec names for the opcodes BLELab knows; others print as OGF/OCF.
     public var name: String? {
@@ -66,6 +74,14 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .leConnectionUpdate: return "LE Connection Update"
         case .leRemoteConnectionParameterRequestReply: return "LE Remote Connection Parameter Request Reply"
         case .leRemoteConnectionParameterRequestNegativeReply: return "LE Remote Connection Parameter Request Negative Reply"
+        case .leSetAdvertisingSetRandomAddress: return "LE Set Advertising Set Random Address"
+        case .leSetExtendedAdvertisingParameters: return "LE Set Extended Advertising Parameters"
+        case .leSetExtendedAdvertisingData: return "LE Set Extended Advertising Data"
+        case .leSetExtendedScanResponseData: return "LE Set Extended Scan Response Data"
+        case .leSetExtendedAdvertisingEnable: return "LE Set Extended Advertising Enable"
+        case .leSetExtendedScanParameters: return "LE Set Extended Scan Parameters"
+        case .leSetExtendedScanEnable: return "LE Set Extended Scan Enable"
+        case .leExtendedCreateConnection: return "LE Extended Create Connection"
         default: return nil
         }
     }

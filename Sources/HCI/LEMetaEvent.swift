@@ -6,6 +6,10 @@ public enum LEMetaEvent: Hashable, Sendable {
     case advertisingReport([LEAdvertisingReport])
     case connectionUpdateComplete(LEConnectionUpdateComplete)
     case remoteConnectionParameterRequest(LERemoteConnectionParameterRequest)
+    /// [v1] 0x0A or [v2] 0x29, by `version2` (LEExtendedEvents.swift).
+    case enhancedConnectionComplete(LEEnhancedConnectionComplete)
+    /// 0x0D: Num_Reports (1), then the reports (LEExtendedEvents.swift).
+    case extendedAdvertisingReport([LEExtendedAdvertisingReport])
     case unknown(subevent: UInt8, parameters: [UInt8])
 
     public enum Subevent {
@@ -13,6 +17,9 @@ public enum LEMetaEvent: Hashable, Sendable {
         public static let advertisingReport: UInt8 = 0x02
         public static let connectionUpdateComplete: UInt8 = 0x03
         public static let remoteConnectionParameterRequest: UInt8 = 0x06
+        public static let enhancedConnectionComplete: UInt8 = 0x0A
+        public static let extendedAdvertisingReport: UInt8 = 0x0D
+        public static let enhancedConnectionCompleteV2: UInt8 = 0x29
     }
 
     public var subevent: UInt8 {
@@ -21,6 +28,9 @@ public enum LEMetaEvent: Hashable, Sendable {
         case .advertisingReport: return Subevent.advertisingReport
         case .connectionUpdateComplete: return Subevent.connectionUpdateComplete
         case .remoteConnectionParameterRequest: return Subevent.remoteConnectionParameterRequest
+        case let .enhancedConnectionComplete(e):
+            return e.version2 == nil ? Subevent.enhancedConnectionComplete : Subevent.enhancedConnectionCompleteV2
+        case .extendedAdvertisingReport: return Subevent.extendedAdvertisingReport
         case let .unknown(code, _): return code
         }
     }
@@ -41,6 +51,14 @@ public enum LEMetaEvent: Hashable, Sendable {
             self = .connectionUpdateComplete(try LEConnectionUpdateComplete(from: &r))
         case Subevent.remoteConnectionParameterRequest:
             self = .remoteConnectionParameterRequest(try LERemoteConnectionParameterRequest(from: &r))
+        case Subevent.enhancedConnectionComplete, Subevent.enhancedConnectionCompleteV2:
+            self = .enhancedConnectionComplete(try LEEnhancedConnectionComplete(from: &r, version2: sub == Subevent.enhancedConnectionCompleteV2))
+        case Subevent.extendedAdvertisingReport:
+            // Num_Reports 0 is not meaningful but harmless: kept as an empty list.
+            let n = Int(try r.readUInt8())
+            var reports: [LEExtendedAdvertisingReport] = []
+            for _ in 0..<n { reports.append(try LEExtendedAdvertisingReport(from: &r)) }
+            self = .extendedAdvertisingReport(reports)
         default:
             self = .unknown(subevent: sub, parameters: r.readRemaining())
         }
@@ -55,6 +73,10 @@ public enum LEMetaEvent: Hashable, Sendable {
             for report in list { report.encode(into: &w) }
         case let .connectionUpdateComplete(e): e.encode(into: &w)
         case let .remoteConnectionParameterRequest(e): e.encode(into: &w)
+        case let .enhancedConnectionComplete(e): e.encode(into: &w)
+        case let .extendedAdvertisingReport(list):
+            w.write(UInt8(truncatingIfNeeded: list.count))
+            for report in list { report.encode(into: &w) }
         case let .unknown(_, params): w.write(bytes: params)
         }
     }

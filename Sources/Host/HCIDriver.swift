@@ -13,8 +13,8 @@ public final class HCIDriver {
 
     /// Events other than Command Complete/Status and Number Of Completed Packets.
     public var onEvent: ((HCIEvent) -> Void)?
-    /// One whole L2CAP PDU (basic header included) received on `handle`.
-    public var onL2CAPPDU: ((_ handle: UInt16, _ pdu: [UInt8]) -> Void)?
+    /// One whole L2CAP basic frame received on `handle`.
+    public var onL2CAPFrame: ((_ handle: UInt16, _ frame: L2CAPBasicFrame) -> Void)?
     /// Something from the controller that could not be used: a malformed packet, broken
     /// fragmentation of the peer's L2CAP PDUs. Always `HostError.violation` with the layer
     /// (`hci`, `l2cap`), the kind and the octets. The packet is dropped; the driver goes on.
@@ -50,7 +50,8 @@ public final class HCIDriver {
     private var outbound: [UInt16: FIFO<[UInt8]>] = [:]
     /// Handles with queued fragments, in round-robin order.
     private var readyHandles: [UInt16] = []
-    private var reassembly: [UInt16: [UInt8]] = [:]
+    /// Incoming fragments per connection handle (HCI's L2CAPReassembler).
+    private var reassembly = L2CAPReassembler<UInt16>()
     public private(set) var closed: TransportError?
 
     /// Number of ACL fragments currently queued (not yet given to the controller) for `handle`.
@@ -166,7 +167,7 @@ public final class HCIDriver {
         aclCredits = min(aclCredits, aclBufferCount)
         outbound[handle] = nil
         readyHandles.removeAll { $0 == handle }
-        if let unfinished = reassembly.removeValue(forKey: handle) {
+        if let unfinished = reassembly.discard(handle) {
             report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
                    "the link ended with an L2CAP PDU unfinished (\(unfinished.count) octets of \(Self.expectedLength(unfinished).map(String.init) ?? "?")); discarded")
         }
@@ -180,9 +181,7 @@ public final class HCIDriver {
     }
 
     /// The whole PDU's size by its basic header (4 + Length), once the Length is there.
-    static func expectedLength(_ buffer: [UInt8]) -> Int? {
-        buffer.count >= 2 ? 4 + (Int(buffer[0]) | Int(buffer[1]) << 8) : nil
-    }
+    static func expectedLength(_ buffer: [UInt8]) -> Int? { L2CAPBasicFrame.expectedSize(buffer) }
 
     // MARK: Receiving
 
@@ -250,43 +249,24 @@ public final class HCIDriver {
     /// - PB 0b11 (a complete L2CAP PDU, BR/EDR only; Vol 4 Part E 5.4.2): `invalid-packet-boundary`.
     private func receiveACL(_ acl: HCIACLData) {
         let handle = acl.handle
-        if acl.boundary.isStart {
-            if !reassembly.isEmpty, let unfinished = reassembly[handle] {
-                report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
-                       "new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete "
-                       + "(\(unfinished.count) octets of \(Self.expectedLength(unfinished).map(String.init) ?? "?")); previous dropped")
-            }
-            deliverOrHold(handle: handle, buffer: acl.data)
-        } else if acl.boundary == .continuing {
-            guard var buffer = reassembly.removeValue(forKey: handle) else {
-                report(.l2cap, .unexpectedContinuation, handle: handle, octets: acl.data,
-                       "continuing ACL fragment on handle 0x\(String(handle, radix: 16)) without a start; dropped")
-                return
-            }
-            buffer.append(contentsOf: acl.data)
-            deliverOrHold(handle: handle, buffer: buffer)
-        } else {
-            report(.hci, .invalidPacketBoundary, handle: handle, octets: acl.data,
-                   "ACL packet boundary \(acl.boundary) is not used on LE; dropped")
+        let outcome = reassembly.feed(acl.data, boundary: acl.boundary, stream: handle)
+        if let unfinished = outcome.droppedUnfinished {
+            report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
+                   "new L2CAP PDU started on handle 0x\(String(handle, radix: 16)) before the previous one was complete "
+                   + "(\(unfinished.count) octets of \(Self.expectedLength(unfinished).map(String.init) ?? "?")); previous dropped")
         }
-    }
-
-    private func deliverOrHold(handle: UInt16, buffer: [UInt8]) {
-        guard buffer.count >= 2 else {
-            reassembly[handle] = buffer
-            return
-        }
-        let expected = 4 + (Int(buffer[0]) | Int(buffer[1]) << 8)
-        if buffer.count == expected {
-            // The common case, a whole PDU in one fragment, leaves the table untouched.
-            if !reassembly.isEmpty { reassembly[handle] = nil }
-            onL2CAPPDU?(handle, buffer)
-        } else if buffer.count < expected {
-            reassembly[handle] = buffer
-        } else {
-            reassembly[handle] = nil
-            report(.l2cap, .frameLengthMismatch, handle: handle, octets: buffer,
-                   "L2CAP PDU on handle 0x\(String(handle, radix: 16)) longer (\(buffer.count)) than its header says (\(expected)); dropped")
+        switch outcome.problem {
+        case nil:
+            if let frame = outcome.frame { onL2CAPFrame?(handle, frame) }
+        case let .continuationWithoutStart(octets):
+            report(.l2cap, .unexpectedContinuation, handle: handle, octets: octets,
+                   "continuing ACL fragment on handle 0x\(String(handle, radix: 16)) without a start; dropped")
+        case let .invalidBoundary(boundary, octets):
+            report(.hci, .invalidPacketBoundary, handle: handle, octets: octets,
+                   "ACL packet boundary \(boundary) is not used on LE; dropped")
+        case let .longerThanLength(octets, expected):
+            report(.l2cap, .frameLengthMismatch, handle: handle, octets: octets,
+                   "L2CAP PDU on handle 0x\(String(handle, radix: 16)) longer (\(octets.count)) than its header says (\(expected)); dropped")
         }
     }
 

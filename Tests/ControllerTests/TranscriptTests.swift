@@ -133,6 +133,29 @@ final class TranscriptTests: XCTestCase {
         }
     }
 
+    /// The extended advertising, scanning and initiating commands have HCI codecs but the sim
+    /// does not implement them: each is answered with Unknown HCI Command (0x01) in Command
+    /// Complete (Part E, 4.5), well-formed or not (never Invalid HCI Command Parameters, which
+    /// would claim the command is known), and changes nothing.
+    func testExtendedCommandsAreUnknownToTheSim() {
+        let lab = TestLab()
+        let host = lab.device("dut", "C0:FF:EE:00:00:01")
+        Transcript([
+            .send("01 03 0c 00"), .expect("04 0e 04 01 03 0c 00"),
+            // LE Set Extended Scan Parameters, well formed (1M: active, 60 ms / 60 ms).
+            .send("01 41 20 08 01 00 01 01 60 00 60 00"), .expect("04 0e 04 01 41 20 01"),
+            // LE Set Extended Scan Enable, one octet short.
+            .send("01 42 20 05 01 00 00 00 00"), .expect("04 0e 04 01 42 20 01"),
+            // LE Set Extended Advertising Enable with Enable 0x02 (out of range).
+            .send("01 39 20 02 02 00"), .expect("04 0e 04 01 39 20 01"),
+            // LE Extended Create Connection (Command Status in the spec; unknown, so Command Complete).
+            .send("01 43 20 1a 00 00 01 02 00 00 ee ff c0 01 60 00 60 00 18 00 28 00 00 00 48 00 00 00 00 00"),
+            .expect("04 0e 04 01 43 20 01"),
+        ]).run(on: host, in: lab)
+        XCTAssertFalse(host.controller.isScanning)
+        XCTAssertNil(host.controller.initiating)
+    }
+
     /// LE Meta is masked after Reset (7.3.1 default); reports flow once the host unmasks it and
     /// stop when the LE mask drops LE Advertising Report. No advDelay, so event times are exact.
     func testEventMasksFilterEvents() {

@@ -34,8 +34,8 @@ final class HCIMalformedInputTests: XCTestCase {
         XCTAssertThrowsDecodeError(try HCICommand(decoding: bytes("06 04", "02", "01 00 13")),
                                    .lengthMismatch(field: "Disconnect Parameter_Total_Length", declared: 2, actual: 3))
         // Unknown opcodes are framed the same way: their length must agree too.
-        XCTAssertThrowsDecodeError(try HCICommand(decoding: bytes("41 20", "0d", "01")),
-                                   .lengthMismatch(field: "Opcode 0x2041 (OGF 0x8, OCF 0x41) Parameter_Total_Length", declared: 13, actual: 1))
+        XCTAssertThrowsDecodeError(try HCICommand(decoding: bytes("60 20", "0d", "01")),
+                                   .lengthMismatch(field: "Opcode 0x2060 (OGF 0x8, OCF 0x60) Parameter_Total_Length", declared: 13, actual: 1))
         XCTAssertThrowsDecodeError(try HCIPacket(h4: bytes("01 0d 20 19 60 00")),
                                    .lengthMismatch(field: "LE Create Connection Parameter_Total_Length", declared: 25, actual: 2))
     }
@@ -50,6 +50,13 @@ final class HCIMalformedInputTests: XCTestCase {
         (.leSetScanParameters, 7), (.leSetScanEnable, 2), (.leCreateConnection, 25), (.leCreateConnectionCancel, 0),
         (.leConnectionUpdate, 14), (.leRemoteConnectionParameterRequestReply, 14),
         (.leRemoteConnectionParameterRequestNegativeReply, 3),
+        (.leSetAdvertisingSetRandomAddress, 7), (.leSetExtendedAdvertisingParameters, 25), (.leSetExtendedScanEnable, 6),
+    ]
+
+    /// The named opcodes whose parameters have no fixed size (LEExtendedCommandTests checks them).
+    static let variableSizes: Set<HCIOpcode> = [
+        .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable,
+        .leSetExtendedScanParameters, .leExtendedCreateConnection,
     ]
 
     static func command(_ opcode: HCIOpcode, parameters: [UInt8]) -> [UInt8] {
@@ -57,7 +64,9 @@ final class HCIMalformedInputTests: XCTestCase {
     }
 
     func testEveryKnownCommandRejectsParametersOfTheWrongSize() {
-        XCTAssertEqual(Self.fixedSizes.count, 25, "one row per named opcode")
+        let named = (0...0xFFFF).map { HCIOpcode(rawValue: UInt16($0)) }.filter { $0.name != nil }
+        XCTAssertEqual(Set(Self.fixedSizes.map(\.0)).union(Self.variableSizes), Set(named), "one row per named opcode")
+        XCTAssertEqual(Self.fixedSizes.count, 28)
         for (opcode, size) in Self.fixedSizes {
             // The right size (all zero octets) decodes to the command's own case.
             let right = Self.command(opcode, parameters: [UInt8](repeating: 0, count: size))

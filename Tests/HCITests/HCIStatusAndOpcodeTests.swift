@@ -109,6 +109,14 @@ final class HCIStatusAndOpcodeTests: XCTestCase {
             (.leCreateConnection, 0x200D, "LE Create Connection"),
             (.leCreateConnectionCancel, 0x200E, "LE Create Connection Cancel"),
             (.leConnectionUpdate, 0x2013, "LE Connection Update"),
+            (.leSetAdvertisingSetRandomAddress, 0x2035, "LE Set Advertising Set Random Address"),
+            (.leSetExtendedAdvertisingParameters, 0x2036, "LE Set Extended Advertising Parameters"),
+            (.leSetExtendedAdvertisingData, 0x2037, "LE Set Extended Advertising Data"),
+            (.leSetExtendedScanResponseData, 0x2038, "LE Set Extended Scan Response Data"),
+            (.leSetExtendedAdvertisingEnable, 0x2039, "LE Set Extended Advertising Enable"),
+            (.leSetExtendedScanParameters, 0x2041, "LE Set Extended Scan Parameters"),
+            (.leSetExtendedScanEnable, 0x2042, "LE Set Extended Scan Enable"),
+            (.leExtendedCreateConnection, 0x2043, "LE Extended Create Connection"),
         ]
         for (opcode, raw, name) in table {
             XCTAssertEqual(opcode.rawValue, raw, name)

@@ -171,18 +171,23 @@ final class LEMetaEventTests: XCTestCase {
 
     // MARK: Subevents outside the subset
 
-    /// central #33/#34: LE Extended Advertising Report (0x0D) stays `.unknown` and re-encodes byte for byte.
-    func testLEExtendedAdvertisingReportFromReferenceTrafficIsUnknownAndReencodesIdentically() throws {
-        for index in [32, 33] {
+    /// central #33/#34: LE Extended Advertising Report (0x0D) decodes to its case and re-encodes
+    /// byte for byte (field by field in LEExtendedCommandTests).
+    func testLEExtendedAdvertisingReportFromReferenceTrafficDecodesAndReencodesIdentically() throws {
+        for (index, isScanResponse) in [(32, false), (33, true)] {
             let packet = ReferenceTraffic.central[index]
             XCTAssertTrue(packet.summary.contains("LE Extended Advertising Report"))
             let event = Array(packet.h4.dropFirst())
             XCTAssertEqual(Array(event.prefix(3)), bytes("3e", "2c", "0d"))  // LE Meta, length 44, subevent 0x0D
             let decoded = try HCIEvent(decoding: event)
-            XCTAssertEqual(decoded, .leMeta(.unknown(subevent: 0x0D, parameters: Array(event.dropFirst(3)))))
+            guard case let .leMeta(.extendedAdvertisingReport(reports)) = decoded else { return XCTFail("\(decoded)") }
+            XCTAssertEqual(reports.count, 1)
+            XCTAssertEqual(reports[0].senderIdentity, LEAddress(ReferenceDevice.peripheral, type: .random))
+            XCTAssertEqual(reports[0].eventType.isScanResponse, isScanResponse)
+            XCTAssertEqual(reports[0].data, ReferenceDevice.advertisingData)
             XCTAssertEqual(decoded.encoded, event)
             XCTAssertEqual(try HCIPacket(h4: packet.h4).h4, packet.h4)
-            XCTAssertTrue(decoded.description.hasPrefix("LE Meta subevent 0x0d ["), decoded.description)
+            XCTAssertTrue(decoded.description.hasPrefix("LE Extended Advertising Report "), decoded.description)
         }
     }
 

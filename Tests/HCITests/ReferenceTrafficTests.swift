@@ -27,7 +27,7 @@ final class ReferenceTrafficTests: XCTestCase {
     }
 
     /// Modelled commands and events decode to their own cases, not `.unknown`; the unmodelled
-    /// ones (extended advertising and scanning, v2 buffer sizes, event mask page 2) are exactly these.
+    /// ones (v2 buffer sizes, data length, event mask page 2, advertising set terminated) are exactly these.
     func testWhichReferencePacketsAreOutsideTheSubset() throws {
         var unknown: Set<String> = []
         for (_, packet) in ReferenceTraffic.all {
@@ -43,13 +43,6 @@ final class ReferenceTrafficTests: XCTestCase {
             "command 0x2060",  // LE Read Buffer Size [v2]
             "command 0x2023",  // LE Read Suggested Default Data Length
             "command 0x2024",  // LE Write Suggested Default Data Length
-            "command 0x2041",  // LE Set Extended Scan Parameters
-            "command 0x2042",  // LE Set Extended Scan Enable
-            "command 0x2036",  // LE Set Extended Advertising Parameters
-            "command 0x2035",  // LE Set Advertising Set Random Address
-            "command 0x2037",  // LE Set Extended Advertising Data
-            "command 0x2039",  // LE Set Extended Advertising Enable
-            "LE subevent 0xd", // LE Extended Advertising Report
             "LE subevent 0x12", // LE Advertising Set Terminated
         ])
     }
@@ -84,7 +77,7 @@ final class ReferenceTrafficTests: XCTestCase {
                 break
             }
         }
-        XCTAssertEqual(checked, 140 + 22 + 20 + 2)  // ACL, known commands, their Command Complete, Command Status
+        XCTAssertEqual(checked, 140 + 29 + 27 + 2)  // ACL, known commands, their Command Complete, Command Status
     }
 
     func testDescriptionSpotChecks() throws {
@@ -96,8 +89,17 @@ final class ReferenceTrafficTests: XCTestCase {
         XCTAssertEqual(try describe(central, 2), "Command Complete (Reset) status success")
         XCTAssertEqual(try describe(central, 26), "Command Complete (Read BD_ADDR) status success [01 00 00 ee ff c0]")
         XCTAssertEqual(try describe(central, 27), "LE Set Random Address C0:FF:EE:00:00:01")
-        XCTAssertTrue(try describe(central, 29).hasPrefix("Opcode 0x2041 (OGF 0x8, OCF 0x41) [01 00 05"))
-        XCTAssertTrue(try describe(central, 33).hasPrefix("LE Meta subevent 0x0d [01 01 00 01 02 00 00 ee ff c0"))
+        XCTAssertEqual(try describe(central, 29),
+                       "LE Set Extended Scan Parameters active interval 60.0 ms window 60.0 ms; active interval 60.0 ms window 60.0 ms")
+        XCTAssertEqual(try describe(central, 31), "LE Set Extended Scan Enable on")
+        let report = try describe(central, 33)
+        XCTAssertTrue(report.hasPrefix("LE Extended Advertising Report connectable C0:FF:EE:00:00:02/random rssi -50 ["), report)
+        XCTAssertEqual(try describe(peripheral, 29),
+                       "LE Set Extended Advertising Parameters set 0 properties 0x0013 interval 100.0–1000.0 ms own random")
+        XCTAssertEqual(try describe(peripheral, 31), "LE Set Advertising Set Random Address set 0 C0:FF:EE:00:00:02")
+        let data = try describe(peripheral, 33)
+        XCTAssertTrue(data.hasPrefix("LE Set Extended Advertising Data set 0 complete ["), data)
+        XCTAssertEqual(try describe(peripheral, 35), "LE Set Extended Advertising Enable on sets 0")
         XCTAssertEqual(try describe(central, 37),
                        "LE Create Connection to C0:FF:EE:00:00:02/random interval 15.0–30.0 ms timeout 720 ms")
         XCTAssertEqual(try describe(central, 38), "Command Status (LE Create Connection) status success")

@@ -8,11 +8,11 @@ import ScenarioFormat
 import XCTest
 @testable import Scenario
 
-/// An `ExternalCentral` played by a second BLELab host on the sim, so that the session's path for
+/// A `CentralSeat` played by a second BLELab host on the sim, so that the session's path for
 /// another stack in the central's seat (`--central bluez`) runs deterministically: steps become
 /// calls on the role, writes are judged on the peripheral's HCI, values count when the role
 /// delivers them, and the role's failure ends the scenario.
-final class StandInCentral: ExternalCentral {
+final class StandInCentral: CentralSeat {
     var description: String { "a stand-in central" }
     var failure: String?
     var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
@@ -25,11 +25,13 @@ final class StandInCentral: ExternalCentral {
     private var device: LabDevice!
     private var reports: [ScanReport] = []
     private var connections: [LEAddress: Connection] = [:]
+    private var resolved: [LEAddress: [ExternalService]] = [:]
 
     func unsupported(_ scenario: Scenario) -> String? { nil }
 
     func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
         calls.append("begin")
+        resolved = [:]
         do { device = try lab.addDevice("stand-in") } catch { return completion(.failure(.failed("\(error)"))) }
         device.host.powerOn { completion($0.mapError { .failed("\($0)") }) }
     }
@@ -88,7 +90,14 @@ final class StandInCentral: ExternalCentral {
     func discover(on address: LEAddress, services: [BluetoothUUID]?, completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void) {
         calls.append("discover")
         guard let connection = connections[address] else { return completion(.failure(.failed("not connected"))) }
-        connection.client.discoverAll(serviceUUIDs: services) { result in
+        connection.client.discoverAll(serviceUUIDs: services) { [self] result in
+            if case let .success(found) = result {
+                resolved[address] = found.map { s in
+                    ExternalService(uuid: s.uuid, characteristics: s.characteristics.map {
+                        ExternalCharacteristic(uuid: $0.uuid, properties: $0.properties, valueHandle: $0.valueHandle)
+                    })
+                }
+            }
             completion(result.map { found in
                 found.map { s in
                     ExternalService(uuid: s.uuid, characteristics: s.characteristics.map {
@@ -97,6 +106,10 @@ final class StandInCentral: ExternalCentral {
                 }
             }.mapError { .failed("\($0)") })
         }
+    }
+
+    func services(on address: LEAddress) -> [ExternalService] {
+        resolved[address] ?? []
     }
 
     func mtu(on address: LEAddress) -> Int? { connections[address].map { Int($0.client.mtu) } }

@@ -4,6 +4,7 @@ import BLERuntime
 import BLEWire
 import GAP
 import GATT
+import HCI
 import Host
 import LabTiers
 import Scenario

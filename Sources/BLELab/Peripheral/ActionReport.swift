@@ -16,6 +16,12 @@ public struct ActionReport {
     /// The first `delay`, when actions follow it (they run after it, on the loop).
     public var deferred: TimeSpan?
 
+    public init(done: [String] = [], failures: [Failure] = [], deferred: TimeSpan? = nil) {
+        self.done = done
+        self.failures = failures
+        self.deferred = deferred
+    }
+
     /// The actions' account for a step's note.
     public var summary: String {
         var parts = done

@@ -10,11 +10,10 @@ import ScenarioFormat
 /// A `PeripheralSpec` brought to life on a lab device: its services in the GATT server, its
 /// advertising, and its triggers wired to what centrals do.
 ///
-/// Requests and triggers: the actions of an `on-read` or `on-write` trigger run in order; leading
-/// `delay`s postpone the answer, and the request is answered just before the first other action —
-/// with that error if it is `respond-error`, else normally (a write is stored then) — so the
-/// remaining actions see the new value. Write Commands are never answered (Core 5.4 Vol 3 Part F
-/// 3.4.5.3); their actions run all the same.
+/// Requests and triggers run their actions through a `PeripheralActionRunner` (the order, the
+/// delays, the answer, the value sources); this type says what each action does on BLELab's host.
+/// Write Commands are never answered (Core 5.4 Vol 3 Part F 3.4.5.3); their actions run all the
+/// same.
 public final class SimulatedPeripheral {
     public let spec: PeripheralSpec
     public let device: LabDevice
@@ -25,10 +24,8 @@ public final class SimulatedPeripheral {
     public private(set) var activity: [PeripheralActivity] = []
     public var onActivity: ((PeripheralActivity) -> Void)?
 
-    private var random: SeededRandom
-    /// Generator state per action site (counter values, sequence positions).
-    private var generatorState: [String: Int] = [:]
-    private var repeating: [CharacteristicRef: LoopTimer] = [:]
+    /// Sequencing, delays, answers and value sources of the actions.
+    let runner: PeripheralActionRunner
     var loop: EventLoop { device.lab.loop }
     /// Requests each of `spec.flaws` has matched so far.
     var flawMatches: [Int] = []
@@ -45,11 +42,13 @@ public final class SimulatedPeripheral {
             if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }
         }
         device = try lab.addDevice(spec.id, address: publicAddress, configuration: configuration)
-        random = SeededRandom(seed: lab.seed, stream: "peripheral:\(spec.id)")
+        runner = PeripheralActionRunner(loop: lab.loop, seed: lab.seed, peripheral: spec.id)
         if let rssi = spec.rssi { device.rssi = rssi }
         for service in spec.services {
             _ = try device.host.gattServer.addService(service.gattService)
         }
+        runner.execute = { [weak self] action, context, site in self?.execute(action, context: context, site: site) }
+        runner.answered = { [weak self] code in self?.record(.answered(code)) }
         installTriggers()
     }
 
@@ -71,7 +70,7 @@ public final class SimulatedPeripheral {
 
     /// Runs `actions` now, as a scenario's `peripheral:` step does.
     public func perform(_ actions: [PeripheralAction], site: String = "step") {
-        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil), index: 0)
+        runner.run(actions[...], context: ActionContext(site: site))
     }
 
     /// Runs `actions` now and reports what those before the first `delay` did, once each has
@@ -80,7 +79,7 @@ public final class SimulatedPeripheral {
     /// uses this so that it never says ok for an action that did nothing.
     public func perform(_ actions: [PeripheralAction], site: String = "step", report: @escaping (ActionReport) -> Void) {
         let reporter = ActionReporter(completion: report)
-        run(actions[...], context: ActionContext(site: site, written: nil, answer: nil, reporter: reporter), index: 0)
+        runner.run(actions[...], context: ActionContext(site: site, written: nil, answer: nil, reporter: reporter))
     }
 
     // MARK: Triggers
@@ -93,17 +92,17 @@ public final class SimulatedPeripheral {
             if !characteristic.onWrite.isEmpty {
                 server.setWriteHandler({ [weak self] request, respond in
                     guard let self else { return respond(.accept) }
-                    self.run(characteristic.onWrite[...], context: ActionContext(site: site + ".on-write", written: request.value, answer: { error in
+                    self.runner.run(characteristic.onWrite[...], context: ActionContext(site: site + ".on-write", written: request.value, answer: { error in
                         respond(error.map(GATTWriteResult.error) ?? .accept)
-                    }), index: 0)
+                    }))
                 }, forHandle: handles.valueHandle)
             }
             if !characteristic.onRead.isEmpty {
                 server.setReadHandler({ [weak self] _, respond in
                     guard let self else { return respond(.storedValue) }
-                    self.run(characteristic.onRead[...], context: ActionContext(site: site + ".on-read", written: nil, answer: { error in
+                    self.runner.run(characteristic.onRead[...], context: ActionContext(site: site + ".on-read", written: nil, answer: { error in
                         respond(error.map(GATTReadResult.error) ?? .storedValue)
-                    }), index: 0)
+                    }))
                 }, forHandle: handles.valueHandle)
             }
         }
@@ -140,47 +139,7 @@ public final class SimulatedPeripheral {
 
     // MARK: Running actions
 
-    struct ActionContext {
-        var site: String
-        var written: [UInt8]?
-        /// Answers the request in progress (nil error: success); nil when there is none or it
-        /// was answered.
-        var answer: ((ATTErrorCode?) -> Void)?
-        /// Collects what the actions did, up to the first `delay` (`perform(_:site:report:)`).
-        var reporter: ActionReporter?
-    }
-
-    private func run(_ actions: ArraySlice<PeripheralAction>, context: ActionContext, index: Int) {
-        var context = context
-        var index = index
-        for (offset, action) in zip(actions.indices, actions) {
-            if case let .delay(span) = action {
-                let rest = actions[(offset + 1)...]
-                let next = index + 1
-                var carried = context
-                carried.reporter = nil
-                loop.schedule(after: span) { [weak self] in self?.run(rest, context: carried, index: next) }
-                if !rest.isEmpty { context.reporter?.report.deferred = span }
-                context.reporter?.seal()
-                return
-            }
-            if let answer = context.answer {
-                context.answer = nil
-                if case let .respondError(code) = action {
-                    record(.answered(code))
-                    answer(code)
-                    index += 1
-                    continue
-                }
-                answer(nil)
-            }
-            execute(action, context: context, site: "\(context.site)#\(index)")
-            index += 1
-        }
-        // Only delays, or nothing: answer now.
-        if let answer = context.answer { answer(nil) }
-        context.reporter?.seal()
-    }
+    typealias ActionContext = PeripheralActionRunner.Context
 
     private func execute(_ action: PeripheralAction, context: ActionContext, site: String) {
         switch action {
@@ -201,14 +160,15 @@ public final class SimulatedPeripheral {
             record(.indicated(ref, value, centrals: sent))
             did(action, Self.reach("indicate \(ref) \(value.spacedHex)", sent), context)
         case let .notifyEvery(ref, interval, source, count):
-            repeating[ref]?.cancel()
-            tick(ref, interval: interval, source: source, remaining: count, site: site)
+            runner.startRepeating(ref, interval: interval, count: count, site: site) { [weak self] context in
+                self?.notify(ref, source, context: context, site: site)
+                return true
+            }
             did(action, action.description, context)
         case let .stopNotifying(ref):
-            guard let timer = repeating.removeValue(forKey: ref) else {
+            guard runner.stopRepeating(ref) else {
                 return failed(action, "no notify-every is running on \(ref)", context)
             }
-            timer.cancel()
             did(action, action.description, context)
         case let .setValue(ref, source):
             guard let handles = handles(for: ref), let value = resolve(source, for: handles, context: context, site: site) else {
@@ -301,45 +261,13 @@ public final class SimulatedPeripheral {
         return (value, sent)
     }
 
-    private func tick(_ ref: CharacteristicRef, interval: TimeSpan, source: ValueSource?, remaining: Int?, site: String) {
-        if let remaining, remaining <= 0 {
-            repeating[ref] = nil
-            return
-        }
-        repeating[ref] = loop.schedule(after: interval) { [weak self] in
-            guard let self else { return }
-            self.notify(ref, source, context: ActionContext(site: site, written: nil, answer: nil), site: site)
-            self.tick(ref, interval: interval, source: source, remaining: remaining.map { $0 - 1 }, site: site)
-        }
-    }
-
     /// The bytes of `source`; nil source: the stored value.
     func resolve(_ source: ValueSource?, for handles: GATTCharacteristicHandles, context: ActionContext, site: String) -> [UInt8]? {
-        guard let source else { return server.value(at: handles.valueHandle) ?? [] }
-        var part = 0
-        return resolve(source, context: context, site: site, part: &part)
+        runner.resolve(source, stored: { server.value(at: handles.valueHandle) ?? [] }, context: context, site: site)
     }
 
     func resolve(_ source: ValueSource, context: ActionContext, site: String, part: inout Int) -> [UInt8] {
-        let key = "\(site).\(part)"
-        part += 1
-        switch source {
-        case let .bytes(b): return b
-        case .written: return context.written ?? []
-        case let .randomU8(range):
-            return [UInt8(random.int(in: Int64(range.lowerBound)...Int64(range.upperBound)))]
-        case let .counterU8(start):
-            let n = generatorState[key, default: 0]
-            generatorState[key] = n + 1
-            return [UInt8(truncatingIfNeeded: Int(start) + n)]
-        case let .sequence(list):
-            guard !list.isEmpty else { return [] }
-            let n = generatorState[key, default: 0]
-            generatorState[key] = n + 1
-            return list[n % list.count]
-        case let .concatenation(parts):
-            return parts.flatMap { resolve($0, context: context, site: site, part: &part) }
-        }
+        runner.resolve(source, context: context, site: site, part: &part)
     }
 
     func record(_ kind: PeripheralActivity.Kind) {

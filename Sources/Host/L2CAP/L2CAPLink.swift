@@ -53,11 +53,7 @@ public final class L2CAPLink {
     /// Sends `payload` on fixed channel `cid` in one basic frame.
     public func send(cid: UInt16, payload: [UInt8]) {
         guard !isClosed else { return }
-        var w = ByteWriter(capacity: 4 + payload.count)
-        w.writeUInt16LE(UInt16(truncatingIfNeeded: payload.count))
-        w.writeUInt16LE(cid)
-        w.write(bytes: payload)
-        driver.sendL2CAP(handle: handle, pdu: w.bytes)
+        driver.sendL2CAP(handle: handle, pdu: L2CAPBasicFrame(channel: cid, payload: payload).encoded)
     }
 
     public func sendATT(_ pdu: [UInt8]) { send(cid: L2CAPChannelID.att, payload: pdu) }
@@ -67,16 +63,21 @@ public final class L2CAPLink {
 
     // MARK: Receiving
 
-    /// One whole L2CAP PDU from the driver's reassembly.
+    /// One L2CAP PDU as octets (basic header included); its Length must match the payload.
     public func receive(pdu: [UInt8]) {
         guard !isClosed else { return }
-        var r = ByteReader(pdu)
-        guard let length = try? r.readUInt16LE(), let cid = try? r.readUInt16LE(), Int(length) == r.remaining else {
+        guard let frame = try? L2CAPBasicFrame(decoding: pdu) else {
             report(.l2cap, .frameLengthMismatch, octets: pdu,
                    "L2CAP basic frame whose Length disagrees with its payload (\(max(0, pdu.count - 4)) octets); dropped")
             return
         }
-        let payload = r.readRemaining()
+        receive(frame: frame)
+    }
+
+    /// One whole basic frame from the driver's reassembly.
+    public func receive(frame: L2CAPBasicFrame) {
+        guard !isClosed else { return }
+        let cid = frame.channel, payload = frame.payload
         switch cid {
         case L2CAPChannelID.att: onATT?(payload)
         case L2CAPChannelID.leSignaling: receiveSignaling(payload)
@@ -85,7 +86,7 @@ public final class L2CAPLink {
             // 2.1: no channel has this CID on LE-U (0x0000 is the null identifier, 0x0001–0x0003
             // are BR/EDR's, the rest are reserved or dynamic ones never opened); a basic frame
             // has nobody to answer it, so it is discarded.
-            report(.l2cap, .unknownChannel, octets: pdu, "L2CAP frame on CID 0x\(hex4(cid)), which has no channel; dropped")
+            report(.l2cap, .unknownChannel, octets: frame.encoded, "L2CAP frame on CID 0x\(hex4(cid)), which has no channel; dropped")
         }
     }
 

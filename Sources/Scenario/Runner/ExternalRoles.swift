@@ -3,6 +3,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GATT
+import Host
 import ScenarioFormat
 
 /// Scenario roles played by a stack other than BLELab's host: bluetoothd over D-Bus in the
@@ -10,10 +11,10 @@ import ScenarioFormat
 /// (`--peripheral bluez`). The session drives them step by step on the lab's loop; what crossed
 /// the link is still judged on the HCI of the BLELab devices on the other side.
 public struct ScenarioRoles {
-    public var central: ExternalCentral?
+    public var central: CentralSeat?
     public var peripheral: ExternalPeripheralProvider?
 
-    public init(central: ExternalCentral? = nil, peripheral: ExternalPeripheralProvider? = nil) {
+    public init(central: CentralSeat? = nil, peripheral: ExternalPeripheralProvider? = nil) {
         self.central = central
         self.peripheral = peripheral
     }
@@ -54,18 +55,27 @@ public enum ExternalRoleError: Error, CustomStringConvertible, Equatable {
     case att(ATTErrorCode, String)
     case failed(String)
     case timeout(String)
+    /// BLELab's own host in the seat: the GATT client's typed failure.
+    case gatt(GATTError)
+    /// BLELab's own host in the seat: the host's typed failure (a refused or timed-out connect).
+    case host(HostError)
 
     public var description: String {
         switch self {
         case let .att(code, text): return "ATT error \(code) (\(text))"
         case let .failed(text): return text
         case let .timeout(text): return text
+        case let .gatt(error): return "\(error)"
+        case let .host(error): return "\(error)"
         }
     }
 
     public var attErrorCode: ATTErrorCode? {
-        if case let .att(code, _) = self { return code }
-        return nil
+        switch self {
+        case let .att(code, _): return code
+        case let .gatt(error): return error.attErrorCode
+        default: return nil
+        }
     }
 }
 
@@ -122,44 +132,6 @@ public struct ExternalWrite: Equatable {
     }
 }
 
-/// The central's seat, played by another stack. Every call runs on the lab's loop and completes
-/// exactly once, there; the session bounds each wait with the step's own limit.
-public protocol ExternalCentral: AnyObject {
-    /// For headers and reports: "BlueZ 5.66 (bluetoothd) on hci0".
-    var description: String { get }
-    /// Why it cannot play `scenario` (the scenario is skipped), or nil.
-    func unsupported(_ scenario: Scenario) -> String?
-    /// Called once per scenario with its lab, before any peripheral starts.
-    func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-    /// Called once per scenario at its end, also after failures: disconnect, forget devices.
-    func end(completion: @escaping () -> Void)
-
-    func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-    /// Stops the scan and hands over what it reported.
-    func stopScan(completion: @escaping (Result<[ExternalScanReport], ExternalRoleError>) -> Void)
-    func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-    func disconnect(from address: LEAddress, completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-    func isConnected(_ address: LEAddress) -> Bool
-    func discover(on address: LEAddress, services: [BluetoothUUID]?,
-                  completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void)
-    /// ATT_MTU on the connection, when the stack tells it.
-    func mtu(on address: LEAddress) -> Int?
-    func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void)
-    func write(_ write: ExternalWrite, to ref: CharacteristicRef, on address: LEAddress,
-               completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-    func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
-                          completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
-
-    /// Set once the role cannot go on (the daemon left the bus, its adapter was powered off):
-    /// the step running fails with this text.
-    var failure: String? { get }
-
-    /// Each value the stack delivered to the application (a notification or indication), in order.
-    var onValue: ((_ address: LEAddress, _ ref: CharacteristicRef, _ value: [UInt8]) -> Void)? { get set }
-    /// The stack says the connection ended (not asked for by a `disconnect` step).
-    var onDisconnected: ((_ address: LEAddress) -> Void)? { get set }
-}
-
 /// A write an external peripheral's application was handed.
 public struct ExternalReceivedWrite {
     public var characteristic: CharacteristicRef
@@ -185,8 +157,8 @@ public protocol ExternalPeripheralProvider: AnyObject {
     func makePeripheral(_ spec: PeripheralSpec, lab: Lab) throws -> ExternalPeripheral
 }
 
-/// One external peripheral, for one scenario run.
-public protocol ExternalPeripheral: AnyObject {
+/// One external peripheral, for one scenario run: a `PeripheralSeat` another stack plays.
+public protocol ExternalPeripheral: PeripheralSeat {
     var spec: PeripheralSpec { get }
     /// Registers its GATT database and starts advertising (when the spec advertises).
     func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void)
@@ -203,4 +175,38 @@ public protocol ExternalPeripheral: AnyObject {
     var onActivity: ((PeripheralActivity) -> Void)? { get set }
     /// Each write its application was handed.
     var onWrite: ((ExternalReceivedWrite) -> Void)? { get set }
+}
+
+extension ExternalPeripheral {
+    public var simulated: SimulatedPeripheral? { nil }
+    public func announceAgain() {}
+    public var hasLink: Bool { !connectedCentrals.isEmpty }
+    public func valueHandle(_ ref: CharacteristicRef) -> UInt16? { nil }
+    public func startServing(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) { start(completion: completion) }
+    public func stopServing(completion: @escaping () -> Void) { stop(completion: completion) }
+
+    /// Its stack does not say what each action did: the step's note lists them.
+    public func perform(_ actions: [PeripheralAction], site: String, report: @escaping (ActionReport) -> Void) {
+        perform(actions, site: site)
+        report(ActionReport(done: [actions.map(\.description).joined(separator: ", ")]))
+    }
+}
+
+extension ScenarioRoles {
+    /// Steps only BLELab's own central can take: another stack chooses its own scan duty cycle
+    /// and does not read RSSI on a link for the scenario.
+    static func radioStepsOnlyBLELabsCentralTakes(_ scenario: Scenario) -> String? {
+        for step in scenario.steps {
+            if case let .scan(scan) = step.action, scan.timing != nil {
+                return "step \(step.index) (\(step.text)) sets the scan's interval and window, which only BLELab's own central does"
+            }
+            if step.connectScan != nil {
+                return "step \(step.index) (\(step.text)) sets the initiator's scan interval and window, which only BLELab's own central does"
+            }
+            if case let .expect(.rssi(e)) = step.action, e.source == .link {
+                return "step \(step.index) (\(step.text)) reads RSSI on the link (HCI Read RSSI), which only BLELab's own central does"
+            }
+        }
+        return nil
+    }
 }

@@ -20,7 +20,7 @@ enum PacketDescriptions {
     }
 
     static func isCompletedPackets(_ frame: [UInt8]) -> Bool {
-        frame.count >= 2 && frame[0] == H4PacketType.event.rawValue && frame[1] == 0x13
+        frame.count >= 2 && frame[0] == H4PacketType.event.rawValue && frame[1] == HCIEvent.Code.numberOfCompletedPackets
     }
 
     /// `1.25s → ATT Write Command handle 0x0012 value 68 69` (→ host to controller, ← back).
@@ -34,11 +34,9 @@ enum PacketDescriptions {
         do { packet = try HCIPacket(h4: frame) } catch {
             return "undecodable HCI frame [\(frame.prefix(16).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " "))] (\(error))"
         }
-        if case let .acl(acl) = packet, acl.boundary.isStart, acl.data.count >= 4 {
-            let length = Int(acl.data[0]) | Int(acl.data[1]) << 8
-            let cid = UInt16(acl.data[2]) | UInt16(acl.data[3]) << 8
-            if cid == 0x0004 {
-                let payload = Array(acl.data.dropFirst(4))
+        if case let .acl(acl) = packet, acl.boundary.isStart, let (length, cid) = L2CAPBasicFrame.header(of: acl.data) {
+            if cid == L2CAPChannelID.att {
+                let payload = Array(acl.data.dropFirst(L2CAPBasicFrame.headerSize))
                 guard payload.count >= length else {
                     let name = payload.first.map { ATTOpcode($0).name } ?? "PDU"
                     return "ATT \(name) (first fragment, \(payload.count) of \(length) octets) on connection \(hex4(acl.handle))"

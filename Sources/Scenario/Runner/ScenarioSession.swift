@@ -25,25 +25,25 @@ final class ScenarioSession {
     let options: RunOptions
     /// Seats played by another stack (ExternalRoles.swift).
     let roles: ScenarioRoles
-    /// The central's seat when another stack plays it (then `central` is nil).
-    var externalCentral: ExternalCentral? { roles.central }
-    /// Peripherals another stack serves, by id.
-    var externalPeripherals: [String: ExternalPeripheral] = [:]
-    /// What the external central found: services per peripheral, and the connections it made.
-    var externalServices: [String: [ExternalService]] = [:]
-    var externalConnections: Set<String> = []
-    var everConnected: Set<String> = []
-    var externalScan: ExternalScan?
-    /// Peripherals any scan of the external central found.
-    var everFound: Set<String> = []
-    var lastExternalOperation: (step: CentralStep, error: ExternalRoleError?)?
-    var externalWriteMark: ExternalWriteMark?
 
     var lab: Lab!
-    var central: LabDevice!
-    var peripherals: [String: SimulatedPeripheral] = [:]
+    /// Whoever plays the central: BLELab's own host, or the stack `roles` names.
+    var central: CentralSeat!
+    /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
+    var centralDevice: LabDevice! { central?.device }
+    /// Every peripheral's seat, by id: BLELab's simulated peripheral or another stack's.
+    var peripheralSeats: [String: PeripheralSeat] = [:]
+    /// The simulated ones, for what only the simulator offers.
+    var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
     let observations = LinkObservations()
-    let flawObservations = FlawObservations()
+    /// Judges the `expect:` steps (ExpectationJudge.swift).
+    lazy var judge = ExpectationJudge(session: self)
+    /// Runs the steps (StepRunner.swift).
+    lazy var steps = StepRunner(session: self)
+    /// The simulator's faults (FaultSteps.swift).
+    lazy var faults = FaultSteps(session: self)
+    /// What BLELab's host in the central's seat met on its links to flawed peripherals.
+    var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
 
     /// The scenario's end, when it has a `timeout`.
     var deadline: Instant?
@@ -53,19 +53,22 @@ final class ScenarioSession {
 
     // What the central has seen.
     /// Reports of the most recent scan, by peripheral id (nil before any scan).
-    var lastScan: (step: Int, found: [String: ScanReport], others: Int)?
-    /// The latest report of every peripheral any scan found: what `connect` uses.
-    var everDiscovered: [String: ScanReport] = [:]
-    /// The latest connection to each peripheral (kept after it ends, for its reason).
+    var lastScan: (step: Int, found: [String: ExternalScanReport], others: Int)?
+    /// Peripherals any scan found: those `connect` may aim at.
+    var discovered: Set<String> = []
+    /// Peripherals the central connected to at some point.
+    var everConnected: Set<String> = []
+    /// The latest GAP connection to each peripheral, when BLELab's host plays the central (kept
+    /// after it ends, for its reason).
     var connections: [String: Connection] = [:]
     /// When each peripheral's latest connection ended.
     var linkEnded: [String: Instant] = [:]
     /// The latest `connect` step's outcome (`expect: { connect-failed }`).
     var lastConnect: ConnectAttempt?
     var lastRead: (step: Int, value: [UInt8])?
-    var lastOperation: (step: CentralStep, error: GATTError?)?
-    /// The last write: its step, and where the central's ATT traffic stood when it started.
-    var lastWrite: (step: CentralStep, trafficStart: Int, connectionHandle: UInt16)?
+    var lastOperation: (step: CentralStep, error: ExternalRoleError?)?
+    /// The last write: its step, and where the accounts of writes stood when it started.
+    var lastWrite: WriteMark?
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:] {
         didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
@@ -77,8 +80,6 @@ final class ScenarioSession {
     /// "none arrived" when an earlier step accounted for what did.
     var notificationMarkSteps: [LinkObservations.Key: Int] = [:]
     var writeMarkSteps: [LinkObservations.Key: Int] = [:]
-    /// `parameter-requests` answers by peripheral (ScenarioSession+Radio.swift).
-    var parameterRequestAnswers: [String: Bool] = [:]
 
     var timeline: [TimelineEvent] = []
     var stepRecords: [StepRecord] = []
@@ -105,14 +106,6 @@ final class ScenarioSession {
         for (key, value) in new where old[key] != value { steps[key] = step }
     }
 
-    /// " since step N (K before it)" when step N set the mark counting starts from (an expectation
-    /// that took what had arrived, a subscription that started the count), else "".
-    func since(_ step: Int?, accounted: Int, what: String) -> String {
-        guard let step else { return "" }
-        guard accounted > 0 else { return " since step \(step)" }
-        return " since step \(step) (\(accounted) \(what)\(accounted == 1 ? "" : "s") before it)"
-    }
-
     // MARK: Running
 
     func run() -> ScenarioResult {
@@ -132,7 +125,7 @@ final class ScenarioSession {
                 let violationsBefore = violationNotes.count
                 record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
                 do {
-                    try execute(step, position: position)
+                    try steps.execute(step, position: position)
                     if let lost = controllerLost() { throw lost }
                     note = withViolations(note, since: violationsBefore)
                     stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
@@ -153,15 +146,15 @@ final class ScenarioSession {
             }
         }
         current = nil
-        settleFinalInstant()
+        RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
         var captures: [DeviceCapture] = []
         if options.keepsCaptures, let lab {
-            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (central.map { [$0] } ?? [])
+            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
             captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        endExternalRoles()
-        quietRealControllers()
+        endRoles()
+        RealControllers.quiet(lab: lab, peripherals: peripherals)
         lab?.shutDown()
         return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                               outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
@@ -185,7 +178,7 @@ final class ScenarioSession {
             do { peripheral = try lab.addPeripheral(spec) } catch {
                 throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
             }
-            peripherals[spec.id] = peripheral
+            peripheralSeats[spec.id] = peripheral
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
             watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
@@ -198,75 +191,34 @@ final class ScenarioSession {
                 watchTimeline(peripheral.device)
             }
         }
-        try applyDeclaredFaults()
-        if externalCentral == nil {
-            let central: LabDevice
-            do { central = try lab.addDevice(PeripheralSchema.centralID) } catch {
+        try faults.applyDeclaredFaults()
+        if let seat = roles.central {
+            central = seat
+        } else {
+            let device: LabDevice
+            do { device = try lab.addDevice(PeripheralSchema.centralID) } catch {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
-            self.central = central
-            watchViolations(of: central.host, device: PeripheralSchema.centralID)
-            observations.watchCentral(central.traffic)
-            if options.recordsTimeline { watchTimeline(central) }
-            watchParameterRequests(central)
+            central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
+                                  peripheralID: { [unowned self] in self.peripheralID(at: $0) }, record: { [unowned self] in self.record($0) })
+            watchViolations(of: device.host, device: PeripheralSchema.centralID)
+            observations.watchCentral(device.traffic)
+            if options.recordsTimeline { watchTimeline(device) }
         }
         do { try lab.powerOn() } catch {
             throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
         }
-        try beginExternalCentral()
+        try beginCentral()
         for spec in scenario.peripherals {
-            if let external = externalPeripherals[spec.id] {
-                let result = try operate("\(spec.id) to start on \(roles.peripheral?.description ?? "?")") { done in external.start(completion: done) }
-                if case let .failure(error) = result {
-                    throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(roles.peripheral?.description ?? "?")", seen: "\(error)")
-                }
-                continue
+            guard let seat = peripheralSeats[spec.id] else { continue }
+            let servedBy = seat.simulated == nil ? roles.peripheral?.description ?? "?" : nil
+            let result = try operate(servedBy.map { "\(spec.id) to start on \($0)" } ?? "advertising of \(spec.id) to start") { done in
+                seat.startServing(completion: done)
             }
-            guard let peripheral = peripherals[spec.id] else { continue }
-            let result = try operate("advertising of \(spec.id) to start") { done in peripheral.start(completion: done) }
             if case let .failure(error) = result {
-                throw StepFailure(kind: .setup, expected: "\(spec.id) to start advertising", seen: "\(error)")
+                throw StepFailure(kind: .setup, expected: servedBy.map { "\(spec.id) served by \($0)" } ?? "\(spec.id) to start advertising", seen: "\(error)")
             }
         }
-    }
-
-    /// Lets every device hear what happened up to the scenario's end before the captures and the
-    /// timeline are taken. A step ends as soon as the central has heard what it waits for (its
-    /// Disconnection Complete, say); the frames the other controllers produced at that same
-    /// instant are still queued on the loop, and without this they would be missing from the
-    /// peripherals' captures. On real controllers, a peripheral may hear of the end of a link a
-    /// little after the central did: each one still holding a link the central no longer has is
-    /// given up to that link's supervision timeout (Core 5.4 Vol 6 Part B 4.5.2) to hear of it.
-    private func settleFinalInstant() {
-        guard let lab else { return }
-        lab.loop.run(until: now)
-        guard !lab.isSimulated, let central, central.host.driver.closed == nil else { return }
-        let centralAddress = central.address
-        let peers = Set(central.host.connections.values.map(\.peer))
-        var bound = TimeSpan.zero
-        var stale: [Connection] = []
-        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.device.host.driver.closed == nil {
-            for connection in peripheral.host.connections.values where connection.peer == centralAddress && !peers.contains(peripheral.device.address) {
-                stale.append(connection)
-                bound = max(bound, connection.supervisionTimeoutTime)
-            }
-        }
-        if !stale.isEmpty { lab.run(within: bound) { stale.allSatisfy { !$0.isConnected } } }
-    }
-
-    /// On real controllers, a peripheral that was never connected would go on advertising after
-    /// the lab lets go of its controller (closing the HCI user channel does not reset it), and the
-    /// next scenario's scans would hear it: stop advertising first (bounded, after the captures
-    /// were taken).
-    private func quietRealControllers() {
-        guard let lab, !lab.isSimulated else { return }
-        var pending = 0
-        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.host.isAdvertising {
-            guard peripheral.device.host.driver.closed == nil else { continue }
-            pending += 1
-            peripheral.host.stopAdvertising { _ in pending -= 1 }
-        }
-        if pending > 0 { lab.run(within: .seconds(1)) { pending == 0 } }
     }
 
     private func watchTimeline(_ device: LabDevice) {
@@ -297,7 +249,7 @@ final class ScenarioSession {
     }
 
     private func makeFailure(_ f: StepFailure, step: CentralStep?) -> ScenarioFailure {
-        let packets = central.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
+        let packets = centralDevice.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
         return ScenarioFailure(kind: f.kind, step: step.map(StepReference.init), expected: f.expected, seen: f.seen, time: now,
                                recentPackets: packets)
     }
@@ -308,8 +260,8 @@ final class ScenarioSession {
     /// or failed, as a failure naming the device, the backend and the transport's own account
     /// (endpoint, and the bytes when they were not HCI). Nil while every transport is up.
     func controllerLost() -> StepFailure? {
-        if let failure = externalCentral?.failure {
-            return StepFailure(kind: .transport, expected: "the central (\(externalCentral!.description)) to stay usable", seen: failure)
+        if let central, let failure = central.failure {
+            return StepFailure(kind: .transport, expected: "the central (\(central.description)) to stay usable", seen: failure)
         }
         guard let lab else { return nil }
         for device in lab.devices {
@@ -322,7 +274,7 @@ final class ScenarioSession {
 
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
-        if externalCentral?.failure != nil { return true }
+        if central?.failure != nil { return true }
         return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
     }
 

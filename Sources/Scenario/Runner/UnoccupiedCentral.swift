@@ -7,13 +7,15 @@ import ScenarioFormat
 /// team's own BlueZ-based gateway running beside it). The lab plays the peripherals; a scenario
 /// may wait, make the peripherals act, and check what reached them (`peripheral-received`), but
 /// has no central steps of its own.
-public final class UnoccupiedCentral: ExternalCentral {
+public final class UnoccupiedCentral: CentralSeat {
     public init() {}
 
     public var description: String { "nobody in the lab (a program outside it takes the central's seat)" }
     public var failure: String? { nil }
     public var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
     public var onDisconnected: ((LEAddress) -> Void)?
+    /// Nobody in the lab can tell which links the program outside it holds.
+    public var knowsItsLinks: Bool { false }
 
     public func unsupported(_ scenario: Scenario) -> String? {
         for step in scenario.steps {
@@ -44,6 +46,7 @@ public final class UnoccupiedCentral: ExternalCentral {
     public func isConnected(_ address: LEAddress) -> Bool { false }
     public func discover(on address: LEAddress, services: [BluetoothUUID]?,
                          completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void) { refuse(completion) }
+    public func services(on address: LEAddress) -> [ExternalService] { [] }
     public func mtu(on address: LEAddress) -> Int? { nil }
     public func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void) {
         refuse(completion)

@@ -54,7 +54,7 @@ final class DriverHarness {
     init() {
         controller = ScriptedController(loop: loop)
         driver = HCIDriver(loop: loop, transport: controller)
-        driver.onL2CAPPDU = { [unowned self] handle, pdu in self.pdus.append(ReceivedPDU(handle: handle, bytes: pdu)) }
+        driver.onL2CAPFrame = { [unowned self] handle, frame in self.pdus.append(ReceivedPDU(handle: handle, bytes: frame.encoded)) }
         driver.onProtocolError = { [unowned self] in self.protocolErrors.append($0) }
         driver.onEvent = { [unowned self] in self.events.append($0) }
         driver.onTransportClosed = { [unowned self] in self.transportClosures.append($0) }

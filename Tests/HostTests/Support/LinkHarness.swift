@@ -21,9 +21,9 @@ final class LinkHarness {
     init(role: ConnectionRole) {
         h.driver.setLEBuffers(packetLength: 27, count: 8)
         link = L2CAPLink(handle: 0x0001, role: role, driver: h.driver)
-        h.driver.onL2CAPPDU = { [unowned self] handle, pdu in
+        h.driver.onL2CAPFrame = { [unowned self] handle, frame in
             XCTAssertEqual(handle, 0x0001)
-            self.link.receive(pdu: pdu)
+            self.link.receive(frame: frame)
         }
         link.onATT = { [unowned self] in self.attPDUs.append($0) }
         link.onViolation = { [unowned self] in self.violations.append($0) }

@@ -1,7 +1,11 @@
+import ATT
 import BLELab
 import BLERuntime
 import BLEWire
 import GAP
+import GATT
+import HCI
+import Host
 import ScenarioFormat
 
 /// The central's `peripheral:` step: peripherals act now, in the order written. The step never
@@ -9,20 +13,15 @@ import ScenarioFormat
 /// peripheral's host has one, and each action before the first `delay` must take effect (its HCI
 /// command accepted, its PDU sent) or the step fails saying why. What follows a `delay` runs later,
 /// on the loop, while the script goes on.
-extension ScenarioSession {
+extension StepRunner {
     func perform(_ list: [PeripheralActions], step: CentralStep) throws {
         var notes: [String] = []
         for entry in list {
             let id = entry.peripheral
             let now = entry.actions.prefix { if case .delay = $0 { return false }; return true }
             if let action = now.first(where: \.needsLink) { try awaitLink(of: id, for: action) }
-            if let external = externalPeripherals[id] {
-                external.perform(entry.actions, site: "step\(step.index)")
-                notes.append("\(id): \(entry.actions.map(\.description).joined(separator: ", "))")
-                continue
-            }
-            guard let peripheral = peripherals[id] else { continue }
-            let report = try operate("the actions of \(id) to take effect") { done in
+            guard let peripheral = session.peripheralSeats[id] else { continue }
+            let report = try session.operate("the actions of \(id) to take effect") { done in
                 peripheral.perform(entry.actions, site: "step\(step.index)", report: done)
             }
             if let failure = report.failures.first {
@@ -30,27 +29,15 @@ extension ScenarioSession {
             }
             notes.append("\(id): \(report.summary)")
         }
-        note = notes.joined(separator: "; ")
-    }
-
-    /// Whether the peripheral's own host has a connection (it may hear of one a little after the
-    /// central does: both LE Connection Complete events can fall on one instant, the central's
-    /// handled first).
-    func peripheralHasLink(_ id: String) -> Bool {
-        if let peripheral = peripherals[id] { return peripheral.host.connections.values.contains { $0.role == .peripheral } }
-        if let external = externalPeripherals[id] { return !external.connectedCentrals.isEmpty }
-        return false
+        session.note = notes.joined(separator: "; ")
     }
 
     /// Whether the central holds a live connection to `id`; nil when nobody in the lab can tell
     /// (the central's seat is left to a program outside the lab).
     private func centralLinked(_ id: String) -> Bool? {
-        if let external = externalCentral {
-            if external is UnoccupiedCentral { return nil }
-            guard externalConnections.contains(id), let address = address(of: id) else { return false }
-            return external.isConnected(address)
-        }
-        return connections[id]?.isConnected == true
+        guard session.central.knowsItsLinks else { return nil }
+        guard session.everConnected.contains(id), let address = session.address(of: id) else { return false }
+        return session.central.isConnected(address)
     }
 
     /// Waits (at most `Expectation.defaultWithin`) for `id`'s host to have the link `action` acts
@@ -62,16 +49,16 @@ extension ScenarioSession {
         if linked == false {
             throw StepFailure(kind: .operation, expected: expected, seen: "\(id) has no connection (the central is not connected to it)")
         }
-        guard !peripheralHasLink(id) else { return }
+        guard !session.peripheralHasLink(id) else { return }
         guard linked != nil else {
             let limit = Expectation.defaultWithin
-            guard try waitFor("a central to connect to \(id)", within: limit, until: { peripheralHasLink(id) }) else {
+            guard try session.waitFor("a central to connect to \(id)", within: limit, until: { session.peripheralHasLink(id) }) else {
                 throw StepFailure(kind: .operation, expected: expected, seen: "\(id) has no connection: no central connected to it within \(limit)")
             }
             return
         }
         let limit = Expectation.defaultWithin
-        guard try waitFor("\(id)'s host to hear of its connection", within: limit, until: { peripheralHasLink(id) }) else {
+        guard try session.waitFor("\(id)'s host to hear of its connection", within: limit, until: { session.peripheralHasLink(id) }) else {
             throw StepFailure(kind: .operation, expected: expected,
                               seen: "\(id)'s host has no connection: the central is connected to it, but \(id)'s controller reported no LE Connection Complete within \(limit)")
         }
