@@ -16,8 +16,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let driver = HCIDriver(loop: loop, transport: transport)
     driver.setLEBuffers(packetLength: 27, count: 8)
     let link = L2CAPLink(handle: 0x0001, role: first & 1 == 0 ? .central : .peripheral, driver: driver)
-    driver.onL2CAPPDU = { [unowned link] handle, pdu in
-        if handle == link.handle { link.receive(pdu: pdu) }
+    driver.onL2CAPFrame = { [unowned link] handle, frame in
+        if handle == link.handle { link.receive(frame: frame) }
     }
     link.onViolation = { _ = $0.description }
     for message in messages.dropFirst() {
