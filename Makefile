@@ -238,5 +238,29 @@ soak: deps
 	SWIFT=$(SWIFT) PYTHON3=$(PYTHON3) SOAK_RUNS=$(SOAK_RUNS) SOAK_REPEATS=$(SOAK_REPEATS) \
 		SOAK_DIR=$(SOAK_DIR) SWIFT_FLAGS="$(SWIFT_FLAGS)" bash tools/soak.sh
 
+# Coverage-guided fuzzing (docs/fuzzing.md): one libFuzzer harness per decoder that reads outside
+# input (Fuzzing/), built with -sanitize=fuzzer,address (release, into FUZZ_DIR; the normal build
+# never sees them: Package.swift declares them only when BLELAB_FUZZ=1). Seeds come from the
+# tests' captures, the sim's captures of the scenarios when `make e2e` left them, and the scenario
+# files. `make fuzz` runs each target FUZZ_SECONDS on one core and prints fuzz_<target>_execs,
+# fuzz_<target>_execs_total (all runs so far, FUZZ_DIR/tally) and fuzz_<target>_crashes; findings
+# go to FUZZ_DIR/artifacts/<target>/ and make it fail. `make fuzz-smoke`: 10 s per target, for CI.
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-seeds
+FUZZ_SECONDS ?= 60
+FUZZ_DIR ?= $(BUILD_DIR)/fuzz
+FUZZ_TARGETS ?= h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario \
+	btsnoop packetlogger dbus capture-import host
+FUZZ_SWIFT = BLELAB_FUZZ=1 $(SWIFT) build --build-path $(FUZZ_DIR) -c release \
+	--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address $(SWIFT_FLAGS)
+fuzz-build: deps
+	@for t in $(FUZZ_TARGETS); do echo "fuzz-build: fuzz-$$t"; $(FUZZ_SWIFT) --product fuzz-$$t >$(FUZZ_DIR).log 2>&1 \
+		|| { cat $(FUZZ_DIR).log; exit 1; }; done
+fuzz-seeds:
+	$(PYTHON3) tools/fuzz-seeds.py $(FUZZ_DIR)/seeds Tests/TransportTests/Fixtures $(wildcard $(E2E_DIR)/captures)
+fuzz: fuzz-build fuzz-seeds
+	FUZZ_DIR=$(FUZZ_DIR) FUZZ_BIN=$$($(FUZZ_SWIFT) --show-bin-path) tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+
 clean:
 	rm -rf .build $(BUILD_DIR)

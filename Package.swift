@@ -93,3 +93,35 @@ let package = Package(
     ],
     swiftLanguageModes: [.v5]
 )
+
+// The fuzz harnesses (Fuzzing/, docs/fuzzing.md): one libFuzzer executable per decoder that reads
+// outside input, declared only when BLELAB_FUZZ=1 so that the normal build and tests never see
+// them. `make fuzz` builds them with `--sanitize fuzzer --sanitize address` into build/fuzz.
+if Context.environment["BLELAB_FUZZ"] == "1" {
+    let harnesses: [(product: String, directory: String, dependencies: [Target.Dependency])] = [
+        ("h4", "H4", ["HCI"]),
+        ("hci-event", "HCIEvent", ["HCI"]),
+        ("hci-command", "HCICommand", ["HCI"]),
+        ("l2cap", "L2CAP", ["Host", "HCI", "Transport", "BLERuntime"]),
+        ("att-pdu", "ATTPDU", ["ATT"]),
+        ("gatt-client", "GATTClient", ["GATT", "ATT", "BLERuntime"]),
+        ("gatt-server", "GATTServer", ["GATT", "ATT", "BLERuntime", "BLEWire"]),
+        ("advertising-data", "AdvertisingData", ["BLEWire"]),
+        ("yaml", "YAML", ["YAMLSubset"]),
+        ("scenario", "Scenario", ["ScenarioFormat"]),
+        ("btsnoop", "BTSnoop", ["Transport"]),
+        ("packetlogger", "PacketLogger", ["CaptureImport"]),
+        ("dbus", "DBus", ["DBus"]),
+        ("capture-import", "CaptureImport", ["CaptureImport"]),
+        ("host", "Host", ["GAP", "HCI", "Transport", "BLERuntime"]),
+    ]
+    package.targets.append(.target(name: "FuzzSupport", path: "Fuzzing/Support"))
+    for harness in harnesses {
+        let target = "Fuzz" + harness.directory
+        // libFuzzer brings `main`; the harness only defines LLVMFuzzerTestOneInput.
+        package.targets.append(.executableTarget(name: target, dependencies: ["FuzzSupport"] + harness.dependencies,
+                                                 path: "Fuzzing/" + harness.directory,
+                                                 swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+        package.products.append(.executable(name: "fuzz-" + harness.product, targets: [target]))
+    }
+}

@@ -220,6 +220,23 @@ public final class ATTBearer {
             client?.attBearer(self, didReceiveNotification: handle, value: Array(pdu[3...]))
             return
         }
+        // Part F, 3.2.8: ATT_MTU bounds every PDU. A longer request is answered Invalid PDU
+        // (3.4.1.1), a longer command ignored; the server never sees either.
+        if pdu.count > mtu {
+            let opcode = ATTOpcode(first)
+            switch opcode.method {
+            case .request:
+                violation(.exceedsMTU(opcode, length: pdu.count, mtu: mtu))
+                enqueueIncoming(.reject(opcode, .invalidPDU, handle: ATTBearer.handleInError(ofMalformed: pdu)))
+                return
+            case .command:
+                counters.ignoredCommands &+= 1
+                violation(.exceedsMTU(opcode, length: pdu.count, mtu: mtu))
+                return
+            case .response, .notification, .indication, .confirmation:
+                break
+            }
+        }
         let decoded: ATTPDU
         do {
             decoded = try ATTPDU(decoding: pdu)

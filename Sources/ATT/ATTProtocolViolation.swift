@@ -46,6 +46,11 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
     /// servers do; a Write Command is ignored. A handle that is valid but names no attribute of
     /// this server is no violation: a client may hold handles from before a database change.
     case invalidHandle(ATTOpcode, start: UInt16, end: UInt16?)
+    /// A request or command longer than ATT_MTU, "the maximum size of any packet sent between a
+    /// client and a server" (Part F, 3.2.8). A request is answered Invalid PDU ("the attribute PDU
+    /// was invalid", Part F, 3.4.1.1) with the handle it carried, as any malformed request; a
+    /// command is ignored. Nothing of it reaches the server.
+    case exceedsMTU(ATTOpcode, length: Int, mtu: Int)
 
     /// What the bearer does about a violation.
     public enum Consequence: String, Equatable, CustomStringConvertible {
@@ -73,7 +78,7 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
             default: return .dropped
             }
         case .unexpectedResponse: return .requestFailed
-        case let .unknownOpcode(opcode), let .invalidHandle(opcode, _, _):
+        case let .unknownOpcode(opcode), let .invalidHandle(opcode, _, _), let .exceedsMTU(opcode, _, _):
             return opcode.method == .request ? .errorResponse : .dropped
         case .pipelinedRequest: return .linkDropped
         case .repeatedMTUExchange, .shrinkingMTU: return .answered
@@ -96,6 +101,7 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
         case .shrinkingMTU: return "shrinking-mtu"
         case .unverifiedSignedWrite: return "unverified-signed-write"
         case .invalidHandle: return "invalid-handle"
+        case .exceedsMTU: return "exceeds-mtu"
         }
     }
 
@@ -120,6 +126,8 @@ public enum ATTProtocolViolation: Equatable, CustomStringConvertible {
             return "\(opcode.name) of handle \(hex4(start)), which is reserved (Part F 3.2.2): no attribute has it"
         case let .invalidHandle(opcode, start, end?):
             return "\(opcode.name) for handles \(hex4(start))..\(hex4(end)): a range starts at 0x0001 or above and not after its end (Part F 3.4.3.1)"
+        case let .exceedsMTU(opcode, length, mtu):
+            return "\(opcode.name) of \(length) octets, longer than ATT_MTU \(mtu) (Part F 3.2.8)"
         }
     }
 }

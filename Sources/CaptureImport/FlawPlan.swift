@@ -251,7 +251,7 @@ extension ImportedScenario {
         if connection.capturedOnPeripheral {
             return (took > slack ? took : nil, answered.time - x.sent.time + interval * 3 / 2, interval)
         }
-        let prompt = Int64(latency + 2) * interval
+        let prompt = (Int64(latency) + 2) * interval
         return (took > prompt + slack ? max(1000, took - interval * 3 / 2) : nil, answered.time - x.sent.time, interval)
     }
 
@@ -269,7 +269,7 @@ extension ImportedScenario {
             let interval = Int64(units) * 1250
             let gap = y.sent.time - answered.time
             pairs += 1
-            if gap > Int64(latency + 2) * interval + max(interval, 20_000) {
+            if gap > (Int64(latency) + 2) * interval + max(interval, 20_000) {
                 slow += 1
                 longest = max(longest, gap)
             }

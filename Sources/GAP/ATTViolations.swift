@@ -36,6 +36,10 @@ extension ProtocolViolation {
             if opcode.method == .request {
                 answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.invalidHandle.rawValue)
             }
+        case let .exceedsMTU(opcode, _, _):
+            if opcode.method == .request {
+                answer = .errorResponse(opcode: opcode.rawValue, code: ATTErrorCode.invalidPDU.rawValue)
+            }
         case .pipelinedRequest:
             // The bearer gives up and `Connection` ends the link, as BlueZ does.
             answer = .disconnect(Connection.attDropReason)

@@ -89,6 +89,10 @@ extension BLEHost {
             guard e.status.isSuccess else {
                 return state.completion(.failure(state.cancellation ?? .command(.leCreateConnection, e.status)))
             }
+            if let violation = handleInUse(e) {
+                report(violation)
+                return state.completion(.failure(.violation(violation)))
+            }
             let connection = makeConnection(e)
             // A cancel that lost the race: the connection exists; honour the caller's wish.
             if let cancellation = state.cancellation {
@@ -99,9 +103,24 @@ extension BLEHost {
             state.completion(.success(connection))
         } else {
             guard e.status.isSuccess else { return }
+            if let violation = handleInUse(e) { return report(violation) }
             advertisingEndedByConnection()
             _ = makeConnection(e)
         }
+    }
+
+    /// A connection handle names one connection from its LE Connection Complete until its
+    /// Disconnection Complete (Vol 4 Part E 5.3, 7.7.65.1). A new connection on a handle still in
+    /// use is the controller's mistake: it is reported (`hci/connection-handle-in-use`) and the
+    /// connection the host has is kept. Replacing it would leave the old link, bearer and GATT
+    /// server attachment alive and unreachable, never closed (found by the host fuzzer,
+    /// docs/fuzzing.md).
+    private func handleInUse(_ e: LEConnectionComplete) -> ProtocolViolation? {
+        guard let existing = connections[e.handle] else { return nil }
+        return ProtocolViolation(layer: .hci, kind: .connectionHandleInUse, handle: e.handle,
+                                 detail: "LE Connection Complete (\(e.role), peer \(e.peer)) for connection handle 0x\(String(e.handle, radix: 16)), "
+                                     + "which the connection to \(existing.peer) still has; ignored",
+                                 octets: Array(HCIEvent.leMeta(.connectionComplete(e)).encoded.prefix(ProtocolViolation.octetLimit)))
     }
 
     private func makeConnection(_ e: LEConnectionComplete) -> Connection {

@@ -126,6 +126,9 @@ extension ProtocolViolation.Kind {
     public static let invalidPacketBoundary = Self("invalid-packet-boundary")
     /// ACL data for a connection handle the host does not have (Vol 4 Part E 5.4.2).
     public static let unknownConnectionHandle = Self("unknown-connection-handle")
+    /// An LE Connection Complete for a connection handle the host still has (Vol 4 Part E 5.3,
+    /// 7.7.65.1: a handle names one connection until its Disconnection Complete).
+    public static let connectionHandleInUse = Self("connection-handle-in-use")
 
     // l2cap
     /// A continuing fragment with no PDU begun (Vol 3 Part A 7.2).

@@ -203,6 +203,44 @@ final class ATTBearerConformanceTests: XCTestCase {
         }
     }
 
+    /// Part F 3.2.8: ATT_MTU bounds every PDU. A request one octet longer than ATT_MTU (23 before
+    /// an exchange) is answered Invalid PDU naming the handle it carried (3.4.1.1), a longer
+    /// command is ignored; neither reaches the server, both are reported as `exceeds-mtu`. Found
+    /// by the gatt-server fuzzer (docs/fuzzing.md): the server used to take the request and
+    /// answer it.
+    func testRequestsAndCommandsLongerThanATTMTUAreRefusedAndReported() {
+        let value = String(repeating: " 41", count: 21)   // 3 + 21 = 24 octets: one over ATT_MTU 23
+        let cases: [(request: String, answer: String?, opcode: ATTOpcode)] = [
+            ("12 03 00" + value, "01 12 03 00 04", .writeRequest),
+            ("16 03 00 00 00" + String(repeating: " 41", count: 19), "01 16 03 00 04", .prepareWriteRequest),
+            ("0e 01 00 02 00 03 00 04 00 05 00 06 00 07 00 08 00 09 00 0a 00 0b 00 0c", "01 0e 01 00 04", .readMultipleRequest),
+            ("52 03 00" + value, nil, .writeCommand),
+        ]
+        for c in cases {
+            let h = BearerHarness()
+            let server = RecordingServer()
+            h.bearer.server = server
+            var events: [ATTViolationEvent] = []
+            h.bearer.observeViolations { events.append($0) }
+            h.peer(c.request)
+            settle(h)
+            XCTAssertEqual(h.sentHex, c.answer.map { [$0] } ?? [], c.request)
+            XCTAssertTrue(server.requests.isEmpty && server.commands.isEmpty, c.request)
+            XCTAssertEqual(events.map(\.violation), [.exceedsMTU(c.opcode, length: 24, mtu: 23)], c.request)
+            XCTAssertEqual(events.first?.violation.name, "exceeds-mtu", c.request)
+            XCTAssertEqual(events.first?.consequence, c.answer == nil ? .dropped : .errorResponse, c.request)
+            XCTAssertEqual(h.bearer.state, .open, c.request)
+        }
+        // At ATT_MTU exactly, the request is the server's.
+        let h = BearerHarness()
+        let server = RecordingServer()
+        h.bearer.server = server
+        h.peer("12 03 00" + String(repeating: " 41", count: 20))
+        settle(h)
+        XCTAssertEqual(server.requests.count, 1)
+        XCTAssertEqual(h.bearer.counters.protocolViolations, 0)
+    }
+
     /// A handle range of one handle (start == end) and a valid handle naming no attribute are no
     /// violation: a client may hold handles from before the database changed.
     func testAOneHandleRangeAndAMissingHandleAreNoViolation() {

@@ -362,7 +362,7 @@ final class FlawObservations {
             case let .malformed(opcode, _): return opcode.method == .response
             case .unsolicitedResponse, .unexpectedResponse: return true
             case .emptyPDU, .unsolicitedConfirmation, .unsupported, .unknownOpcode, .pipelinedRequest, .repeatedMTUExchange,
-                 .shrinkingMTU, .unverifiedSignedWrite, .invalidHandle:
+                 .shrinkingMTU, .unverifiedSignedWrite, .invalidHandle, .exceedsMTU:
                 return false
             }
         }
