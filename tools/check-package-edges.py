@@ -91,22 +91,27 @@ def check(package, root):
     return problems
 
 
+def load_package(root, dump, tool):
+    """The package as `swift package dump-package` gives it: read from DUMP when given, else run
+    in ROOT; a failure ends TOOL with swift's own error output."""
+    if dump:
+        with open(dump, encoding="utf-8") as f:
+            return json.load(f)
+    swift = os.environ.get("SWIFT", "swift")
+    result = subprocess.run([swift, "package", "dump-package"], cwd=root, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+        sys.exit(f"{tool}: {swift} package dump-package failed ({result.returncode})")
+    return json.loads(result.stdout)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     parser.add_argument("--dump", help="the JSON of `swift package dump-package` (default: run it)")
     arguments = parser.parse_args()
     root = os.path.abspath(arguments.root)
-    if arguments.dump:
-        with open(arguments.dump, encoding="utf-8") as f:
-            package = json.load(f)
-    else:
-        swift = os.environ.get("SWIFT", "swift")
-        result = subprocess.run([swift, "package", "dump-package"], cwd=root, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.stderr.write(result.stderr)
-            sys.exit(f"check-package-edges: {swift} package dump-package failed ({result.returncode})")
-        package = json.loads(result.stdout)
+    package = load_package(root, arguments.dump, "check-package-edges")
     problems = check(package, root)
     for line in problems:
         print(f"check-package-edges: {line}")

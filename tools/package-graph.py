@@ -19,7 +19,6 @@ or --dump FILE with that JSON).
 import argparse
 import hashlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -154,16 +153,7 @@ def main():
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     arguments = parser.parse_args()
     root = os.path.abspath(arguments.root)
-    if arguments.dump:
-        with open(arguments.dump, encoding="utf-8") as f:
-            package = json.load(f)
-    else:
-        swift = os.environ.get("SWIFT", "swift")
-        result = subprocess.run([swift, "package", "dump-package"], cwd=root, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.stderr.write(result.stderr)
-            sys.exit(f"package-graph: {swift} package dump-package failed ({result.returncode})")
-        package = json.loads(result.stdout)
+    package = edges.load_package(root, arguments.dump, "package-graph")
     text, mark = dot(package)
     dot_path = os.path.join(root, arguments.dot)
     svg_path = os.path.join(root, arguments.svg) if arguments.svg else None
