@@ -27,7 +27,7 @@ build: deps
 # (TEST_RESULTS); fails when a test failed or none ran.
 TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
-test: deps ci-lint
+test: deps ci-lint check-edges
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
 	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
@@ -40,6 +40,25 @@ test: deps ci-lint
 .PHONY: ci-lint
 ci-lint:
 	@bash examples/ci/lint.sh
+
+# Package.swift states the real module graph: every import of a target's sources is a declared
+# dependency, and every declared dependency is imported (tools/check-package-edges.py, which reads
+# the package through `swift package dump-package`). Also fails when docs/architecture.dot is not
+# the graph Package.swift gives, or docs/architecture.svg was not rendered from it (make graph).
+# Needs no Graphviz. Part of `make test`.
+.PHONY: check-edges
+check-edges:
+	@SWIFT=$(SWIFT) $(PYTHON3) tools/check-package-edges.py
+	@SWIFT=$(SWIFT) $(PYTHON3) tools/package-graph.py --check $(GRAPH_FILES)
+
+# The picture of the module graph in docs/architecture.md, from Package.swift
+# (tools/package-graph.py): docs/architecture.dot, rendered by Graphviz's dot (Debian graphviz,
+# apt-installed when missing) to docs/architecture.svg. Run it after changing Package.swift's edges.
+.PHONY: graph
+GRAPH_FILES = --dot docs/architecture.dot --svg docs/architecture.svg
+graph:
+	@command -v dot >/dev/null 2>&1 || bash tools/install-deps.sh graphviz
+	SWIFT=$(SWIFT) $(PYTHON3) tools/package-graph.py $(GRAPH_FILES)
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
 # JSON timeline and one btsnoop capture per device per scenario under build/e2e/.

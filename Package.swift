@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers, bottom to top (see docs/architecture.md). Imports only point down; the controller
-// branch (Controller) and the host branch (Host, ATT, GATT, GAP) meet only in BLELab.
+// Layers, bottom to top (see docs/architecture.md, whose picture `make graph` draws from these
+// edges). Imports only point down; the controller branch (Controller) and the host branch (Host,
+// ATT, GATT, GAP) never import each other and run together only in BLELab.
 let package = Package(
     name: "BLELab",
     products: [
@@ -16,37 +17,41 @@ let package = Package(
         .target(name: "BLEWire"),
         .target(name: "HCI", dependencies: ["BLEWire"]),
         .target(name: "BLERuntime", linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "Transport", dependencies: ["HCI", "BLERuntime"]),
-        .target(name: "Controller", dependencies: ["HCI", "BLERuntime"]),
-        .target(name: "Host", dependencies: ["HCI", "Transport", "BLERuntime"]),
+        .target(name: "Transport", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "Controller", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "Host", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
-        .target(name: "GATT", dependencies: ["ATT"]),
-        .target(name: "GAP", dependencies: ["Host", "GATT"]),
+        .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
+        .target(name: "GAP", dependencies: ["Host", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "YAMLSubset"),
         // The scenario format (docs/scenarios.md): the model (a scenario, its peripherals as data,
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
         // runs the peripherals it describes, and CaptureImport, which builds scenarios as its values.
         .target(name: "ScenarioFormat", dependencies: ["YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "BLELab", dependencies: ["GAP", "Controller", "Transport", "ScenarioFormat"]),
+        .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
-        // built as a scenario of the format (docs/import.md). Below Scenario, which hooks it into the CLI.
+        // built as a scenario of the format (docs/import.md). Below BLELabCLI, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
-        .target(name: "Scenario", dependencies: ["ScenarioFormat", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        // The runner: a scenario's steps on a lab (docs/architecture.md), and the seats another stack plays.
+        .target(name: "Scenario", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
+        // what the executable offers beyond the sim (transports, seats) is passed in as values.
+        .target(name: "BLELabCLI", dependencies: ["Scenario", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
         // `blelab hostile` (LabTiers/Hostile): BLELab's host in one role against a hostile peer.
-        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "Scenario", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
+        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
-        .executableTarget(name: "blelab", dependencies: ["ScenarioFormat", "Scenario", "LabTiers", "BlueZLab"], plugins: ["BuildInfo"]),
+        .executableTarget(name: "blelab", dependencies: ["BLELabCLI", "LabTiers", "BlueZLab", "BLERuntime"], plugins: ["BuildInfo"]),
         .plugin(name: "BuildInfo", capability: .buildTool()),
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
         // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
         // The BlueZ roles: bluetoothd as a scenario's central or peripheral, over D-Bus.
-        .target(name: "BlueZLab", dependencies: ["ScenarioFormat", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime"]),
+        .target(name: "BlueZLab", dependencies: ["ScenarioFormat", "DBus", "Scenario", "BLELab", "GATT", "ATT", "HCI", "BLEWire", "BLERuntime"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
         .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
@@ -54,29 +59,35 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
-        .executableTarget(name: "BLELabBench", dependencies: ["ScenarioFormat", "BLELab", "Scenario", "LabTiers"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "Scenario", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
-        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI"], exclude: ["Fixtures"]),
+        // Hex test vectors and decode-error assertions, shared by the byte-level test targets.
+        .target(name: "WireTestSupport", dependencies: ["BLEWire"], path: "Tests/WireTestSupport"),
+        // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
+        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "Scenario", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
+        .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
+        .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ATTTests", dependencies: ["ATT"]),
-        .testTarget(name: "GATTTests", dependencies: ["GATT"]),
+        .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
-        .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "Transport", "ATT", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "ScenarioTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioTests).
+        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "Scenario", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "CaptureImportTests", dependencies: ["ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "ATT", "BLEWire", "BLERuntime"]),
+        .testTarget(name: "TierTests", dependencies: ["BLELabCLI", "ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
         // Each test starts its own private dbus-daemon (package dbus-daemon).
         .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
         .testTarget(name: "BlueZLabTests", dependencies: ["ScenarioFormat", "BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
-            "CoreBluetoothLab", "BLELab", "ScenarioFormat",
+            "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",
         ]),
     ],

@@ -1,4 +1,5 @@
 import BLELab
+import BLELabCLI
 import BLERuntime
 import LabTiers
 import Scenario

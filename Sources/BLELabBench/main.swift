@@ -1,13 +1,12 @@
 // BLELab benchmarks. One figure per line, `name: value unit`, so runs compare line by line.
 // Wall time is read here, in the benchmark driver only; the lab itself runs on virtual time.
 import BLELab
-#if canImport(Glibc)
-import Glibc
-#endif
+import BLELabCLI
 import BLERuntime
 import BLEWire
 import GAP
 import GATT
+import Glibc
 import Scenario
 import ScenarioFormat
 

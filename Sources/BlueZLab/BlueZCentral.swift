@@ -18,7 +18,8 @@ import ScenarioFormat
 ///   (ObjectManager.InterfacesAdded of a Device1, or a PropertiesChanged of its advertisement
 ///   properties). Devices not connected are removed before each scan so that every scan starts
 ///   from what the air says, not from bluetoothd's memory.
-/// - connect: Device1.Connect, bounded by the step's `within` (then Disconnect cancels it).
+/// - connect: Device1.Connect, bounded by the step's `within` (then Disconnect cancels it);
+///   then Connected, announced or read (`confirmConnected`), bounded by `within` again.
 /// - discover: waits for Device1.ServicesResolved and reads the GATT objects bluetoothd made.
 /// - read/write: GattCharacteristic1.ReadValue/WriteValue ("type" from the step, none for
 ///   `type: default`: bluetoothd's own choice), or AcquireWrite's socket.
@@ -466,9 +467,7 @@ public final class BlueZCentral: CentralSeat {
             switch result {
             case .success:
                 disconnecting.remove(path)
-                until("\(path) Connected", within: callTimeout, { self.isConnected(path: path) }) { ok in
-                    completion(ok ? .success(()) : .failure(.failed(self.failure ?? "Connect returned, but Connected stayed false")))
-                }
+                confirmConnected(path, within: within, completion: completion)
             case .failure(.timeout):
                 // Disconnect cancels a pending LE connection in bluetoothd.
                 disconnecting.insert(path)
@@ -476,6 +475,40 @@ public final class BlueZCentral: CentralSeat {
                 completion(.failure(.timeout("no connection within \(within) (Device1.Connect had not returned; cancelled with Disconnect)")))
             case let .failure(error):
                 completion(.failure(self.describe(error, doing: "Device1.Connect")))
+            }
+        }
+    }
+
+    /// Device1.Connect has returned: bluetoothd holds the link (for LE it answers once the ATT
+    /// channel is up, src/device.c att_connect_cb). Connected has usually been announced by then,
+    /// but not always: when the ATT channel comes up before the kernel's mgmt Device Connected
+    /// event, bluetoothd replies to Connect first, and then device_add_connection finds the LE
+    /// bearer already connected ("Device … is already connected") and returns without emitting
+    /// PropertiesChanged(Connected), so no signal may ever say so (a CI run's bluetoothd log). The property is therefore read
+    /// (GetAll: one sender's messages arrive in order, so the reply follows every signal sent
+    /// before it and agrees with bluetoothd's state); only when it reads false is the signal
+    /// waited for. Confirming gets as long again as the connect had (`within`, the read and the
+    /// wait together; at most `callTimeout`, so the seat answers inside its `connectGrace`), not
+    /// a fixed 10 s: a connect step completes or fails on its own bound.
+    private func confirmConnected(_ path: DBusObjectPath, within: TimeSpan,
+                                  completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+        if isConnected(path: path) { return completion(.success(())) }
+        guard let client, let loop else { return completion(.failure(.failed(failure ?? "the role ended during Connect"))) }
+        let bound = min(within, callTimeout)
+        let deadline = loop.now + bound
+        client.allProperties(of: path, interface: BlueZName.device, timeout: bound) { [self] result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(describe(error, doing: "Device1.Connect returned; reading Connected (GetAll)")))
+            case let .success(properties):
+                // An object removed meanwhile (InterfacesRemoved came first) stays removed.
+                if tree[path]?[BlueZName.device] != nil {
+                    tree[path]?[BlueZName.device]?.merge(properties) { $1 }
+                }
+                until("\(path) Connected", within: max(.zero, deadline - loop.now), { self.isConnected(path: path) }) { ok in
+                    completion(ok ? .success(()) : .failure(.failed(self.failure
+                        ?? "Device1.Connect returned, but Connected stayed false (read with GetAll, then no PropertiesChanged turned it true within \(bound))")))
+                }
             }
         }
     }

@@ -1,6 +1,5 @@
 import BLELab
 import BLERuntime
-import Scenario
 import ScenarioFormat
 import Transport
 

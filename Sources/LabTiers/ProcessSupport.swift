@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Scenario
 import ScenarioFormat
 
 /// The monotonic clock in seconds, for process management only: start-up deadlines, stop grace

@@ -1,4 +1,4 @@
-import Scenario
+import BLELab
 import ScenarioFormat
 import Transport
 

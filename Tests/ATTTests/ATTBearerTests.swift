@@ -1,7 +1,8 @@
-import XCTest
-import BLEWire
-import BLERuntime
 @testable import ATT
+import BLERuntime
+import BLEWire
+import WireTestSupport
+import XCTest
 
 /// A bearer whose peer is the test: what the bearer sends is captured, what the peer says is fed in.
 final class BearerHarness {

@@ -1,6 +1,7 @@
-import XCTest
-import BLEWire
 @testable import ATT
+import BLEWire
+import WireTestSupport
+import XCTest
 
 /// Every PDU both ways: decode(encode(x)) == x and encode(decode(octets)) == octets. Vectors are
 /// commented field by field.

@@ -1,6 +1,7 @@
-import XCTest
-import BLEWire
 @testable import ATT
+import BLEWire
+import WireTestSupport
+import XCTest
 
 /// ATT PDUs from /work/shared/reference-traffic/central.txt: one GATT session between two Bumble
 /// 0.0.236 devices (an independent stack). Each entry: packet number and tshark's summary, then the

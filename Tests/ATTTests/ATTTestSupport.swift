@@ -1,15 +1,7 @@
-import XCTest
-import BLEWire
 @testable import ATT
-
-/// Octets from hex with spaces; a typo in a test vector fails the test instead of crashing.
-func bytes(_ hex: String, file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
-    guard let value = [UInt8](hex: hex) else {
-        XCTFail("bad hex in test vector: \(hex)", file: file, line: line)
-        return []
-    }
-    return value
-}
+import BLEWire
+import WireTestSupport
+import XCTest
 
 /// decode(encode(pdu)) == pdu and encode(decode(octets)) == octets, through the enum and the struct.
 func assertRoundTrip<P: ATTPDUCodable>(_ pdu: P, _ hex: String, as wrap: (P) -> ATTPDU,

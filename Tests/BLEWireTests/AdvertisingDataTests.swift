@@ -1,5 +1,6 @@
-import XCTest
 import BLEWire
+import WireTestSupport
+import XCTest
 
 /// AD structures: Core 5.4, Vol 3, Part C, 11; data types in the Core Specification Supplement (CSS), Part A.
 final class AdvertisingDataTests: XCTestCase {

@@ -1,5 +1,6 @@
-import XCTest
 import BLEWire
+import WireTestSupport
+import XCTest
 
 final class BluetoothUUIDTests: XCTestCase {
     let nordicUART = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"

@@ -1,5 +1,6 @@
-import XCTest
 import BLEWire
+import WireTestSupport
+import XCTest
 
 final class ByteWriterTests: XCTestCase {
 

@@ -411,6 +411,90 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(connectedThen, true, "Connect completed only once Connected was true")
     }
 
+    /// The CI flake (hm10-with-write under load): bluetoothd's ATT channel came up before the
+    /// kernel's mgmt Device Connected event, so Connect was answered first and Connected was
+    /// never announced (device_add_connection: "Device … is already connected"). The connect
+    /// waited 10 s for a PropertiesChanged that never came, past the scenario's timeout.
+    func testConnectCompletesWhenBluetoothdNeverAnnouncesConnected() throws {
+        let (fake, central) = try begun()
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.announcesConnected = false
+        let address = Self.address(Self.hrmAddress)
+        let start = loop.now
+        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(1)) { done in
+            central.connect(to: address, within: .seconds(1), completion: done)
+        }
+        guard case .success? = result else { return XCTFail("not connected: \(String(describing: result))") }
+        XCTAssertLessThan(loop.now - start, .seconds(1), "completed as bluetoothd answered, not on a timer")
+        XCTAssertTrue(central.isConnected(address))
+        XCTAssertEqual(fake.calls.filter { $0.hasPrefix("Connect") || $0.hasPrefix("Disconnect") }, ["Connect \(sensor.path)"])
+        // Connected is known, so the link's end is news.
+        var ended: [LEAddress] = []
+        central.onDisconnected = { ended.append($0) }
+        fake.dropConnection(sensor)
+        runUntil { !ended.isEmpty }
+        XCTAssertEqual(ended, [address])
+        XCTAssertFalse(central.isConnected(address))
+    }
+
+    /// Connect answered before the link is up and Connected announced later, after the check
+    /// read false: the connect completes on the announcement.
+    func testConnectAnsweredBeforeTheLinkCompletesWhenConnectedIsAnnounced() throws {
+        let (fake, central) = try begun()
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.linkUpOnConnect = false
+        let address = Self.address(Self.hrmAddress)
+        var result: Result<Void, ExternalRoleError>?
+        central.connect(to: address, within: .seconds(2)) { result = $0 }
+        runUntil { fake.calls.contains("Connect \(sensor.path)") }
+        // The answer and the read of Connected (false) go by; the connect is still waiting.
+        _ = loop.run(until: loop.now + .milliseconds(200), orUntil: { result != nil })
+        XCTAssertNil(result)
+        fake.linkUp(sensor)
+        runUntil(.seconds(1)) { result != nil }
+        guard case .success? = result else { return XCTFail("not connected: \(String(describing: result))") }
+        XCTAssertTrue(central.isConnected(address))
+    }
+
+    /// Connect answered but Connected never true: the connect fails on its own bound (`within`
+    /// again after the answer), not after the 10 s call timeout, which would outlast a scenario's.
+    func testConnectAnsweredWithoutALinkFailsWithinItsBound() throws {
+        let (fake, central) = try begun()
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.linkUpOnConnect = false
+        let start = loop.now
+        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(2)) { done in
+            central.connect(to: Self.address(Self.hrmAddress), within: .milliseconds(500), completion: done)
+        }
+        XCTAssertEqual(failureText(result), "Device1.Connect returned, but Connected stayed false (read with GetAll, then no "
+            + "PropertiesChanged turned it true within \(TimeSpan.milliseconds(500)))")
+        XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(500))
+        XCTAssertLessThan(loop.now - start, .seconds(1))
+        XCTAssertFalse(central.isConnected(Self.address(Self.hrmAddress)))
+    }
+
+    /// A long `within` does not stretch the confirmation past `callTimeout` (the step waits for
+    /// the seat `within` plus its `connectGrace`, which callTimeout stays inside).
+    func testConfirmingConnectedIsBoundedByTheCallTimeoutToo() throws {
+        let (fake, central) = try begun(callTimeout: .milliseconds(300))
+        let sensor = addSensor(fake)
+        fake.onStartDiscovery = { try? fake.advertise(sensor) }
+        _ = scan(central)
+        fake.linkUpOnConnect = false
+        let start = loop.now
+        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(2)) { done in
+            central.connect(to: Self.address(Self.hrmAddress), within: .seconds(30), completion: done)
+        }
+        XCTAssertTrue(failureText(result).hasSuffix("turned it true within \(TimeSpan.milliseconds(300)))"), failureText(result))
+        XCTAssertLessThan(loop.now - start, .seconds(1))
+    }
+
     func testConnectThatNeverAnswersTimesOutAndIsCancelled() throws {
         let (fake, central) = try begun()
         let sensor = addSensor(fake)

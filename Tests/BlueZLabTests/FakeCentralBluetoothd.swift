@@ -92,6 +92,16 @@ final class FakeCentralBluetoothd {
     var stopDiscoveryAnswer: Answer = .reply
     /// Whether Connect returns before Connected turns true (else after).
     var connectedAfterReply = false
+    /// Whether Connected turning true is announced (PropertiesChanged). bluetoothd (5.66, as a CI
+    /// run's log showed) may not announce it when the ATT channel comes up before mgmt's Device
+    /// Connected event: the
+    /// Connect reply goes out from att_connect_cb, then device_add_connection finds the LE bearer
+    /// connected ("Device … is already connected") and returns before emitting Connected; a
+    /// Get or GetAll still reads true.
+    var announcesConnected = true
+    /// Whether the link is up when Connect is answered (else Connected turns true only with
+    /// `linkUp`, or never).
+    var linkUpOnConnect = true
     /// Whether services resolve right after a connection (else: `resolveServices`).
     var resolvesOnConnect = true
     /// Whether Discovering turns true as StartDiscovery returns (else: `reportDiscovering`),
@@ -267,14 +277,15 @@ final class FakeCentralBluetoothd {
             DBusMethod("Connect") { [unowned self, unowned d] call in
                 note(call, "Connect \(d.path)")
                 switch connectAnswer {
-                case .reply where connectedAfterReply:
+                case .reply where connectedAfterReply || !linkUpOnConnect:
                     call.reply()
+                    guard linkUpOnConnect else { return }
                     d.connected = true
-                    changed(d.path, BlueZName.device, ["Connected"])
+                    if announcesConnected { changed(d.path, BlueZName.device, ["Connected"]) }
                     if resolvesOnConnect { try? resolveServices(d) }
                 case .reply:
                     d.connected = true
-                    changed(d.path, BlueZName.device, ["Connected"])
+                    if announcesConnected { changed(d.path, BlueZName.device, ["Connected"]) }
                     call.reply()
                     if resolvesOnConnect { try? resolveServices(d) }
                 case .hang:
@@ -327,6 +338,12 @@ final class FakeCentralBluetoothd {
         }
         d.servicesResolved = true
         changed(d.path, BlueZName.device, ["ServicesResolved"])
+    }
+
+    /// The link comes up late (after a Connect answered with `linkUpOnConnect` false).
+    func linkUp(_ d: Device) {
+        d.connected = true
+        changed(d.path, BlueZName.device, ["Connected"])
     }
 
     /// The link drops: Connected and ServicesResolved turn false and the GATT objects go.

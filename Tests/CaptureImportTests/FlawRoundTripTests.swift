@@ -1,3 +1,4 @@
+import BLELabTestSupport
 import CaptureImport
 import HCI
 import Scenario

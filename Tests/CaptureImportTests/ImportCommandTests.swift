@@ -1,3 +1,4 @@
+import BLELabTestSupport
 import CaptureImport
 import Foundation
 import Scenario

@@ -6,6 +6,8 @@ import Darwin
 import BLERuntime
 import CaptureImport
 import HCI
+import BLELabCLI
+import BLELabTestSupport
 import Scenario
 import ScenarioFormat
 import Transport
@@ -104,40 +106,6 @@ func packetLogger(_ btsnoop: [UInt8], bigEndian: Bool = true) throws -> [UInt8] 
     let start = frames.first?.unixMicroseconds ?? 0
     return PacketLoggerWriter.note("PacketLogger capture", unixMicroseconds: start, bigEndian: bigEndian)
         + PacketLoggerWriter.encode(frames, bigEndian: bigEndian)
-}
-
-/// `blelab` commands run in process, with what they print.
-final class CLIHarness {
-    var out = ""
-    var err = ""
-    var files: [String: [UInt8]] = [:]
-
-    func run(_ arguments: [String]) -> BLELabCLI.Status {
-        out = ""
-        err = ""
-        let console = Console(out: { [unowned self] in self.out += $0 }, err: { [unowned self] in self.err += $0 })
-        let cli = BLELabCLI(console: console, writeFile: { [unowned self] bytes, path in self.files[path] = bytes })
-        return cli.main(arguments)
-    }
-}
-
-/// A fresh temporary directory, removed by `removeTree`.
-func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/blelab-import-XXXXXX".utf8CString)
-    let path: String? = template.withUnsafeMutableBufferPointer { buffer in
-        guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
-        return String(cString: base)
-    }
-    return try XCTUnwrap(path, "cannot create a temporary directory")
-}
-
-func removeTree(_ path: String) {
-    if FileText.kind(path) == .directory {
-        for name in (try? FileText.entries(path)) ?? [] { removeTree(path + "/" + name) }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
 }
 
 /// Every scenario file under `scenarios/`, searched at test time (folders added later count too).

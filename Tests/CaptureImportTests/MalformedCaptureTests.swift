@@ -1,3 +1,4 @@
+import BLELabTestSupport
 import CaptureImport
 import Scenario
 import ScenarioFormat

@@ -40,6 +40,17 @@ final class ExporterTests: BusTestCase {
                 DBusMethod("Hang") { [unowned self] call in self.held.append(call) },
                 DBusMethod("Forget") { _ in },   // drops the call: the invocation answers Failed itself
                 DBusMethod("Wrong", outputs: [DBusArgument("n", .uint32)]) { call in call.reply([.string("not a uint32")]) },
+                // `count` Poked signals around the reply: before it (`first` true) or after it.
+                DBusMethod("Burst", inputs: [DBusArgument("count", .uint32), DBusArgument("first", .boolean)]) { [unowned self] call in
+                    guard case let .uint32(count)? = call.arguments.first, case let .boolean(first)? = call.arguments.last else {
+                        _ = call.fail(DBusErrorReply(.invalidArguments, message: "count, first"))
+                        return
+                    }
+                    let emit = { for n in 0..<count { try? self.server.emitSignal(path: self.path, interface: self.iface, member: "Poked", arguments: [.uint32(n)]) } }
+                    if first { emit() }
+                    _ = call.reply()
+                    if !first { emit() }
+                },
             ], properties: [
                 DBusProperty("Level", .byte, get: { [unowned self] in .byte(self.level) }),
                 DBusProperty("Name", .string, access: .readwrite, get: { [unowned self] in .string(self.thingName) },
@@ -193,6 +204,31 @@ final class ExporterTests: BusTestCase {
         try server.emitSignal(path: path, interface: iface, member: "Poked", arguments: [.uint32(3)])
         _ = success(call("Echo", [.string("sync")]))   // a round trip after the signal: it has been delivered by now, or dropped
         XCTAssertEqual(poked, [1, 2])
+    }
+
+    /// A reply among a burst of signals (many reads of libdbus's 2048 octets, many dispatch
+    /// batches of 64): every message is delivered, in the bus's order, and the call completes
+    /// with its reply, not its timeout (the BlueZ connect flake's suspect (a), ruled out).
+    func testReplyAmidABurstOfSignalsKeepsTheBusOrder() throws {
+        var log: [String] = []
+        let rule = DBusMatchRule(interface: iface, member: "Poked", path: path)
+        let ready: DBusError?? = wait { done in client.subscribe(rule, ready: done) { m in
+            if case .uint32(let n)? = try? m.arguments().first { log.append("\(n)") }
+        } }
+        XCTAssertEqual(ready, .some(nil))
+        for first in [true, false] {
+            log = []
+            var replied: Result<[DBusValue], DBusError>?
+            client.call(destination: server.uniqueName, path: path, interface: iface, member: "Burst",
+                        arguments: [.uint32(300), .boolean(first)], replySignature: "", timeout: .seconds(5)) { result in
+                replied = result
+                log.append("reply")
+            }
+            XCTAssertTrue(loop.run(until: loop.now + .seconds(5), orUntil: { replied != nil && log.count == 301 }), "\(log.count) of 301")
+            guard case .success? = replied else { return XCTFail("no reply: \(String(describing: replied))") }
+            let signals = (0..<300).map { "\($0)" }
+            XCTAssertEqual(log, first ? signals + ["reply"] : ["reply"] + signals)
+        }
     }
 
     func testMalformedSignalIsATypedError() throws {

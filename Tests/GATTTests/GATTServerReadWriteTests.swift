@@ -1,7 +1,8 @@
-import XCTest
-import BLEWire
 import ATT
+import BLEWire
 @testable import GATT
+import WireTestSupport
+import XCTest
 
 /// Reads, writes and property enforcement, octet for octet.
 final class GATTServerReadWriteTests: XCTestCase {

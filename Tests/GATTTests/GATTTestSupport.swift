@@ -1,16 +1,9 @@
-import XCTest
-import BLEWire
-import BLERuntime
 import ATT
+import BLERuntime
+import BLEWire
 @testable import GATT
-
-func bytes(_ hex: String, file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
-    guard let value = [UInt8](hex: hex) else {
-        XCTFail("bad hex in test vector: \(hex)", file: file, line: line)
-        return []
-    }
-    return value
-}
+import WireTestSupport
+import XCTest
 
 /// HM-10 style serial service plus a heart rate service, after the GAP and GATT services:
 ///

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// The H4 framer (Core 5.4, Vol 4, Part A, 2): one indicator octet, then an HCI packet whose header

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// ACL data packets (Core 5.4, Vol 4, Part E, 5.4.2):

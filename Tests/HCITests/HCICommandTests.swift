@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// Command packets (Core 5.4, Vol 4, Part E, 5.4.1): `| Opcode (2) | Parameter_Total_Length (1) | Parameters |`.

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// Seeded fuzzing of `HCIPacket(h4:)`: every input either throws a `DecodeError` or decodes to a

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// What a peer may send that does not fit Core 5.4, Vol 4, Part E: each decoder answers with a

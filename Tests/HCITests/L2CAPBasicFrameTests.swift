@@ -1,5 +1,6 @@
 import BLEWire
 import HCI
+import WireTestSupport
 import XCTest
 
 /// The L2CAP basic frame (Core 5.4, Vol 3, Part A, 3.1) and its reassembly from ACL fragments

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// The extended advertising, scanning and initiating commands (Core 5.4, Vol 4, Part E,

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// LE Meta events (Core 5.4, Vol 4, Part E, 7.7.65): Event_Code 0x3E, then Subevent_Code and its parameters.

@@ -1,5 +1,6 @@
 import BLEWire
 @testable import HCI
+import WireTestSupport
 import XCTest
 
 /// Typed Return_Parameters of Command Complete (Core 5.4, Vol 4, Part E, 7.7.14 and each command's section).

@@ -1,24 +1,7 @@
 import BLEWire
 import HCI
+import WireTestSupport
 import XCTest
-
-/// Bytes from hex strings, one per field so each can carry its own comment:
-///
-///     bytes("06 04",  // Opcode
-///           "03")     // Parameter_Total_Length
-///
-/// A typo in a vector fails loudly instead of decoding garbage.
-func bytes(_ fields: String..., file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
-    var out: [UInt8] = []
-    for field in fields {
-        guard let b = [UInt8](hex: field) else {
-            XCTFail("bad hex in test vector: \(field)", file: file, line: line)
-            return []
-        }
-        out += b
-    }
-    return out
-}
 
 /// The two devices of the reference session (Fixtures/*.txt), both on random static addresses.
 enum ReferenceDevice {
@@ -26,19 +9,6 @@ enum ReferenceDevice {
     static let peripheral = BDAddr(string: "C0:FF:EE:00:00:02")!
     /// What the peripheral advertises: Flags 0x06; 16-bit UUIDs 0xFFE0 0x180D; Complete Local Name "RefPeer".
     static let advertisingData = [UInt8](hex: "02 01 06  05 03 e0 ff 0d 18  08 09 52 65 66 50 65 65 72")!
-}
-
-/// Asserts that `expression` throws exactly `expected`.
-func XCTAssertThrowsDecodeError<T>(_ expression: @autoclosure () throws -> T, _ expected: DecodeError,
-                                   file: StaticString = #filePath, line: UInt = #line) {
-    do {
-        let value = try expression()
-        XCTFail("expected \(expected), decoded \(value)", file: file, line: line)
-    } catch let error as DecodeError {
-        XCTAssertEqual(error, expected, file: file, line: line)
-    } catch {
-        XCTFail("expected DecodeError \(expected), got \(type(of: error)) \(error)", file: file, line: line)
-    }
 }
 
 /// SplitMix64: a tiny seeded generator so every random test input follows from its seed.

@@ -1,4 +1,5 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import BLEWire
 import Controller

@@ -5,6 +5,8 @@ import Foundation
 import ScenarioFormat
 import XCTest
 @testable import Scenario
+@testable import BLELabCLI
+import BLELabTestSupport
 
 /// Every file in Fixtures/broken/ is a scenario file broken on purpose, one mistake each (a few
 /// with several), that starts with the exact lines `blelab validate` must print for it:

@@ -1,11 +1,12 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import Foundation
 import HCI
+@testable import Scenario
 import ScenarioFormat
 import Transport
 import XCTest
-@testable import Scenario
 
 /// The captures of real scenario runs (`blelab run --capture`) in the tools people open them with:
 /// tshark (Wireshark) and btmon (BlueZ). Every test first checks the capture with our own reader
@@ -126,7 +127,7 @@ final class CaptureInteropTests: XCTestCase {
 
     func testTsharkShowsTheATTOperationsAtTheRunnersTimes() throws {
         let (dir, timeline) = try runWithCaptures()
-        let tshark = Self.executableOnPath("tshark")
+        let tshark = TestTools.executableOnPath("tshark")
         if tshark == nil {
             print("CaptureInteropTests: tshark is not on PATH; the captures were checked with BTSnoopReader only")
         }
@@ -141,7 +142,7 @@ final class CaptureInteropTests: XCTestCase {
                 guard let tshark else { continue }
 
                 // `tshark -r central.btsnoop -Y btatt -T fields -e btatt.opcode`, with times and directions.
-                let run = try Self.runTool(tshark, ["-r", path, "-Y", "btatt", "-T", "fields", "-E", "separator=|",
+                let run = try TestTools.runTool(tshark, ["-r", path, "-Y", "btatt", "-T", "fields", "-E", "separator=|",
                                                     "-e", "frame.time_epoch", "-e", "hci_h4.direction", "-e", "btatt.opcode"])
                 XCTAssertEqual(run.status, 0, path)
                 let rows = run.output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
@@ -158,7 +159,7 @@ final class CaptureInteropTests: XCTestCase {
                 }
 
                 // Every frame (not only ATT) at its record's time, in order, none malformed, no expert notes.
-                let all = try Self.runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
+                let all = try TestTools.runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
                                                     "-e", "frame.time_epoch", "-e", "_ws.malformed", "-e", "_ws.expert"])
                 let allRows = all.output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
                 let records = try BTSnoopReader.read(path: path).records
@@ -194,15 +195,15 @@ final class CaptureInteropTests: XCTestCase {
             let records = try BTSnoopReader.read(path: dir + "/\(Self.stem(scenario)).central.btsnoop").records
             XCTAssertTrue(records.allSatisfy { Int($0.originalLength) == $0.data.count && $0.originalLength <= 1_490 })
         }
-        guard let btmon = Self.executableOnPath("btmon") else {
+        guard let btmon = TestTools.executableOnPath("btmon") else {
             print("CaptureInteropTests: btmon is not on PATH; checked the record lengths it relies on only")
             return
         }
         for scenario in Self.scenarios {
             let path = dir + "/\(Self.stem(scenario)).central.btsnoop"
             // Unbuffered (stdbuf), so that what btmon printed before a crash is not lost.
-            let stdbuf = Self.executableOnPath("stdbuf")
-            var run = try stdbuf.map { try Self.runTool($0, ["-o0", btmon, "-r", path]) } ?? Self.runTool(btmon, ["-r", path])
+            let stdbuf = TestTools.executableOnPath("stdbuf")
+            var run = try stdbuf.map { try TestTools.runTool($0, ["-o0", btmon, "-r", path]) } ?? TestTools.runTool(btmon, ["-r", path])
             var decoded = path
             if run.crashed || (stdbuf != nil && run.status == 128 + 11) {
                 // btmon 5.66 (Debian 12) dereferences a null pointer on the first ATT Read By Type
@@ -219,7 +220,7 @@ final class CaptureInteropTests: XCTestCase {
                 }
                 try BTSnoopWriter.write(kept, to: decoded)
                 print("CaptureInteropTests: \(btmon) crashed on ATT Read By Type Request (a btmon bug); read \(decoded) instead")
-                run = try Self.runTool(btmon, ["-r", decoded])
+                run = try TestTools.runTool(btmon, ["-r", decoded])
             }
             XCTAssertFalse(run.crashed, decoded)
             XCTAssertEqual(run.status, 0, decoded)
@@ -235,27 +236,4 @@ final class CaptureInteropTests: XCTestCase {
 
     // MARK: Tools
 
-    static func executableOnPath(_ tool: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
-            return "\(dir)/\(tool)"
-        }
-        return nil
-    }
-
-    /// Runs `executable`, returning its exit status, whether a signal ended it, and its standard
-    /// output (standard error is dropped: tshark warns about running as root there).
-    static func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, crashed: Bool, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: data, as: UTF8.self))
-    }
 }

@@ -1,9 +1,10 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
+@testable import Scenario
 import ScenarioFormat
 import Transport
 import XCTest
-@testable import Scenario
 
 /// A device whose controller goes away mid-scenario (a socket that closes, bytes that are not
 /// HCI): the scenario fails at once with kind `transport`, naming the device, where its

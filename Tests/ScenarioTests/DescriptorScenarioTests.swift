@@ -1,7 +1,8 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
-import XCTest
 @testable import Scenario
+import XCTest
 
 /// Descriptors in scenario files (docs/scenarios.md "Descriptors"), the central's descriptor
 /// reads and writes, and `subscribe`'s `type:` — on the sim, judged on what crossed the link.

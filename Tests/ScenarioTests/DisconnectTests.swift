@@ -1,7 +1,8 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
-import XCTest
 @testable import Scenario
+import XCTest
 
 /// `disconnect` waits as long as the link's termination can take (Core Vol 6 Part B 5.1.3: the
 /// LL_TERMINATE_IND is acknowledged, or the initiator gives up, within T_Terminate, the

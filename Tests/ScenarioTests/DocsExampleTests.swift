@@ -8,6 +8,8 @@ import Transport
 import XCTest
 import YAMLSubset
 @testable import Scenario
+@testable import BLELabCLI
+import BLELabTestSupport
 
 /// docs/scenarios.md cannot rot: every example in it is checked against the lab.
 ///

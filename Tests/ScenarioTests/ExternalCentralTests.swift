@@ -1,12 +1,13 @@
 import ATT
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import BLEWire
 import GAP
 import GATT
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// A `CentralSeat` played by a second BLELab host on the sim, so that the session's path for
 /// another stack in the central's seat (`--central bluez`) runs deterministically: steps become

@@ -1,13 +1,14 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import BLEWire
 import Controller
 import Foundation
 import HCI
+@testable import Scenario
 import ScenarioFormat
 import Transport
 import XCTest
-@testable import Scenario
 
 /// The fault keys (docs/scenarios.md "Faults") and scenarios/field/: what crossed each device's
 /// HCI, when, with which reason codes.

@@ -1,9 +1,10 @@
-import ScenarioFormat
-import XCTest
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import Controller
 @testable import Scenario
+import ScenarioFormat
+import XCTest
 
 /// Validation of the fault keys: every mistake named at file:line:column with the fix.
 final class FaultSchemaTests: XCTestCase {

@@ -1,8 +1,9 @@
 import BLELab
+import BLELabTestSupport
 import HCI
+@testable import Scenario
 import Transport
 import XCTest
-@testable import Scenario
 
 /// Every device's capture holds what happened up to the scenario's end, including the frames the
 /// controllers produced at its last instant: a link both ends saw close is closed in both files.

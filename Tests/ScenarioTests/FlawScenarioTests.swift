@@ -1,9 +1,10 @@
 import ATT
 import BLELab
+import BLELabTestSupport
 import BLERuntime
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// Flawed peripherals in scenario files: `flaws:`, the flawed actions and the expectations about
 /// them — their validation messages and what the runner reports, passing and failing.

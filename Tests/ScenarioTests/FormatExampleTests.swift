@@ -1,9 +1,10 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import BLEWire
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// The format's original example (kept verbatim in Fixtures/format-shape.yaml) validates and
 /// passes, and a tour of every core construct (Fixtures/format-tour.yaml) validates and passes too.

@@ -1,7 +1,8 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
-import XCTest
 @testable import Scenario
+import XCTest
 
 /// `expect: { link-lost }` after an operation the end of the link cut short, and
 /// `expect: { connect-failed }` after a connect that gave no connection: each passes when that

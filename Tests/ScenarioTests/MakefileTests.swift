@@ -1,7 +1,8 @@
+import BLELabTestSupport
 import Foundation
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// The Makefile's promises: every target that builds installs the build's packages first; make
 /// test ends with a count line from the results and fails on a failed test; make soak's report
@@ -52,8 +53,8 @@ final class MakefileTests: XCTestCase {
     // MARK: Scripts
 
     private func python(_ script: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
-        guard let python = CaptureInteropTests.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
-        let run = try CaptureInteropTests.runTool(python, [root + "/tools/" + script] + arguments)
+        guard let python = TestTools.executableOnPath("python3") else { throw XCTSkip("no python3 on PATH") }
+        let run = try TestTools.runTool(python, [root + "/tools/" + script] + arguments)
         return (run.status, run.output.split(separator: "\n").map(String.init))
     }
 
@@ -90,6 +91,100 @@ final class MakefileTests: XCTestCase {
 
         r = try python("test-summary.py", ["--status", "0", dir + "/missing.xml"])
         XCTAssertEqual(r.status, 1)
+    }
+
+    /// tools/check-package-edges.py, run by `make test`: an import without its dependency, and a
+    /// dependency no file imports, each fail the check by name; imports in comments and string
+    /// literals, and the platform's modules, are not edges.
+    func testPackageEdgesCheckFailsOnAnUndeclaredImportAndAnUnusedDependency() throws {
+        XCTAssertTrue(try XCTUnwrap(rules()["test"]).prerequisites.contains("check-edges"))
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        for (path, text) in [
+            ("Sources/Low/Low.swift", "public struct Low {}\n"),
+            ("Sources/Mid/Mid.swift", "import Low\n#if canImport(Glibc)\nimport Glibc\n#endif\n// import Top\nlet help = \"\"\"\nimport Top\n\"\"\"\n"),
+            ("Sources/Top/Top.swift", "import Mid\nimport struct Low.Low\n"),
+            ("Tests/TopTests/TopTests.swift", "import XCTest\n@testable import Top\n"),
+        ] {
+            try FileText.makeDirectories(dir + "/" + path.split(separator: "/").dropLast().joined(separator: "/"))
+            try FileText.write(text, to: dir + "/" + path)
+        }
+        func package(_ top: [String], tests: [String]) throws -> String {
+            func target(_ name: String, _ type: String, _ dependencies: [String]) -> String {
+                "{\"name\": \"\(name)\", \"type\": \"\(type)\", \"dependencies\": ["
+                    + dependencies.map { "{\"byName\": [\"\($0)\", null]}" }.joined(separator: ", ") + "]}"
+            }
+            let json = "{\"targets\": [" + [target("Low", "regular", []), target("Mid", "regular", ["Low"]),
+                                              target("Top", "regular", top), target("TopTests", "test", tests)].joined(separator: ", ") + "]}"
+            try FileText.write(json, to: dir + "/package.json")
+            return dir + "/package.json"
+        }
+        let good = try python("check-package-edges.py", ["--root", dir, "--dump", try package(["Mid", "Low"], tests: ["Top"])])
+        XCTAssertEqual(good.status, 0)
+        XCTAssertEqual(good.lines, ["check-package-edges: 4 targets, Package.swift's edges equal their imports"])
+
+        let bad = try python("check-package-edges.py", ["--root", dir, "--dump", try package(["Mid"], tests: ["Top", "Mid"])])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertEqual(bad.lines, [
+            "check-package-edges: Top: imports Low (Sources/Top/Top.swift) but does not declare it",
+            "check-package-edges: TopTests: declares Mid but no file under Tests/TopTests imports it",
+            "check-package-edges: 2 differences between Package.swift and the imports",
+        ])
+    }
+
+    /// tools/package-graph.py, `make graph` and part of `make check-edges`: the DOT has the
+    /// library and executable targets with the transitive reduction of their edges, rows bottom up,
+    /// no tests, test support or plugins, the example apps as one node; --check fails on a DOT that
+    /// is not the package's graph and on an SVG not rendered from it.
+    func testPackageGraphIsTheReducedGraphAndTheCheckFailsWhenTheDocsAreStale() throws {
+        let rules = try rules()
+        XCTAssertTrue(try XCTUnwrap(rules["check-edges"]).recipe.contains { $0.contains("tools/package-graph.py --check") })
+        XCTAssertTrue(try XCTUnwrap(rules["graph"]).recipe.contains { $0.contains("tools/package-graph.py") })
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        func target(_ name: String, _ type: String, _ dependencies: [String], path: String? = nil) -> String {
+            "{\"name\": \"\(name)\", \"type\": \"\(type)\", \"path\": " + (path.map { "\"\($0)\"" } ?? "null")
+                + ", \"dependencies\": [" + dependencies.map { "{\"byName\": [\"\($0)\", null]}" }.joined(separator: ", ") + "]}"
+        }
+        func package(top: [String]) throws -> String {
+            let json = "{\"targets\": [" + [
+                target("Low", "regular", []), target("Mid", "regular", ["Low"]), target("Top", "regular", top),
+                target("tool", "executable", ["Top", "Low"], path: nil), target("Build", "plugin", []),
+                target("AppA", "regular", ["Top"], path: "Examples/AppA"), target("AppB", "regular", ["Top", "Mid"], path: "Examples/AppB"),
+                target("Support", "regular", ["Top"], path: "Tests/Support"), target("TopTests", "test", ["Support", "Top", "Low"]),
+            ].joined(separator: ", ") + "]}"
+            try FileText.write(json, to: dir + "/package.json")
+            return dir + "/package.json"
+        }
+        let written = try python("package-graph.py", ["--root", dir, "--dump", try package(top: ["Mid", "Low"]), "--dot", "graph.dot"])
+        XCTAssertEqual(written.status, 0, "\(written.lines)")
+        let text = try FileText.read(dir + "/graph.dot")
+        let arrows = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.contains("->") }
+        XCTAssertEqual(arrows, [
+            "\"Examples\" -> \"Top\";", "\"Mid\" -> \"Low\";", "\"Top\" -> \"Mid\";", "\"tool\" -> \"Top\";",
+        ], "Top → Low, tool → Low and AppB → Mid are implied by longer paths")
+        XCTAssertTrue(text.contains("label=\"example apps (2)\\nAppA\\nAppB\""), text)
+        for absent in ["TopTests", "Support", "Build", "\"AppA\""] { XCTAssertFalse(text.contains(absent), absent) }
+        // Rows from the top: Examples and tool (3 targets down), Top, Mid, Low; one row's names sorted.
+        let rows = text.components(separatedBy: "{ rank=same;").dropFirst().map { row in
+            row.split(separator: "\n").dropFirst().prefix { $0.hasPrefix("    ") }.map { String($0.split(separator: "\"")[1]) }
+        }
+        XCTAssertEqual(rows, [["Examples", "tool"], ["Top"], ["Mid"], ["Low"]])
+
+        let mark = try XCTUnwrap(text.split(separator: "\n").first { $0.contains("comment=") }?.split(separator: "\"")[1])
+        try FileText.write("<svg>\n<!-- \(mark) -->\n</svg>\n", to: dir + "/graph.svg")
+        let check = ["--root", dir, "--dot", "graph.dot", "--svg", "graph.svg", "--check"]
+        let good = try python("package-graph.py", check + ["--dump", try package(top: ["Mid", "Low"])])
+        XCTAssertEqual(good.status, 0, "\(good.lines)")
+        XCTAssertEqual(good.lines, ["package-graph: graph.dot and graph.svg show Package.swift's graph"])
+
+        // Top imports Low directly now and not Mid: another graph, so both files are stale.
+        let stale = try python("package-graph.py", check + ["--dump", try package(top: ["Low"])])
+        XCTAssertEqual(stale.status, 1)
+        XCTAssertEqual(stale.lines, [
+            "package-graph: graph.dot is not the graph of Package.swift; run make graph",
+            "package-graph: graph.svg was not rendered from the graph of Package.swift; run make graph",
+        ])
     }
 
     func testSoakReportCountsFlakyTestsAndScenarioFlakes() throws {

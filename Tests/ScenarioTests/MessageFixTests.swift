@@ -1,6 +1,7 @@
+import BLELabTestSupport
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 import YAMLSubset
 
 /// Error messages that were wrong or unhelpful when the broken-file fixtures were written, each

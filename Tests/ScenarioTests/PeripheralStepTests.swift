@@ -1,7 +1,8 @@
 import BLELab
+import BLELabTestSupport
 import BLERuntime
-import XCTest
 @testable import Scenario
+import XCTest
 
 /// A `peripheral:` step does what its actions say or fails saying why; it never says ok for
 /// actions that did nothing. Steps 1–2 of `connect` scenarios are scan and connect.

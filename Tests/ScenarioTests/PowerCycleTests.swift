@@ -1,5 +1,6 @@
-import XCTest
+import BLELabTestSupport
 @testable import Scenario
+import XCTest
 
 /// What docs/scenarios.md says survives `power-off` and `power-on` (section 18), and which name the
 /// Device Name characteristic 2A00 serves (section 3): each claim checked by a run.

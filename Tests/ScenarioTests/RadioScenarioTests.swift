@@ -1,9 +1,10 @@
-import ScenarioFormat
-import XCTest
 import BLELab
+import BLELabTestSupport
 import BLERuntime
 import HCI
 @testable import Scenario
+import ScenarioFormat
+import XCTest
 
 /// The radio keys of the format: a scan's and a connect's duty cycle, `min-rssi`, the `rssi`
 /// expectation, `parameter-requests` and `request-connection-update`'s `via`; validated at

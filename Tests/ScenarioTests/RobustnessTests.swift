@@ -1,6 +1,7 @@
+import BLELabTestSupport
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// Whatever a file says, loading gives errors or a scenario, and running gives a result: never a
 /// crash. Mutations of the tour file exercise steps out of their usual order.

@@ -1,9 +1,11 @@
 import BLELab
+@testable import BLELabCLI
+import BLELabTestSupport
 import BLERuntime
+@testable import Scenario
 import ScenarioFormat
 import Transport
 import XCTest
-@testable import Scenario
 
 /// The format's rules: ATT errors must be expected, the timeout names the waiting step, several
 /// peripherals, failure reports, determinism, and failures that are values, never crashes.

@@ -1,8 +1,9 @@
 import ATT
 import BLELab
+import BLELabTestSupport
 import BLERuntime
-import XCTest
 @testable import Scenario
+import XCTest
 
 /// Each central step and expectation on the sim, passing and failing, with the failure's text.
 /// Steps 1–3 of `connected` scenarios are scan, connect, discover.

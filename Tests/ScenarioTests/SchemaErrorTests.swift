@@ -1,6 +1,7 @@
+import BLELabTestSupport
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// Validation: every error names file:line:column, what was found and what was expected, with a
 /// did-you-mean for misspellings; all errors of a file are reported, before anything runs.

@@ -1,6 +1,7 @@
 import ATT
-import XCTest
+import BLELabTestSupport
 @testable import Scenario
+import XCTest
 
 /// Failure texts that offered two explanations, or the wrong one, now say which one applies.
 final class TruthfulTextTests: XCTestCase {

@@ -1,6 +1,7 @@
+import BLELabTestSupport
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// Mistakes a new user makes that used to validate and then did nothing, failed late, or read
 /// wrong: each is now refused before anything runs, at its line and column, with the fix.

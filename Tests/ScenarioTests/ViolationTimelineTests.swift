@@ -1,4 +1,6 @@
 import BLELab
+import BLELabCLI
+import BLELabTestSupport
 import BLERuntime
 import Scenario
 import ScenarioFormat

@@ -1,4 +1,5 @@
 import BLELab
+import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
@@ -17,7 +18,7 @@ final class TierCaptureTests: TierTestCase {
         var out = "", err = ""
         let console = Console(out: { out += $0 }, err: { err += $0 }, isTerminal: false, environment: [:])
         let cli = BLELabCLI(console: console, wallClock: { Instant(nanoseconds: Int64(WallClock.seconds() * 1e9)) },
-                            backend: { try TransportCatalog.backend(for: $0, environment: Tiers.environment) })
+                            transports: Tiers.transports(environment: Tiers.environment))
         let status = cli.main(["run", "--transport", transport] + arguments)
         return (status, out, err)
     }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLELab
+import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
@@ -40,6 +41,12 @@ enum Tiers {
             return "TierTests need RootCanal and Bumble: \(error). Run 'make test-tiers' (it makes the venv first) "
                 + "or 'make venv' before 'swift test --filter TierTests'."
         }
+    }
+
+    /// LabTiers' `--transport` values as the executable offers them to the CLI (main.swift).
+    static func transports(environment: @escaping @autoclosure () -> TierEnvironment = .current()) -> TransportOffer {
+        TransportOffer(backend: { try TransportCatalog.backend(for: $0, environment: environment()) },
+                       summary: TransportCatalog.offered, helpLines: TransportCatalog.helpLines)
     }
 
     /// A backend for a `--transport` value, on this checkout.

@@ -1,9 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLELab
+import BLELabCLI
 import BLERuntime
 import LabTiers
-import Scenario
 import Transport
 import XCTest
 
@@ -64,7 +65,7 @@ final class TransportCatalogTests: XCTestCase {
     private func cli(_ arguments: [String], environment: TierEnvironment = Tiers.environment) -> (BLELabCLI.Status, String, String) {
         var out = "", err = ""
         let console = Console(out: { out += $0 }, err: { err += $0 }, isTerminal: false, environment: [:])
-        let cli = BLELabCLI(console: console, backend: { try TransportCatalog.backend(for: $0, environment: environment) })
+        let cli = BLELabCLI(console: console, transports: Tiers.transports(environment: environment))
         let status = cli.main(arguments)
         return (status, out, err)
     }
@@ -91,11 +92,8 @@ final class TransportCatalogTests: XCTestCase {
 
     func testAnUnknownTransportListsWhatThisBuildOffers() {
         var err = ""
-        let saved = BLELabCLI.transportHelp
-        BLELabCLI.transportHelp = TransportCatalog.offered
-        defer { BLELabCLI.transportHelp = saved }
         let console = Console(out: { _ in }, err: { err += $0 }, isTerminal: false, environment: [:])
-        let status = BLELabCLI(console: console, backend: { try TransportCatalog.backend(for: $0) }).main(["run", "--transport", "vhci"])
+        let status = BLELabCLI(console: console, transports: Tiers.transports()).main(["run", "--transport", "vhci"])
         XCTAssertEqual(status, .badInput)
         XCTAssertEqual(err, "blelab: transport vhci is not available (this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], "
                        + "h4:EP,EP,…, hci-user:N,N,…)\nblelab: nothing was run\n")
@@ -110,10 +108,7 @@ final class TransportCatalogTests: XCTestCase {
     }
 
     func testHelpListsTheTransports() {
-        let saved = Help.transportValues
-        Help.transportValues = TransportCatalog.helpLines
-        defer { Help.transportValues = saved }
-        let text = Help.run
+        let text = Help.run(transports: Tiers.transports())
         for value in ["sim ", "rootcanal ", "rootcanal:HOST:PORT", "bumble ", "bumble:unix", "h4:EP,EP,…", "hci-user:N,N,…"] {
             XCTAssertTrue(text.contains("\n                     \(value)"), "\(value) in:\n\(text)")
         }

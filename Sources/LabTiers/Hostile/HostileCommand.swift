@@ -8,7 +8,6 @@ import BLERuntime
 import BLEWire
 import GAP
 import Host
-import Scenario
 import ScenarioFormat
 
 /// `blelab hostile`: BLELab's host in one role on an external controller, for a hostile peer on
@@ -55,42 +54,42 @@ public enum HostileCommand {
         var o = Options()
         var rest = arguments[...]
         func value(_ flag: String) throws -> String {
-            guard let v = rest.popFirst() else { throw UsageError("\(flag) needs a value") }
+            guard let v = rest.popFirst() else { throw HostileUsageError("\(flag) needs a value") }
             return v
         }
         while let flag = rest.popFirst() {
             switch flag {
             case "--role":
                 let v = try value(flag)
-                guard let role = HostileTarget.Role(rawValue: v) else { throw UsageError("--role \(v): use peripheral or central") }
+                guard let role = HostileTarget.Role(rawValue: v) else { throw HostileUsageError("--role \(v): use peripheral or central") }
                 o.role = role
             case "--transport": o.transport = try value(flag)
             case "--peer":
                 let v = try value(flag)
-                guard let peer = LEAddress(string: v) else { throw UsageError("--peer \(v): use AA:BB:CC:DD:EE:FF[/random|/public]") }
+                guard let peer = LEAddress(string: v) else { throw HostileUsageError("--peer \(v): use AA:BB:CC:DD:EE:FF[/random|/public]") }
                 o.peer = peer
             case "--address":
                 let v = try value(flag)
                 guard let address = BDAddr(string: v), address.rawValue >> 46 == 0b11 else {
-                    throw UsageError("--address \(v): a random static address (its top two bits set, e.g. C0:…)")
+                    throw HostileUsageError("--address \(v): a random static address (its top two bits set, e.g. C0:…)")
                 }
                 o.address = address
             case "--name": o.name = try value(flag)
             case "--json": o.json = try value(flag)
             case "--duration":
                 let v = try value(flag)
-                guard let seconds = Double(v), seconds > 0 else { throw UsageError("--duration \(v): a number of seconds") }
+                guard let seconds = Double(v), seconds > 0 else { throw HostileUsageError("--duration \(v): a number of seconds") }
                 o.duration = .nanoseconds(Int64(seconds * 1e9))
             default:
-                throw UsageError("unknown option \(flag)")
+                throw HostileUsageError("unknown option \(flag)")
             }
         }
-        guard o.role != nil else { throw UsageError("--role is required") }
-        guard let transport = o.transport else { throw UsageError("--transport is required") }
+        guard o.role != nil else { throw HostileUsageError("--role is required") }
+        guard let transport = o.transport else { throw HostileUsageError("--transport is required") }
         guard transport != "sim" else {
-            throw UsageError("--transport sim: the hostile peer runs on external controllers (rootcanal, bumble, h4:…)")
+            throw HostileUsageError("--transport sim: the hostile peer runs on external controllers (rootcanal, bumble, h4:…)")
         }
-        if o.role == .central, o.peer == nil { throw UsageError("--role central needs --peer") }
+        if o.role == .central, o.peer == nil { throw HostileUsageError("--role central needs --peer") }
         return o
     }
 
@@ -225,4 +224,10 @@ private extension String {
         while let c = s.last, set.contains(c) { s = s.dropLast() }
         return String(s)
     }
+}
+
+/// A bad `blelab hostile` command line: printed with the usage, exit status 2.
+struct HostileUsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ message: String) { description = message }
 }

@@ -282,24 +282,28 @@ extension HostCentral {
         let flaws = self.flaws
         // The timeline and the notes get these from the central's host, typed, with the other
         // layers' (ScenarioSession+Violations.swift); here they are kept for the expectations.
-        bearer.observeViolations { [unowned self] event in
+        bearer.observeViolations { [weak self] event in
+            guard let self else { return }
             flaws.rejected[id, default: []].append(.init(time: self.lab.loop.now, violation: event.violation, bytes: event.pdu))
         }
-        bearer.onFailure = { [unowned self, weak connection] error in
+        bearer.onFailure = { [weak self, weak connection] error in
+            guard let self else { return }
             guard case let .timeout(opcode) = error else { return }
             flaws.timeouts[id, default: []].append(.init(time: self.lab.loop.now, request: opcode, connectionHandle: handle))
             self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .protocolViolation,
                                       text: "ATT transaction timeout on \(id): no answer to the \(opcode.name) in 30 s; the bearer takes no more ATT, the central disconnects"))
             connection?.disconnect(reason: .remoteUserTerminatedConnection)
         }
-        client.onNotification = { [unowned self, weak client] n in
+        client.onNotification = { [weak self, weak client] n in
+            guard let self else { return }
             guard let client, client.characteristic(valueHandle: n.handle) == nil else { return }
             flaws.ignored[id, default: []].append(.init(time: self.lab.loop.now, handle: n.handle, value: n.value, isIndication: n.isIndication,
                                                         connectionHandle: handle))
             self.record(TimelineEvent(time: self.lab.loop.now, device: "central", kind: .protocolViolation,
                                       text: "ignored \(n.isIndication ? "indication" : "notification") from \(id) for handle \(hex4(n.handle)), which discovery never found"))
         }
-        client.onServiceChanged = { [unowned self, weak client] range in
+        client.onServiceChanged = { [weak self, weak client] range in
+            guard let self else { return }
             guard let client else { return }
             let k = flaws.serviceChanges[id, default: []].count
             flaws.serviceChanges[id, default: []].append(.init(time: self.lab.loop.now, range: range, connectionHandle: handle, rediscovery: nil))
@@ -318,7 +322,8 @@ extension HostCentral {
     /// parameters out of LE Connection Update's ranges.
     func answerParameterRequests(from id: String, accept: Bool) {
         parameterRequestAnswers[id] = accept
-        host.acceptsConnectionParameters = { [unowned self] connection, p in
+        host.acceptsConnectionParameters = { [weak self] connection, p in
+            guard let self else { return p.isValid }
             guard let peer = self.peripheralID(connection.peer), let answer = self.parameterRequestAnswers[peer] else { return p.isValid }
             return answer && p.isValid
         }
@@ -326,7 +331,8 @@ extension HostCentral {
 
     /// Puts each request the central answers on the timeline.
     private func watchParameterRequests() {
-        host.onConnectionParameterRequest = { [unowned self] request in
+        host.onConnectionParameterRequest = { [weak self] request in
+            guard let self else { return }
             let p = request.parameters
             let asked = "interval \(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMin) * 1250))"
                 + (p.intervalMax != p.intervalMin ? "–\(ConnectionUpdateRequest.milliseconds(micros: Int64(p.intervalMax) * 1250))" : "")

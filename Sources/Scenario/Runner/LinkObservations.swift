@@ -41,7 +41,8 @@ final class LinkObservations {
     }
 
     func watchCentral(_ traffic: ATTTraffic) {
-        traffic.observe { [unowned self] record in
+        traffic.observe { [weak self] record in
+            guard let self else { return }
             guard !record.wasSent, let peripheral = self.peripheralByCentralHandle[record.connectionHandle] else { return }
             switch record.pdu {
             case let .handleValueNotification(n)?:
@@ -57,7 +58,8 @@ final class LinkObservations {
     }
 
     func watchPeripheral(_ id: String, traffic: ATTTraffic) {
-        traffic.observe { [unowned self] record in
+        traffic.observe { [weak self] record in
+            guard let self else { return }
             guard !record.wasSent, let pdu = record.pdu else { return }
             let time = record.time
             switch pdu {

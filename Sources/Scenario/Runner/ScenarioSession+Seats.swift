@@ -20,10 +20,12 @@ extension ScenarioSession {
         }
         peripheralSeats[spec.id] = peripheral
         let id = spec.id
-        peripheral.onActivity = { [unowned self] activity in
+        peripheral.onActivity = { [weak self] activity in
+            guard let self else { return }
             self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
         }
-        peripheral.onWrite = { [unowned self] write in
+        peripheral.onWrite = { [weak self] write in
+            guard let self else { return }
             guard let handle = self.valueHandle(write.characteristic, on: id) else { return }
             // bluetoothd 5.66 does not tell a GATT application which PDU carried a write: take it
             // from the central's side of the link, the last write PDU it sent for the handle.
@@ -38,13 +40,15 @@ extension ScenarioSession {
 
     func beginCentral() throws {
         let seat: CentralSeat = central
-        seat.onValue = { [unowned self] address, ref, value in
+        seat.onValue = { [weak self] address, ref, value in
+            guard let self else { return }
             guard let id = self.peripheralID(at: address), let handle = self.valueHandle(ref, on: id) else { return }
             self.observations.delivered(id, handle: handle, time: self.now, value: value)
             self.record(TimelineEvent(time: self.now, device: "central", kind: .att, text: "\(seat.description) delivered \(ref) = \(ValueText.describe(value))",
                                       direction: "received", bytes: value))
         }
-        seat.onDisconnected = { [unowned self] address in
+        seat.onDisconnected = { [weak self] address in
+            guard let self else { return }
             guard let id = self.peripheralID(at: address) else { return }
             self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral, text: "\(seat.description): \(id) disconnected"))
         }

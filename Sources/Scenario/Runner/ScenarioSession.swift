@@ -183,7 +183,8 @@ final class ScenarioSession {
             watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
                 let id = spec.id
-                peripheral.onActivity = { [unowned self] activity in
+                peripheral.onActivity = { [weak self] activity in
+                    guard let self else { return }
                     // What the central broke is in the timeline as its host reported it, typed.
                     if case .protocolViolation = activity.kind { return }
                     self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
@@ -200,7 +201,7 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
             central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
-                                  peripheralID: { [unowned self] in self.peripheralID(at: $0) }, record: { [unowned self] in self.record($0) })
+                                  peripheralID: { [weak self] in self?.peripheralID(at: $0) }, record: { [weak self] in self?.record($0) })
             watchViolations(of: device.host, device: PeripheralSchema.centralID)
             observations.watchCentral(device.traffic)
             if options.recordsTimeline { watchTimeline(device) }
@@ -223,7 +224,8 @@ final class ScenarioSession {
 
     private func watchTimeline(_ device: LabDevice) {
         let name = device.name
-        device.traffic.observe { [unowned self] r in
+        device.traffic.observe { [weak self] r in
+            guard let self else { return }
             self.record(TimelineEvent(time: r.time, device: name, kind: .att, text: r.pdu?.description ?? ATTPDU.describe(r.bytes),
                                       direction: r.wasSent ? "sent" : "received", bytes: r.bytes))
         }

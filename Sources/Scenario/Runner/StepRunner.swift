@@ -84,7 +84,11 @@ final class StepRunner {
             if let connection { session.connections[id] = connection }
             session.lastConnect = ConnectAttempt(step: step, peripheral: id, time: session.now, outcome: .connected(connection))
             if let connection {
-                connection.whenDisconnected { [unowned self] _ in self.session.linkEnded[id] = self.session.now }
+                connection.whenDisconnected { [weak self] _ in
+                    // The connection may end after this run is over (a lab's host outlives its runner).
+                    guard let self else { return }
+                    self.session.linkEnded[id] = self.session.now
+                }
                 session.observations.connected(id, centralHandle: connection.handle)
             }
             session.note = "connected to \(id) at \(address)" + (connection.map { ", handle \(hex4($0.handle))" } ?? "")

@@ -1,7 +1,9 @@
+@testable import BLELabCLI
+import BLELabTestSupport
 import Foundation
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// `blelab --version`: the release number and the git commit the executable was built from,
 /// recorded at build time by tools/build-info.sh (run by the BuildInfo plugin).
@@ -12,10 +14,15 @@ final class VersionTests: XCTestCase {
 
     func testVersionFlagPrintsTheVersionOnStandardOutputAndExitsZero() {
         XCTAssertEqual(cli.run(["--version"]), .passed)
-        XCTAssertEqual(cli.out, BLELabCLI.version + "\n")
+        XCTAssertEqual(cli.out, "blelab \(BLELabVersion.number) (commit unknown: built as a library)\n")
         XCTAssertEqual(cli.err, "")
         XCTAssertEqual(cli.run(["version"]), .passed)
-        XCTAssertEqual(cli.out, BLELabCLI.version + "\n")
+        XCTAssertEqual(cli.out, "blelab \(BLELabVersion.number) (commit unknown: built as a library)\n")
+        // The executable passes the version naming its commit (main.swift): that is what it prints.
+        var out = ""
+        let built = BLELabCLI(console: Console(out: { out += $0 }, err: { _ in }), version: "blelab 9.9.9 (commit 0123456789ab)")
+        XCTAssertEqual(built.main(["--version"]), .passed)
+        XCTAssertEqual(out, "blelab 9.9.9 (commit 0123456789ab)\n")
         XCTAssertEqual(cli.run(["--version", "scenarios"]), .badInput)
         XCTAssertEqual(cli.err, "blelab: --version takes nothing after it\n")
         XCTAssertTrue(Help.main.contains("--version"))
@@ -32,8 +39,8 @@ final class VersionTests: XCTestCase {
     // MARK: The build's record
 
     private func git(_ arguments: [String]) throws -> (status: Int32, output: String)? {
-        guard let git = CaptureInteropTests.executableOnPath("git") else { return nil }
-        let r = try CaptureInteropTests.runTool(git, ["-C", root] + arguments)
+        guard let git = TestTools.executableOnPath("git") else { return nil }
+        let r = try TestTools.runTool(git, ["-C", root] + arguments)
         return (r.status, r.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
@@ -49,7 +56,7 @@ final class VersionTests: XCTestCase {
     private func buildInfo(script: String) throws -> [String: String] {
         let dir = try temporaryDirectory()
         defer { removeTree(dir) }
-        let run = try CaptureInteropTests.runTool("/bin/sh", [script, dir])
+        let run = try TestTools.runTool("/bin/sh", [script, dir])
         XCTAssertEqual(run.status, 0)
         var values: [String: String] = [:]
         for line in try FileText.read(dir + "/BuildInfo.swift").split(separator: "\n") where line.hasPrefix("let ") {
@@ -88,7 +95,7 @@ final class VersionTests: XCTestCase {
     func testTheBuiltExecutableNamesTheCommitItWasBuiltFrom() throws {
         let blelab = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("blelab").path
         guard FileManager.default.isExecutableFile(atPath: blelab) else { return XCTFail("no blelab beside the tests at \(blelab): swift build --build-tests builds it") }
-        let run = try CaptureInteropTests.runTool(blelab, ["--version"])
+        let run = try TestTools.runTool(blelab, ["--version"])
         XCTAssertEqual(run.status, 0)
         let line = run.output.trimmingCharacters(in: .newlines)
         guard try checkoutCommit() != nil else {

@@ -1,5 +1,7 @@
-import XCTest
+@testable import BLELabCLI
+import BLELabTestSupport
 @testable import Scenario
+import XCTest
 
 /// `blelab verdicts`: the cross-tier report, from JUnit files like those `blelab run --junit`
 /// writes on each tier (Fixtures/verdicts/: HM-10 fails on rootcanal only, air-power-off is

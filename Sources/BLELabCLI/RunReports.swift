@@ -1,4 +1,6 @@
+import BLELab
 import BLERuntime
+import Scenario
 import ScenarioFormat
 import Transport
 

@@ -2,19 +2,20 @@
 import Glibc
 #endif
 import BLELab
+import BLELabCLI
 import BLERuntime
+import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// Scenario text → validated scenario, errors, or a run.
-enum ScenarioText {
-    static func load(_ text: String, file: String = "test.yaml") throws -> Scenario {
+public enum ScenarioText {
+    public static func load(_ text: String, file: String = "test.yaml") throws -> Scenario {
         try Scenario.parse(text, file: file)
     }
 
     /// Every error message of `text` (empty when it is valid).
-    static func errors(_ text: String, file: String = "test.yaml") -> [String] {
+    public static func errors(_ text: String, file: String = "test.yaml") -> [String] {
         do {
             _ = try Scenario.parse(text, file: file)
             return []
@@ -25,13 +26,13 @@ enum ScenarioText {
         }
     }
 
-    static func run(_ text: String, options: RunOptions = RunOptions(), file: String = "test.yaml") throws -> ScenarioResult {
+    public static func run(_ text: String, options: RunOptions = RunOptions(), file: String = "test.yaml") throws -> ScenarioResult {
         ScenarioRunner().run(try load(text, file: file), options: options)
     }
 
     /// A file around `central` steps with one HM-10-like peripheral (FFE0: FFE1 read/write-without-response/notify
     /// echoing writes, FFE2 write only, FFE3 read/indicate, FFE4 read/write/write-without-response).
-    static func hm10(_ central: String, extraPeripheral: String = "", header: String = "") -> String {
+    public static func hm10(_ central: String, extraPeripheral: String = "", header: String = "") -> String {
         """
         scenario: test
         \(header)
@@ -58,22 +59,23 @@ enum ScenarioText {
     }
 
     /// The usual opening: scan, connect, discover.
-    static let connected = """
+    public static let connected = """
           - scan: { for: 1s }
           - connect: hm10
           - discover: all
         """
 
-    static var fixtures: String {
-        let file = #filePath
-        guard let slash = file.lastIndex(of: "/") else { return "Fixtures" }
-        return String(file[..<slash]) + "/Fixtures"
+    /// Tests/ScenarioTests/Fixtures: the scenario files the runner's and the CLI's tests share.
+    public static var fixtures: String {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(2)   // BLELabTestSupport/ScenarioTestSupport.swift
+        return parts.joined(separator: "/") + "/ScenarioTests/Fixtures"
     }
 }
 
 extension ScenarioResult {
     /// The failure's one-line summary, or "passed" / "skipped".
-    var verdict: String {
+    public var verdict: String {
         switch outcome {
         case .passed: return "passed"
         case .skipped: return "skipped"
@@ -82,20 +84,26 @@ extension ScenarioResult {
     }
 }
 
-/// `blelab` with an injected console and a fake wall clock (1 ms per reading).
-final class CLIHarness {
-    var out = ""
-    var err = ""
+/// `blelab` with an injected console and a fake wall clock (1 ms per reading); what it writes is
+/// kept in `files` unless `writesFiles`.
+public final class CLIHarness {
+    public var out = ""
+    public var err = ""
     private var clock: Int64 = 0
-    var files: [String: [UInt8]] = [:]
-    /// The `--transport` factory (the CLI's default: the sim only).
-    var backend: (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend
+    public var files: [String: [UInt8]] = [:]
+    /// The `--transport` values (the CLI's default: the sim only).
+    public var transports: TransportOffer
 
-    init(backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend) {
-        self.backend = backend
+    public init(transports: TransportOffer = .simOnly) {
+        self.transports = transports
     }
 
-    func run(_ arguments: [String], terminal: Bool = false, environment: [String: String] = [:], writesFiles: Bool = false) -> BLELabCLI.Status {
+    /// With `backend` for the `--transport` values (listed as the sim's in messages).
+    public convenience init(backend: @escaping (String) throws -> ScenarioBackend?) {
+        self.init(transports: TransportOffer(backend: backend))
+    }
+
+    public func run(_ arguments: [String], terminal: Bool = false, environment: [String: String] = [:], writesFiles: Bool = false) -> BLELabCLI.Status {
         out = ""
         err = ""
         let console = Console(out: { [unowned self] in self.out += $0 }, err: { [unowned self] in self.err += $0 },
@@ -105,15 +113,15 @@ final class CLIHarness {
             return Instant(nanoseconds: self.clock)
         }, writeFile: { [unowned self] bytes, path in
             if writesFiles { try FileText.write(bytes, to: path) } else { self.files[path] = bytes }
-        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } }, backend: backend)
+        }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } }, transports: transports)
         return cli.main(arguments)
     }
 
-    var outLines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+    public var outLines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
 }
 
 /// A fresh temporary directory.
-func temporaryDirectory() throws -> String {
+public func temporaryDirectory() throws -> String {
     var template = Array("/tmp/blelab-tests-XXXXXX".utf8CString)
     let path: String? = template.withUnsafeMutableBufferPointer { buffer in
         guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
@@ -124,7 +132,7 @@ func temporaryDirectory() throws -> String {
 }
 
 /// `rm -r`, for the temporary directories tests make.
-func removeTree(_ path: String) {
+public func removeTree(_ path: String) {
     if FileText.kind(path) == .directory {
         for name in (try? FileText.entries(path)) ?? [] { removeTree(path + "/" + name) }
         rmdir(path)

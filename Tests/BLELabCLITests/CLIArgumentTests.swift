@@ -1,6 +1,8 @@
+@testable import BLELabCLI
+import BLELabTestSupport
+@testable import Scenario
 import ScenarioFormat
 import XCTest
-@testable import Scenario
 
 /// `blelab`'s command line: parsing, selection and sharding (no scenario runs here).
 final class CLIArgumentTests: XCTestCase {
@@ -61,14 +63,14 @@ final class CLIArgumentTests: XCTestCase {
     }
 
     func testHelpForEachCommand() throws {
-        XCTAssertEqual(try CLIArguments.parse([]), .help(Help.main))
-        XCTAssertEqual(try CLIArguments.parse(["--help"]), .help(Help.main))
-        XCTAssertEqual(try CLIArguments.parse(["run", "--help"]), .help(Help.run))
-        XCTAssertEqual(try CLIArguments.parse(["validate", "-h"]), .help(Help.validate))
-        XCTAssertEqual(try CLIArguments.parse(["list", "--help"]), .help(Help.list))
-        XCTAssertEqual(try CLIArguments.parse(["help", "run"]), .help(Help.run))
-        XCTAssertTrue(Help.run.contains("--shard I/N"))
-        XCTAssertTrue(Help.run.contains("NO_COLOR"))
+        XCTAssertEqual(try CLIArguments.parse([]), .help(.main))
+        XCTAssertEqual(try CLIArguments.parse(["--help"]), .help(.main))
+        XCTAssertEqual(try CLIArguments.parse(["run", "--help"]), .help(.run))
+        XCTAssertEqual(try CLIArguments.parse(["validate", "-h"]), .help(.validate))
+        XCTAssertEqual(try CLIArguments.parse(["list", "--help"]), .help(.list))
+        XCTAssertEqual(try CLIArguments.parse(["help", "run"]), .help(.run))
+        XCTAssertTrue(Help.run().contains("--shard I/N"))
+        XCTAssertTrue(Help.run().contains("NO_COLOR"))
     }
 
     func testValidateAndList() throws {

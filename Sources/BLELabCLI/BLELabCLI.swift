@@ -1,4 +1,6 @@
+import BLELab
 import BLERuntime
+import Scenario
 import ScenarioFormat
 import Transport
 
@@ -21,44 +23,31 @@ public struct BLELabCLI {
     public var writeFile: ([UInt8], String) throws -> Void
     /// `mkdir -p`, to check the capture folder before running anything.
     public var makeDirectory: (String) throws -> Void
-    /// The backend for a `--transport` value; nil: no such transport. Throws when the transport
-    /// exists but cannot be used here (the message says why and what to do).
-    public var backend: (String) throws -> ScenarioBackend?
-    /// The seats another stack plays for `--central`/`--peripheral` values (nil: neither
-    /// given). Throws when a value is not offered, saying what is.
-    public var roles: (_ central: String?, _ peripheral: String?) throws -> ScenarioRoles
+    /// What `--version` prints (the executable passes one naming the commit it was built from).
+    public var version: String
+    /// The `--transport` values: the backend each makes, and how help and messages list them.
+    public var transports: TransportOffer
+    /// The stacks that can take the central's seat or serve a peripheral.
+    public var seats: SeatOffer
 
     public init(console: Console, wallClock: @escaping () -> Instant = { .zero },
                 writeFile: @escaping ([UInt8], String) throws -> Void = { try FileText.write($0, to: $1) },
                 makeDirectory: @escaping (String) throws -> Void = { try FileText.makeDirectories($0) },
-                backend: @escaping (String) throws -> ScenarioBackend? = BLELabCLI.availableBackend,
-                roles: @escaping (String?, String?) throws -> ScenarioRoles = BLELabCLI.noRoles) {
-        self.roles = roles
+                version: String = BLELabVersion.text(commit: "", localChanges: false, note: "built as a library"),
+                transports: TransportOffer = .simOnly, seats: SeatOffer = .none) {
         self.console = console
         self.wallClock = wallClock
         self.writeFile = writeFile
         self.makeDirectory = makeDirectory
-        self.backend = backend
+        self.version = version
+        self.transports = transports
+        self.seats = seats
     }
 
-    /// The tiers built so far: only the sim.
-    public static func availableBackend(_ name: String) -> ScenarioBackend? {
-        name == TransportTier.sim.rawValue ? SimBackend() : nil
+    /// The text for a help topic: `run`'s lists this build's transports and seats.
+    public func help(_ topic: HelpTopic) -> String {
+        Help.text(topic, transports: transports, seats: seats)
     }
-
-    /// Without an external stack in this build: only the default (BLELab's own central and
-    /// peripherals).
-    public static func noRoles(_ central: String?, _ peripheral: String?) throws -> ScenarioRoles {
-        if let central { throw UsageError("--central \(central): this build offers no other central (blelab offers bluez)") }
-        if let peripheral { throw UsageError("--peripheral \(peripheral): this build offers no other peripheral (blelab offers bluez)") }
-        return ScenarioRoles()
-    }
-
-    /// What `--version` prints; the executable sets it from the commit it was built from.
-    public static var version = BLELabVersion.text(commit: "", localChanges: false, note: "built as a library")
-
-    /// The `--transport` values, for messages (the executable may offer more than the default).
-    public static var transportHelp = "this build offers: sim"
 
     /// Runs the command line (without the program name) and returns the exit status.
     public func main(_ arguments: [String]) -> Status {
@@ -68,11 +57,11 @@ public struct BLELabCLI {
             return .badInput
         }
         switch command {
-        case let .help(text):
-            console.out(text + "\n")
+        case let .help(topic):
+            console.out(help(topic) + "\n")
             return .passed
         case .version:
-            console.out(Self.version + "\n")
+            console.out(version + "\n")
             return .passed
         case let .run(arguments): return run(arguments)
         case let .validate(paths): return validate(paths)
@@ -126,20 +115,20 @@ public struct BLELabCLI {
 
     func run(_ arguments: RunArguments) -> Status {
         let found: ScenarioBackend?
-        do { found = try backend(arguments.transport) } catch {
+        do { found = try transports.backend(arguments.transport) } catch {
             console.err("blelab: transport \(arguments.transport): \(error)\nblelab: nothing was run\n")
             return .badInput
         }
         guard let backend = found else {
-            console.err("blelab: transport \(arguments.transport) is not available (\(Self.transportHelp))\nblelab: nothing was run\n")
+            console.err("blelab: transport \(arguments.transport) is not available (\(transports.summary))\nblelab: nothing was run\n")
             return .badInput
         }
         let roles: ScenarioRoles
         do {
             if arguments.central == "none" {
-                roles = ScenarioRoles(central: UnoccupiedCentral(), peripheral: try self.roles(nil, arguments.peripheral).peripheral)
+                roles = ScenarioRoles(central: UnoccupiedCentral(), peripheral: try seats.roles(nil, arguments.peripheral).peripheral)
             } else {
-                roles = try self.roles(arguments.central, arguments.peripheral)
+                roles = try seats.roles(arguments.central, arguments.peripheral)
             }
         } catch {
             console.err("blelab: \(error)\nblelab: nothing was run\n")

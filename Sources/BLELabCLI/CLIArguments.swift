@@ -10,8 +10,8 @@ public enum CLICommand: Equatable {
     case importCapture(ImportArguments)
     /// `verdicts [LABEL=]JUNIT…` (VerdictsCommand.swift).
     case verdicts(VerdictsArguments)
-    /// Print this help text and exit 0.
-    case help(String)
+    /// Print the help on this topic and exit 0 (`BLELabCLI.help(_:)` renders it).
+    case help(HelpTopic)
     /// `--version`: print `BLELabVersion.text` and exit 0.
     case version
 }
@@ -83,27 +83,27 @@ public enum CLIArguments {
 
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) throws -> CLICommand {
-        guard let command = arguments.first else { return .help(Help.main) }
+        guard let command = arguments.first else { return .help(.main) }
         let rest = Array(arguments.dropFirst())
         switch command {
         case "run": return try parseRun(rest)
         case "validate":
-            if rest.contains(where: isHelp) { return .help(Help.validate) }
+            if rest.contains(where: isHelp) { return .help(.validate) }
             return .validate(paths: try positional(rest, command: "validate"))
         case "list": return try parseList(rest)
         case "import": return try ImportArguments.parse(rest)
         case "verdicts": return try VerdictsArguments.parse(rest)
         case "help":
             switch rest.first {
-            case nil: return .help(Help.main)
-            case "run"?: return .help(Help.run)
-            case "validate"?: return .help(Help.validate)
-            case "list"?: return .help(Help.list)
-            case "import"?: return .help(Help.importCapture)
-            case "verdicts"?: return .help(Help.verdicts)
+            case nil: return .help(.main)
+            case "run"?: return .help(.run)
+            case "validate"?: return .help(.validate)
+            case "list"?: return .help(.list)
+            case "import"?: return .help(.importCapture)
+            case "verdicts"?: return .help(.verdicts)
             case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list, import and verdicts")
             }
-        case "-h", "--help": return .help(Help.main)
+        case "-h", "--help": return .help(.main)
         case "--version", "version":
             guard rest.isEmpty else { throw UsageError("--version takes nothing after it") }
             return .version
@@ -163,7 +163,7 @@ public enum CLIArguments {
             if argument == "--" { onlyPaths = true; continue }
             let (name, inline) = split(argument)
             switch name {
-            case "-h", "--help": return .help(Help.run)
+            case "-h", "--help": return .help(.run)
             case "--tag":
                 let tag = try cursor.value(for: name, inline: inline)
                 guard !tag.isEmpty else { throw UsageError("option --tag needs a tag") }
@@ -220,7 +220,7 @@ public enum CLIArguments {
             if argument == "--" { onlyPaths = true; continue }
             let (name, inline) = split(argument)
             switch name {
-            case "-h", "--help": return .help(Help.list)
+            case "-h", "--help": return .help(.list)
             case "--tag": list.tags.append(try cursor.value(for: name, inline: inline))
             case "--filter": list.filter = try cursor.value(for: name, inline: inline)
             default: throw UsageError("unknown option '\(name)' for list; see 'blelab list --help'")
@@ -230,8 +230,25 @@ public enum CLIArguments {
     }
 }
 
+/// What `--help` can describe: the program, or one command.
+public enum HelpTopic: Equatable {
+    case main, run, validate, list, importCapture, verdicts
+}
+
 /// The help texts.
 public enum Help {
+    /// The text on `topic`; `run`'s lists the transports and seats offered.
+    public static func text(_ topic: HelpTopic, transports: TransportOffer = .simOnly, seats: SeatOffer = .none) -> String {
+        switch topic {
+        case .main: return main
+        case .run: return run(transports: transports, seats: seats)
+        case .validate: return validate
+        case .list: return list
+        case .importCapture: return importCapture
+        case .verdicts: return verdicts
+        }
+    }
+
     public static let main = """
     blelab: run BLE scenarios on a virtual lab
 
@@ -249,12 +266,22 @@ public enum Help {
     'blelab <command> --help' describes each command.
     """
 
-    /// The `--transport` values `run --help` lists, one per line, indented under the option.
-    /// The library offers only the sim; an executable with more tiers sets this (blelab's
-    /// main.swift lists the socket and vhci transports of LabTiers).
-    nonisolated(unsafe) public static var transportValues = "sim  the embedded simulator: virtual time, deterministic (the default)"
+    /// `syntax  meaning` lines, the syntaxes padded to one width.
+    static func valueLines(_ values: [(syntax: String, meaning: String)]) -> String {
+        let width = values.map(\.syntax.count).max() ?? 0
+        return values.map { $0.syntax + String(repeating: " ", count: width - $0.syntax.count + 2) + $0.meaning }
+            .joined(separator: "\n")
+    }
 
-    public static var run: String { """
+    /// Lines indented under an option of `run --help`.
+    private static func underOption(_ lines: String) -> String {
+        lines.split(separator: "\n").map { "                     " + $0 }.joined(separator: "\n")
+    }
+
+    public static func run(transports: TransportOffer = .simOnly, seats: SeatOffer = .none) -> String {
+        let central = valueLines([("none", "a program outside the lab (wait, peripheral and peripheral-received only)")] + seats.centralValues)
+        let peripheral = seats.peripheralValues.isEmpty ? "this build offers none" : valueLines(seats.peripheralValues)
+        return """
     usage: blelab run [options] [PATHS…]
 
     Runs every scenario in PATHS (files, or folders searched recursively for *.yaml, in sorted
@@ -271,13 +298,12 @@ public enum Help {
       --json FILE      write a machine-readable timeline of every run
       --capture DIR    write one btsnoop capture per device per scenario run
       --transport T    where the controllers are (default sim); T is one of:
-    \(transportValues.split(separator: "\n").map { "                     " + $0 }.joined(separator: "\n"))
-      --central S      put another stack in the central's seat: bluez[:hciN] is bluetoothd over
-                       D-Bus on adapter hciN (default hci0); --transport then holds only the
-                       peripherals' controllers (docs/bluez.md); none leaves the seat to a
-                       program outside the lab (wait, peripheral and peripheral-received only)
-      --peripheral S   serve one peripheral with another stack: bluez[:hciN[:ID]] is bluetoothd
-                       on hciN serving peripheral ID (default: the first declared)
+    \(underOption(transports.helpLines))
+      --central S      put another stack, or a program outside the lab, in the central's seat;
+                       --transport then holds only the peripherals' controllers; S is one of:
+    \(underOption(central))
+      --peripheral S   serve one peripheral with another stack; S is one of:
+    \(underOption(peripheral))
       -q, --quiet      print only failures and the summary
       -v, --verbose    also print every step with its virtual time
       -h, --help       this text
@@ -285,7 +311,8 @@ public enum Help {
     Colour is used only when standard output is a terminal and NO_COLOR is not set.
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (a --tag or
     --filter that selects nothing too)
-    """ }
+    """
+    }
 
     public static let validate = """
     usage: blelab validate [PATHS…]

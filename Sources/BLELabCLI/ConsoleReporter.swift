@@ -1,4 +1,5 @@
 import BLERuntime
+import Scenario
 
 /// Where the command line writes, and what it knows about its terminal: injected, so tests can
 /// check colour, progress and streams without a terminal.

@@ -25,7 +25,7 @@ public struct ImportArguments: Equatable {
                 let (name, inline) = argument.firstIndex(of: "=").map { (String(argument[..<$0]), String(argument[argument.index(after: $0)...])) }
                     ?? (argument, nil)
                 switch name {
-                case "-h", "--help": return .help(Help.importCapture)
+                case "-h", "--help": return .help(.importCapture)
                 case "-o", "--output":
                     guard let value = inline ?? (index < arguments.count ? arguments[index] : nil), !value.isEmpty else {
                         throw UsageError("option \(name) needs a path")

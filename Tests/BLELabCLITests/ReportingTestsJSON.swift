@@ -1,3 +1,5 @@
+import BLELab
+@testable import BLELabCLI
 import BLERuntime
 import Foundation
 import HCI

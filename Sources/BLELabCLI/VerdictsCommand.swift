@@ -1,3 +1,4 @@
+import Scenario
 import ScenarioFormat
 
 /// `blelab verdicts [LABEL=]JUNIT…`: the verdict of every scenario on every tier, from the JUnit
@@ -21,7 +22,7 @@ public struct VerdictsArguments: Equatable {
         var onlyPaths = false
         for argument in arguments {
             if !onlyPaths && argument == "--" { onlyPaths = true; continue }
-            if !onlyPaths && CLIArguments.isHelp(argument) { return .help(Help.verdicts) }
+            if !onlyPaths && CLIArguments.isHelp(argument) { return .help(.verdicts) }
             if !onlyPaths && argument.hasPrefix("-") && argument != "-" {
                 throw UsageError("unknown option '\(argument)' for verdicts; see 'blelab verdicts --help'")
             }

@@ -1,8 +1,10 @@
+@testable import BLELabCLI
+import BLELabTestSupport
 import BLERuntime
+@testable import Scenario
 import ScenarioFormat
 import Transport
 import XCTest
-@testable import Scenario
 
 /// `blelab run` through its entry point, on scenario files written for the test: what a
 /// selection that matches nothing does, and the names `--capture` gives when files share a name.

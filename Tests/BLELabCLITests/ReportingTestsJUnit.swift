@@ -4,6 +4,7 @@ import FoundationXML
 #endif
 import Scenario
 import XCTest
+@testable import BLELabCLI
 
 /// JUnit XML: exact output, escaping, what an independent XML parser makes of it, merging shards,
 /// and reading files back.
