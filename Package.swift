@@ -46,11 +46,12 @@ let package = Package(
         // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
         .executableTarget(name: "blelab", dependencies: ["BLELabCLI", "LabTiers", "BlueZLab", "BLERuntime"], plugins: ["BuildInfo"]),
         .plugin(name: "BuildInfo", capability: .buildTool()),
-        // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
-        // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
+        // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): a generic client and
+        // object exporter (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
-        // The BlueZ roles: bluetoothd as a scenario's central or peripheral, over D-Bus.
+        // BlueZ over D-Bus: bluetoothd's API as typed proxies and names (BlueZClient, BlueZError),
+        // and the BlueZ roles: bluetoothd as a scenario's central or peripheral.
         .target(name: "BlueZLab", dependencies: ["ScenarioFormat", "DBus", "Scenario", "BLELab", "GATT", "ATT", "HCI", "BLEWire", "BLERuntime"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
@@ -84,8 +85,10 @@ let package = Package(
         .testTarget(name: "TierTests", dependencies: ["BLELabCLI", "ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
         // Each test starts its own private dbus-daemon (package dbus-daemon).
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
-        .testTarget(name: "BlueZLabTests", dependencies: ["ScenarioFormat", "BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
+        // A private dbus-daemon per test, and the bus test case DBusTests and BlueZLabTests share.
+        .target(name: "DBusTestSupport", dependencies: ["DBus", "BLERuntime"], path: "Tests/DBusTestSupport"),
+        .testTarget(name: "DBusTests", dependencies: ["DBusTestSupport", "DBus", "BLERuntime"]),
+        .testTarget(name: "BlueZLabTests", dependencies: ["DBusTestSupport", "ScenarioFormat", "BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",

@@ -6,6 +6,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import DBus
+import DBusTestSupport
 import Foundation
 import GATT
 import Scenario
@@ -29,14 +30,14 @@ final class BlueZCentralTests: XCTestCase {
     static let otherAddress = "C0:FF:EE:00:00:02"
 
     var loop: SystemEventLoop!
-    var bus: PeripheralTestBus!
+    var bus: PrivateBus!
     var connections: [DBusConnection] = []
     var fakes: [FakeCentralBluetoothd] = []
     var centrals: [BlueZCentral] = []
 
     override func setUpWithError() throws {
         loop = SystemEventLoop()
-        bus = try PeripheralTestBus()
+        bus = try PrivateBus()
     }
 
     override func tearDown() {

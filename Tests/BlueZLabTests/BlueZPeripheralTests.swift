@@ -3,6 +3,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import DBus
+import DBusTestSupport
 import GATT
 import Scenario
 import ScenarioFormat
@@ -14,7 +15,7 @@ import XCTest
 /// and how it answers what bluetoothd calls on behalf of a central.
 final class BlueZPeripheralTests: XCTestCase {
     var loop: SystemEventLoop!
-    var bus: PeripheralTestBus!
+    var bus: PrivateBus!
     var connections: [DBusConnection] = []
     var peripherals: [BlueZPeripheral] = []
     /// Kept until the peripherals have stopped: their methods are called to the end.
@@ -22,7 +23,7 @@ final class BlueZPeripheralTests: XCTestCase {
 
     override func setUpWithError() throws {
         loop = SystemEventLoop()
-        bus = try PeripheralTestBus()
+        bus = try PrivateBus()
     }
 
     override func tearDown() {

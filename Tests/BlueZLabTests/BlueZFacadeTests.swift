@@ -1,5 +1,7 @@
 import BLERuntime
-@testable import DBus
+@testable import BlueZLab
+import DBus
+import DBusTestSupport
 import Foundation
 import XCTest
 
@@ -317,5 +319,27 @@ final class BlueZFacadeTests: BusTestCase {
         let alone = BlueZClient(connection: try connect(), service: "org.example.NoBluetoothd", timeout: .seconds(5))
         guard case .remote(let reply)? = error(alone.managedObjects) else { return XCTFail() }
         XCTAssertEqual(reply.name, DBusErrorReply.serviceUnknown)
+    }
+
+    func testBlueZErrorNames() {
+        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.NotReady"), .notReady)
+        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.InProgress")?.errorName, "org.bluez.Error.InProgress")
+        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.Vendor"), .other("Vendor"))
+        XCTAssertEqual(BlueZError.other("Vendor").errorName, "org.bluez.Error.Vendor")
+        XCTAssertNil(BlueZError(errorName: "org.freedesktop.DBus.Error.Failed"))
+        for kind: BlueZError in [.failed, .inProgress, .notPermitted, .notAuthorized, .invalidArguments, .notSupported,
+                                 .alreadyExists, .doesNotExist, .notReady, .notConnected, .alreadyConnected] {
+            XCTAssertEqual(BlueZError(errorName: kind.errorName), kind)
+        }
+    }
+
+    /// An org.bluez.Error.* reply names its BlueZError; any other name, none.
+    func testErrorRepliesNameTheirBlueZError() {
+        XCTAssertEqual(DBusErrorReply(.notPermitted, message: "Write not permitted"),
+                       DBusErrorReply(name: "org.bluez.Error.NotPermitted", message: "Write not permitted"))
+        XCTAssertEqual(DBusError.remote(DBusErrorReply(name: "org.bluez.Error.NotPermitted", message: "")).bluez, .notPermitted)
+        XCTAssertEqual(DBusError.remote(DBusErrorReply(name: "org.bluez.Error.Vendor", message: "odd")).bluez, .other("Vendor"))
+        XCTAssertNil(DBusError.remote(DBusErrorReply(name: DBusErrorReply.serviceUnknown, message: "")).bluez)
+        XCTAssertNil(DBusError.disconnected("gone").bluez)
     }
 }

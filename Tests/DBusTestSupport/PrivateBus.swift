@@ -1,17 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BLERuntime
-@testable import DBus
+import DBus
 import Foundation
 import XCTest
 
-/// A private dbus-daemon for one test: its own config and socket in a fresh temporary folder,
+/// A private dbus-daemon for one test (DBusTests, BlueZLabTests): its own config and socket in a fresh temporary folder,
 /// started with --nofork --print-address (the address is printed once it listens), killed and
 /// its folder removed by `stop()`.
-final class PrivateBus {
-    let address: String
-    let folder: URL
+public final class PrivateBus {
+    public let address: String
+    public let folder: URL
     private let process: Process
 
-    init() throws {
+    public init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("blelab-dbus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let socket = folder.appendingPathComponent("bus").path
@@ -57,7 +60,7 @@ final class PrivateBus {
         address = printed
     }
 
-    static func findDaemon() -> String? {
+    public static func findDaemon() -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for dir in path.split(separator: ":") + ["/usr/bin", "/bin"] {
             let candidate = "\(dir)/dbus-daemon"
@@ -66,9 +69,18 @@ final class PrivateBus {
         return nil
     }
 
-    var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { process.isRunning }
 
-    func stop() {
+    /// Kills the daemon at once (SIGKILL): every connection just closes, with no NameOwnerChanged
+    /// sent on the way out. `stop()` still removes the folder.
+    public func kill() {
+        if process.isRunning {
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    public func stop() {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
@@ -78,17 +90,17 @@ final class PrivateBus {
 }
 
 /// Tests against a private bus: a loop, a daemon, and connections made on them.
-class BusTestCase: XCTestCase {
-    var loop: SystemEventLoop!
-    var bus: PrivateBus!
+open class BusTestCase: XCTestCase {
+    public var loop: SystemEventLoop!
+    public var bus: PrivateBus!
     private var connections: [DBusConnection] = []
 
-    override func setUpWithError() throws {
+    override open func setUpWithError() throws {
         loop = SystemEventLoop()
         bus = try PrivateBus()
     }
 
-    override func tearDown() {
+    override open func tearDown() {
         for c in connections { c.close() }
         connections.removeAll()
         bus?.stop()
@@ -96,7 +108,7 @@ class BusTestCase: XCTestCase {
         loop = nil
     }
 
-    func connect() throws -> DBusConnection {
+    public func connect() throws -> DBusConnection {
         let c = try DBusConnection(bus: .address(bus.address), loop: loop)
         connections.append(c)
         return c
@@ -104,7 +116,7 @@ class BusTestCase: XCTestCase {
 
     /// Runs the loop until `start`'s callback delivers a value; fails the test (nil) when
     /// nothing came within `limit` of real time.
-    func wait<T>(limit: TimeSpan = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+    public func wait<T>(limit: TimeSpan = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
                  _ start: (@escaping (T) -> Void) -> Void) -> T? {
         var result: T?
         start { value in if result == nil { result = value } }
@@ -114,7 +126,7 @@ class BusTestCase: XCTestCase {
     }
 
     /// A method call and its result (the reply's arguments, or the error).
-    func callResult(_ connection: DBusConnection, destination: String, path: DBusObjectPath, interface: String, member: String,
+    public func callResult(_ connection: DBusConnection, destination: String, path: DBusObjectPath, interface: String, member: String,
                     arguments: [DBusValue] = [], replySignature: String? = nil, timeout: TimeSpan = .seconds(5),
                     file: StaticString = #filePath, line: UInt = #line) -> Result<[DBusValue], DBusError>? {
         wait(file: file, line: line) { done in
@@ -123,7 +135,7 @@ class BusTestCase: XCTestCase {
         }
     }
 
-    func success(_ result: Result<[DBusValue], DBusError>?, file: StaticString = #filePath, line: UInt = #line) -> [DBusValue]? {
+    public func success(_ result: Result<[DBusValue], DBusError>?, file: StaticString = #filePath, line: UInt = #line) -> [DBusValue]? {
         switch result {
         case .success(let values)?: return values
         case .failure(let error)?:
@@ -133,7 +145,7 @@ class BusTestCase: XCTestCase {
         }
     }
 
-    func failure(_ result: Result<[DBusValue], DBusError>?, file: StaticString = #filePath, line: UInt = #line) -> DBusError? {
+    public func failure(_ result: Result<[DBusValue], DBusError>?, file: StaticString = #filePath, line: UInt = #line) -> DBusError? {
         switch result {
         case .failure(let error)?: return error
         case .success(let values)?:

@@ -1,77 +1,8 @@
 import BLERuntime
+import BlueZLab
 import DBus
 import Foundation
 import XCTest
-
-/// A private dbus-daemon for one test (as Tests/DBusTests' PrivateBus): its own config and socket
-/// in a fresh temporary folder, started with --nofork --print-address, killed and its folder
-/// removed by `stop()`.
-final class PeripheralTestBus {
-    let address: String
-    let folder: URL
-    private let process: Process
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("blelab-bluezper-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let socket = folder.appendingPathComponent("bus").path
-        let config = folder.appendingPathComponent("bus.conf")
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:path=\(socket)</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """.write(to: config, atomically: true, encoding: .utf8)
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        guard let daemon = (path.split(separator: ":").map(String.init) + ["/usr/bin", "/bin"]).map({ $0 + "/dbus-daemon" })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw DBusError.noBusAddress("dbus-daemon is not installed (Debian package dbus-daemon; `make deps` installs it)")
-        }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: daemon)
-        process.arguments = ["--config-file=\(config.path)", "--print-address", "--nofork"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data([0x0A]) { break }
-            line.append(byte)
-        }
-        guard let printed = String(data: line, encoding: .utf8), !printed.isEmpty else {
-            process.terminate()
-            throw DBusError.busUnavailable(address: "unix:path=\(socket)", name: "", message: "dbus-daemon exited without printing its address")
-        }
-        address = printed
-    }
-
-    /// Kills the daemon at once (SIGKILL): every connection just closes, with no NameOwnerChanged
-    /// sent on the way out. `stop()` still removes the folder.
-    func kill() {
-        if process.isRunning {
-            _ = Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: folder)
-    }
-}
 
 /// A stand-in for bluetoothd 5.66 on the private bus, for the peripheral's side of its API: it
 /// owns org.bluez, exports an adapter with GattManager1 and LEAdvertisingManager1, reads back

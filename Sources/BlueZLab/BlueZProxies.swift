@@ -1,4 +1,5 @@
 import BLERuntime
+import DBus
 
 /// bluetoothd on a connection: the object tree and typed proxies for its objects. `service` is
 /// org.bluez on the system bus (tests give a fake's name on a private bus). Every call completes

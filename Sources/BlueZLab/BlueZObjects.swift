@@ -1,3 +1,5 @@
+import DBus
+
 /// BlueZ's D-Bus names (BlueZ's doc/org.bluez.*.rst).
 public enum BlueZName {
     /// bluetoothd's well-known name on the system bus.

@@ -1,4 +1,5 @@
 import BLERuntime
+import DBus
 
 /// org.bluez.GattManager1 on an adapter: registers a GATT application (an ObjectManager root
 /// whose objects are GattService1/GattCharacteristic1/GattDescriptor1) with bluetoothd's local
