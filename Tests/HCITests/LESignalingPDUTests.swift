@@ -1,5 +1,6 @@
 import BLEWire
-import Host
+import HCI
+import WireTestSupport
 import XCTest
 
 /// `LESignalingPDU` codec: `| Code (1) | Identifier (1) | Length (2) | Data |` (Core 5.4, Vol 3,
@@ -8,13 +9,13 @@ import XCTest
 final class LESignalingPDUTests: XCTestCase {
 
     private func assertRoundTrip(_ pdu: LESignalingPDU, _ hexBytes: String, file: StaticString = #filePath, line: UInt = #line) {
-        let bytes = hex(hexBytes, file: file, line: line)
-        XCTAssertEqual(pdu.encoded.spacedHex, bytes.spacedHex, "encode", file: file, line: line)
-        XCTAssertEqual(try LESignalingPDU(decoding: bytes), pdu, "decode", file: file, line: line)
+        let octets = bytes(hexBytes, file: file, line: line)
+        XCTAssertEqual(pdu.encoded.spacedHex, octets.spacedHex, "encode", file: file, line: line)
+        XCTAssertEqual(try LESignalingPDU(decoding: octets), pdu, "decode", file: file, line: line)
     }
 
     private func assertThrows(_ hexBytes: String, _ expected: DecodeError, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertThrowsError(try LESignalingPDU(decoding: hex(hexBytes, file: file, line: line)), file: file, line: line) {
+        XCTAssertThrowsError(try LESignalingPDU(decoding: bytes(hexBytes, file: file, line: line)), file: file, line: line) {
             XCTAssertEqual($0 as? DecodeError, expected, file: file, line: line)
         }
     }
@@ -49,7 +50,7 @@ final class LESignalingPDUTests: XCTestCase {
 
     func testOtherCodesKeepTheirBytes() {
         // LE Credit Based Connection Request (4.22), not modelled: kept verbatim.
-        assertRoundTrip(.other(code: 0x14, identifier: 0x21, data: hex("80 00 40 00 17 00 17 00 0a 00")),
+        assertRoundTrip(.other(code: 0x14, identifier: 0x21, data: bytes("80 00 40 00 17 00 17 00 0a 00")),
                         "14 | 21 | 0a 00 | 80 00 40 00 17 00 17 00 0a 00")
         assertRoundTrip(.other(code: 0x06, identifier: 3, data: []), "06 | 03 | 00 00")   // Disconnection Request, empty
     }
@@ -98,5 +99,22 @@ final class LESignalingPDUTests: XCTestCase {
     func testCommandRejectWithoutAReason() {
         assertThrows("01 01 01 00 | 00", .truncated(needed: 2, available: 1, at: 4))
         assertThrows("01 01 00 00", .truncated(needed: 2, available: 0, at: 4))
+    }
+
+    // MARK: Several commands in one frame (as a capture may hold them)
+
+    func testNextCommandReadsEachInTurnAndStopsBeforeAShortTail() throws {
+        var r = ByteReader(bytes("12 01 08 00 | 06 00 0c 00 00 00 c8 00", "13 02 02 00 | 00 00", "06 03"))
+        XCTAssertEqual(try LESignalingPDU.nextCommand(from: &r), bytes("12 01 08 00 | 06 00 0c 00 00 00 c8 00"))
+        XCTAssertEqual(try LESignalingPDU.nextCommand(from: &r), bytes("13 02 02 00 | 00 00"))
+        // Two octets left: fewer than a header, so no command.
+        XCTAssertNil(try LESignalingPDU.nextCommand(from: &r))
+    }
+
+    func testNextCommandWhoseLengthRunsPastTheFrameThrowsAndStays() throws {
+        var r = ByteReader(bytes("13 02 02 00 | 00 00", "12 01 08 00 | 06 00"))
+        XCTAssertEqual(try LESignalingPDU.nextCommand(from: &r), bytes("13 02 02 00 | 00 00"))
+        XCTAssertThrowsDecodeError(.truncated(needed: 8, available: 2, at: 10)) { try LESignalingPDU.nextCommand(from: &r) }
+        XCTAssertEqual(r.offset, 6, "the reader stays at the command that did not fit")
     }
 }

@@ -72,6 +72,22 @@ public enum LESignalingPDU: Hashable, Sendable {
         return w.bytes
     }
 
+    /// Reads the next command of a C-frame's payload, still encoded (Code, Identifier, Length,
+    /// Data): nil once fewer than the 4 header octets remain. On LE-U a frame carries exactly one
+    /// command (4), but a capture may hold a frame from a stack that packs several, and the capture
+    /// importer reads them in turn, each then decoded with `init(decoding:)`. Throws
+    /// `DecodeError.truncated` when the Length runs past the frame, leaving `reader` where it was.
+    public static func nextCommand(from reader: inout ByteReader) throws -> [UInt8]? {
+        guard reader.remaining >= 4 else { return nil }
+        var header = reader
+        _ = try header.readUInt16LE()   // Code, Identifier
+        let length = Int(try header.readUInt16LE())
+        guard length <= header.remaining else {
+            throw DecodeError.truncated(needed: length, available: header.remaining, at: header.offset)
+        }
+        return try reader.readBytes(count: 4 + length)
+    }
+
     /// Decodes one command from a C-frame's payload. Throws when the length field disagrees with
     /// the frame or a known command's data has the wrong size.
     public init(decoding bytes: [UInt8]) throws {
