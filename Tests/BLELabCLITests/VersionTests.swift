@@ -1,7 +1,7 @@
 @testable import BLELabCLI
 import BLELabTestSupport
 import Foundation
-@testable import Scenario
+@testable import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

@@ -3,7 +3,7 @@ import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import Transport
 import XCTest
 

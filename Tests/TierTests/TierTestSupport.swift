@@ -6,7 +6,7 @@ import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest
@@ -50,8 +50,8 @@ enum Tiers {
     }
 
     /// A backend for a `--transport` value, on this checkout.
-    static func backend(_ transport: String) throws -> ExternalControllerBackend {
-        guard let backend = try TransportCatalog.backend(for: transport, environment: environment) as? ExternalControllerBackend else {
+    static func backend(_ transport: String) throws -> RealControllerBackend {
+        guard let backend = try TransportCatalog.backend(for: transport, environment: environment) as? RealControllerBackend else {
             throw HelperError("\(transport) is not an external transport")
         }
         return backend
