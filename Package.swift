@@ -62,14 +62,15 @@ let package = Package(
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
-        // Hex test vectors and decode-error assertions, shared by the byte-level test targets.
+        // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
+        // `TestTools` (tshark, btmon, git… run from a test), shared by every target that runs them.
         .target(name: "WireTestSupport", dependencies: ["BLEWire"], path: "Tests/WireTestSupport"),
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
         .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
+        .testTarget(name: "TransportTests", dependencies: ["WireTestSupport", "Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostLinkTests", dependencies: ["HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
@@ -78,11 +79,11 @@ let package = Package(
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ScenarioEngineTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "ScenarioEngine", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "ScenarioEngineTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "ScenarioEngine", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioEngineTests).
-        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
+        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
         // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
         // BlueZLabTests share: each test starts its own daemon.

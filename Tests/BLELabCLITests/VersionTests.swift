@@ -3,6 +3,7 @@ import BLELabTestSupport
 import Foundation
 @testable import ScenarioEngine
 import ScenarioFormat
+import WireTestSupport
 import XCTest
 
 /// `blelab --version`: the release number and the git commit the executable was built from,

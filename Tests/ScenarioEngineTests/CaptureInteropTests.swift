@@ -6,6 +6,7 @@ import HCI
 @testable import ScenarioEngine
 import ScenarioFormat
 import Transport
+import WireTestSupport
 import XCTest
 
 /// The captures of real scenario runs (`blelab run --capture`) in the tools people open them with:

@@ -2,6 +2,7 @@ import BLELabTestSupport
 import Foundation
 @testable import ScenarioEngine
 import ScenarioFormat
+import WireTestSupport
 import XCTest
 
 /// The Makefile's promises: every target that builds installs the build's packages first; make

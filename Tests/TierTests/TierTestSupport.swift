@@ -145,30 +145,6 @@ extension Lab {
     }
 }
 
-/// `tshark`, `btmon`… on PATH.
-func executableOnPath(_ tool: String) -> String? {
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
-        return "\(dir)/\(tool)"
-    }
-    return nil
-}
-
-/// Runs a tool to completion: its status and standard output (standard error dropped).
-func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
 /// A fresh temporary directory, removed when the test ends.
 func temporaryDirectory(_ test: XCTestCase) throws -> String {
     var template = Array("/tmp/blelab-tiers-XXXXXX".utf8CString)

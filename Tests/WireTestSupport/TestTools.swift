@@ -1,6 +1,7 @@
 import Foundation
 
-/// Tools outside Swift that tests run when the machine has them (tshark, python3, git).
+/// Tools outside Swift that tests run when the machine has them (tshark, btmon, python3, git):
+/// one copy for every test target, from byte-level capture checks to the tiers.
 public enum TestTools {
     public static func executableOnPath(_ tool: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
