@@ -2,14 +2,14 @@
 import PackageDescription
 
 // Layers, bottom to top (see docs/architecture.md, whose picture `make graph` draws from these
-// edges). Imports only point down; the controller branch (Controller) and the host branch (Host,
+// edges). Imports only point down; the controller branch (Controller) and the host branch (HostLink,
 // ATT, GATT, GAP) never import each other and run together only in BLELab.
 let package = Package(
     name: "BLELab",
     products: [
         .library(name: "BLELab", targets: ["BLELab"]),
         .library(name: "CoreBluetoothLab", targets: ["CoreBluetoothLab"]),
-        .library(name: "Scenario", targets: ["Scenario"]),
+        .library(name: "ScenarioEngine", targets: ["ScenarioEngine"]),
         .executable(name: "blelab", targets: ["blelab"]),
         .executable(name: "blelab-bench", targets: ["BLELabBench"]),
     ],
@@ -19,39 +19,40 @@ let package = Package(
         .target(name: "BLERuntime", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "Transport", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
         .target(name: "Controller", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "Host", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
+        .target(name: "HostLink", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
         .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
-        .target(name: "GAP", dependencies: ["Host", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "GAP", dependencies: ["HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "YAMLSubset"),
         // The scenario format (docs/scenarios.md): the model (a scenario, its peripherals as data,
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
         // runs the peripherals it describes, and CaptureImport, which builds scenarios as its values.
         .target(name: "ScenarioFormat", dependencies: ["YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
         // built as a scenario of the format (docs/import.md). Below BLELabCLI, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
         // The runner: a scenario's steps on a lab (docs/architecture.md), and the seats another stack plays.
-        .target(name: "Scenario", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "ScenarioEngine", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
         // what the executable offers beyond the sim (transports, seats) is passed in as values.
-        .target(name: "BLELabCLI", dependencies: ["Scenario", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
-        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "Host", "Controller",
+        .target(name: "BLELabCLI", dependencies: ["ScenarioEngine", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
+        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
         // `blelab hostile` (LabTiers/Hostile): BLELab's host in one role against a hostile peer.
-        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
+        .target(name: "LabTiers", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         // BuildInfo runs tools/build-info.sh before each build: the git commit `blelab --version` names.
         .executableTarget(name: "blelab", dependencies: ["BLELabCLI", "LabTiers", "BlueZLab", "BLERuntime"], plugins: ["BuildInfo"]),
         .plugin(name: "BuildInfo", capability: .buildTool()),
-        // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): the client and object
-        // exporter that will drive BlueZ (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
+        // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): a generic client and
+        // object exporter (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
-        // The BlueZ roles: bluetoothd as a scenario's central or peripheral, over D-Bus.
-        .target(name: "BlueZLab", dependencies: ["ScenarioFormat", "DBus", "Scenario", "BLELab", "GATT", "ATT", "HCI", "BLEWire", "BLERuntime"]),
+        // BlueZ over D-Bus: bluetoothd's API as typed proxies and names (BlueZClient, BlueZError),
+        // and the BlueZ roles: bluetoothd as a scenario's central or peripheral.
+        .target(name: "BlueZLab", dependencies: ["ScenarioFormat", "DBus", "ScenarioEngine", "BLELab", "GATT", "ATT", "HCI", "BLEWire", "BLERuntime"]),
         // Examples: one small delegate-based app per seed system, written against CoreBluetooth's
         // API (they import CoreBluetooth on Apple's platforms, CoreBluetoothLab elsewhere).
         .target(name: "HM10Serial", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Serial"),
@@ -59,33 +60,36 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
-        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "Scenario", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
-        // Hex test vectors and decode-error assertions, shared by the byte-level test targets.
+        // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
+        // `TestTools` (tshark, btmon, git… run from a test), shared by every target that runs them.
         .target(name: "WireTestSupport", dependencies: ["BLEWire"], path: "Tests/WireTestSupport"),
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
-        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "Scenario", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
+        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
         .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
+        .testTarget(name: "TransportTests", dependencies: ["WireTestSupport", "Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
         .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
-        .testTarget(name: "HostTests", dependencies: ["Host", "HCI", "Transport", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "HostLinkTests", dependencies: ["HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "Host", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "ScenarioTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "Scenario", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
-        // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioTests).
-        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "Scenario", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
+        .testTarget(name: "ScenarioEngineTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "ScenarioEngine", "BLELab", "YAMLSubset", "GAP", "GATT", "ATT", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioEngineTests).
+        .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["BLELabCLI", "ScenarioFormat", "LabTiers", "Scenario", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "Host", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "Scenario", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
-        // Each test starts its own private dbus-daemon (package dbus-daemon).
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "BLERuntime"]),
-        .testTarget(name: "BlueZLabTests", dependencies: ["ScenarioFormat", "BlueZLab", "DBus", "Scenario", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
+        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Transport", "HCI", "BLEWire", "BLERuntime"]),
+        // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
+        // BlueZLabTests share: each test starts its own daemon.
+        .target(name: "DBusTestSupport", dependencies: ["DBus", "BLERuntime"], path: "Tests/DBusTestSupport"),
+        .testTarget(name: "DBusTests", dependencies: ["DBusTestSupport", "DBus", "BLERuntime"]),
+        .testTarget(name: "BlueZLabTests", dependencies: ["DBusTestSupport", "ScenarioFormat", "BlueZLab", "DBus", "ScenarioEngine", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
             "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",
@@ -102,7 +106,7 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         ("h4", "H4", ["HCI"]),
         ("hci-event", "HCIEvent", ["HCI"]),
         ("hci-command", "HCICommand", ["HCI"]),
-        ("l2cap", "L2CAP", ["Host", "HCI", "Transport", "BLERuntime"]),
+        ("l2cap", "L2CAP", ["HostLink", "HCI", "Transport", "BLERuntime"]),
         ("att-pdu", "ATTPDU", ["ATT"]),
         ("gatt-client", "GATTClient", ["GATT", "ATT", "BLERuntime"]),
         ("gatt-server", "GATTServer", ["GATT", "ATT", "BLERuntime", "BLEWire"]),

@@ -193,7 +193,7 @@ def main():
         elif os.path.exists(arg):
             captures.append(arg)
     yamls = []
-    for d in ("scenarios", "Tests/ScenarioTests/Fixtures", "examples"):
+    for d in ("scenarios", "Tests/ScenarioEngineTests/Fixtures", "examples"):
         for base, _, files in os.walk(os.path.join(ROOT, d)):
             yamls += [os.path.join(base, f) for f in sorted(files) if f.endswith((".yaml", ".yml"))]
 

@@ -1,7 +1,7 @@
 import BLERuntime
 import FuzzSupport
 import HCI
-import Host
+import HostLink
 import Transport
 
 /// ACL reassembly in the HCI driver and L2CAP on the link above it (basic frames, the LE

@@ -2,7 +2,7 @@ import BLELab
 import BLELabCLI
 import BLERuntime
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 // The socket tier's figures: RootCanal and Bumble run in real time, so these are wall times of
@@ -12,7 +12,7 @@ import ScenarioFormat
 /// scenario suite once (unless `suite` is false: CI runs the suites in `make e2e-socket` already),
 /// the helper's stop.
 func benchTier(_ transport: String, folder: String, suite runsSuite: Bool = true) throws {
-    guard let backend = try TransportCatalog.backend(for: transport) as? ExternalControllerBackend else {
+    guard let backend = try TransportCatalog.backend(for: transport) as? RealControllerBackend else {
         throw BenchError(description: "\(transport) is not an external transport")
     }
     // Figures are named after the tier: rootcanal_…, bumble_…, and vhci_… for the user channel.
@@ -59,7 +59,7 @@ func benchTier(_ transport: String, folder: String, suite runsSuite: Bool = true
 
 /// The whole runnable suite once on the tier: its wall time and how many passed (a failure fails
 /// the benchmark, after both figures are printed).
-private func benchTierSuite(_ runnable: [ScenarioFormat.Scenario], backend: ExternalControllerBackend, name: String) throws {
+private func benchTierSuite(_ runnable: [ScenarioFormat.Scenario], backend: RealControllerBackend, name: String) throws {
     let runner = ScenarioRunner(backend: backend)
     var passed = 0
     var failures: [String] = []

@@ -7,7 +7,7 @@ import BLEWire
 import GAP
 import GATT
 import Glibc
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 let heartRateService: BluetoothUUID = 0x180D

@@ -1,6 +1,6 @@
 import BLELab
 import BLERuntime
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 

@@ -1,5 +1,5 @@
 import BLERuntime
-import Scenario
+import ScenarioEngine
 
 /// Where the command line writes, and what it knows about its terminal: injected, so tests can
 /// check colour, progress and streams without a terminal.

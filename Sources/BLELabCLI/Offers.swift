@@ -1,5 +1,5 @@
 import BLELab
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 /// The `--transport` values a build of `blelab` offers: the backend each makes, and how help and

@@ -1,4 +1,4 @@
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 /// `blelab verdicts [LABEL=]JUNIT…`: the verdict of every scenario on every tier, from the JUnit

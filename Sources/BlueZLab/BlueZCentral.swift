@@ -7,7 +7,7 @@ import BLERuntime
 import BLEWire
 import DBus
 import GATT
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 /// bluetoothd in the scenario central's seat (`blelab run --central bluez[:hciN]`): each step
@@ -36,7 +36,7 @@ public final class BlueZCentral: CentralSeat {
     public var onValue: ((LEAddress, CharacteristicRef, [UInt8]) -> Void)?
     public var onDisconnected: ((LEAddress) -> Void)?
     /// What each discovery resolved, by address.
-    private var resolved: [LEAddress: [ExternalService]] = [:]
+    private var resolved: [LEAddress: [SeatService]] = [:]
     public private(set) var failure: String?
 
     private var loop: SystemEventLoop?
@@ -64,7 +64,7 @@ public final class BlueZCentral: CentralSeat {
     /// `adapter`: the controller's name, "hci0".
     public init(adapter: String = "hci0", bus: DBusConnection.Bus = .system, service: String = BlueZName.service) throws {
         guard !adapter.isEmpty, adapter.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw ExternalRoleError.failed("'\(adapter)' is not an adapter name (hci0, hci1, …)")
+            throw SeatError.failed("'\(adapter)' is not an adapter name (hci0, hci1, …)")
         }
         adapterPath = try DBusObjectPath("/org/bluez/\(adapter)")
         self.bus = bus
@@ -100,7 +100,7 @@ public final class BlueZCentral: CentralSeat {
 
     // MARK: Begin and end
 
-    public func begin(lab: Lab, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    public func begin(lab: Lab, completion: @escaping (Result<Void, SeatError>) -> Void) {
         resolved = [:]
         guard let loop = lab.loop as? SystemEventLoop else {
             return completion(.failure(.failed("--central bluez needs a real-time transport (hci-user, h4, rootcanal, bumble), not the sim: bluetoothd runs in real time")))
@@ -167,7 +167,7 @@ public final class BlueZCentral: CentralSeat {
         })
     }
 
-    private func loadTree(_ completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    private func loadTree(_ completion: @escaping (Result<Void, SeatError>) -> Void) {
         refreshTree { [self] result in
             if case let .failure(error) = result { return completion(.failure(error)) }
             guard let adapter = tree[adapterPath]?[BlueZName.adapter] else {
@@ -190,7 +190,7 @@ public final class BlueZCentral: CentralSeat {
         }
     }
 
-    private func refreshTree(_ completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    private func refreshTree(_ completion: @escaping (Result<Void, SeatError>) -> Void) {
         client!.managedObjects { [self] result in
             switch result {
             case let .success(objects):
@@ -384,7 +384,7 @@ public final class BlueZCentral: CentralSeat {
     /// The characteristic object for `ref` on the device at `address`.
     private func characteristicPath(_ ref: CharacteristicRef, on address: LEAddress) throws -> DBusObjectPath {
         guard let device = devicePath(address) else {
-            throw ExternalRoleError.failed("bluetoothd has no device \(address) (it was removed, or no scan found it)")
+            throw SeatError.failed("bluetoothd has no device \(address) (it was removed, or no scan found it)")
         }
         for service in services(of: device) where ref.service == nil || ref.service == service.uuid {
             for c in characteristics(of: service.path) where (try? c.properties["UUID"]?.asString()).flatMap(BlueZMapping.uuid) == ref.characteristic {
@@ -392,10 +392,10 @@ public final class BlueZCentral: CentralSeat {
             }
         }
         if resolvedOnce.contains(device), services(of: device).isEmpty {
-            throw ExternalRoleError.failed("bluetoothd has no GATT object for \(ref) under \(device) any more: the objects it made at "
+            throw SeatError.failed("bluetoothd has no GATT object for \(ref) under \(device) any more: the objects it made at "
                 + "discovery vanished\(isConnected(path: device) ? "" : " when the link ended (Device1.Connected is false)")")
         }
-        throw ExternalRoleError.failed(services(of: device).isEmpty
+        throw SeatError.failed(services(of: device).isEmpty
             ? "bluetoothd has not resolved \(address)'s services (add a discover step)"
             : "bluetoothd has no GATT object for \(ref) under \(device)")
     }
@@ -410,7 +410,7 @@ public final class BlueZCentral: CentralSeat {
 
     // MARK: Scanning
 
-    public func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    public func startScan(_ scan: ScanStep, completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let adapter = client.adapter(adapterPath)
         let filter = BlueZDiscoveryFilter(uuids: scan.services.map(BlueZMapping.uuidString), transport: .le, duplicateData: scan.duplicates)
@@ -436,16 +436,16 @@ public final class BlueZCentral: CentralSeat {
         }
     }
 
-    public func stopScan(completion: @escaping (Result<[ExternalScanReport], ExternalRoleError>) -> Void) {
+    public func stopScan(completion: @escaping (Result<[SeatScanReport], SeatError>) -> Void) {
         guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let seen = (scanning ?? [:]).sorted { $0.value < $1.value }.map(\.key)
         scanning = nil
-        let reports: [ExternalScanReport] = seen.compactMap { path in
+        let reports: [SeatScanReport] = seen.compactMap { path in
             guard let d = tree[path]?[BlueZName.device], let address = address(ofDevice: path) else { return nil }
             let rssi = (try? d["RSSI"]?.asInt16()).flatMap { Int8(exactly: $0) }
             let names = [try? d["Name"]?.asString()].compactMap { $0 }
             let uuids = ((try? d["UUIDs"]?.asStrings()) ?? []).compactMap(BlueZMapping.uuid)
-            return ExternalScanReport(address: address, rssi: rssi, names: names, serviceUUIDs: uuids)
+            return SeatScanReport(address: address, rssi: rssi, names: names, serviceUUIDs: uuids)
         }
         guard discoveryStarted else { return completion(.success(reports)) }
         discoveryStarted = false
@@ -457,7 +457,7 @@ public final class BlueZCentral: CentralSeat {
 
     // MARK: Connecting
 
-    public func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    public func connect(to address: LEAddress, within: TimeSpan, completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
         guard let path = devicePath(address) else {
             return completion(.failure(.failed("bluetoothd has no device \(address) to connect to (no scan found it)")))
@@ -491,7 +491,7 @@ public final class BlueZCentral: CentralSeat {
     /// wait together; at most `callTimeout`, so the seat answers inside its `connectGrace`), not
     /// a fixed 10 s: a connect step completes or fails on its own bound.
     private func confirmConnected(_ path: DBusObjectPath, within: TimeSpan,
-                                  completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+                                  completion: @escaping (Result<Void, SeatError>) -> Void) {
         if isConnected(path: path) { return completion(.success(())) }
         guard let client, let loop else { return completion(.failure(.failed(failure ?? "the role ended during Connect"))) }
         let bound = min(within, callTimeout)
@@ -513,7 +513,7 @@ public final class BlueZCentral: CentralSeat {
         }
     }
 
-    public func disconnect(from address: LEAddress, completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    public func disconnect(from address: LEAddress, completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client, let path = devicePath(address) else {
             return completion(.failure(.failed(failure ?? "bluetoothd has no device \(address)")))
         }
@@ -533,7 +533,7 @@ public final class BlueZCentral: CentralSeat {
     // MARK: GATT
 
     public func discover(on address: LEAddress, services wanted: [BluetoothUUID]?,
-                         completion: @escaping (Result<[ExternalService], ExternalRoleError>) -> Void) {
+                         completion: @escaping (Result<[SeatService], SeatError>) -> Void) {
         guard let path = devicePath(address) else {
             return completion(.failure(.failed(failure ?? "bluetoothd has no device \(address)")))
         }
@@ -550,15 +550,15 @@ public final class BlueZCentral: CentralSeat {
             refreshTree { [self] result in
                 if case let .failure(error) = result { return completion(.failure(error)) }
                 resolvedOnce.insert(path)
-                let found: [ExternalService] = services(of: path).compactMap { service in
+                let found: [SeatService] = services(of: path).compactMap { service in
                     guard wanted == nil || wanted!.contains(service.uuid) else { return nil }
-                    let chars = characteristics(of: service.path).compactMap { c -> ExternalCharacteristic? in
+                    let chars = characteristics(of: service.path).compactMap { c -> SeatCharacteristic? in
                         guard let uuid = (try? c.properties["UUID"]?.asString()).flatMap(BlueZMapping.uuid) else { return nil }
                         let flags = (try? c.properties["Flags"]?.asStrings()) ?? []
-                        return ExternalCharacteristic(uuid: uuid, properties: BlueZMapping.properties(flags),
+                        return SeatCharacteristic(uuid: uuid, properties: BlueZMapping.properties(flags),
                                                       valueHandle: Self.valueHandle(ofCharacteristic: c.path))
                     }
-                    return ExternalService(uuid: service.uuid, characteristics: chars)
+                    return SeatService(uuid: service.uuid, characteristics: chars)
                 }
                 resolved[address] = found
                 completion(.success(found))
@@ -567,7 +567,7 @@ public final class BlueZCentral: CentralSeat {
     }
 
     /// What the latest discovery on `address` resolved.
-    public func services(on address: LEAddress) -> [ExternalService] { resolved[address] ?? [] }
+    public func services(on address: LEAddress) -> [SeatService] { resolved[address] ?? [] }
 
     public func mtu(on address: LEAddress) -> Int? {
         guard let device = devicePath(address) else { return nil }
@@ -579,10 +579,10 @@ public final class BlueZCentral: CentralSeat {
         return nil
     }
 
-    public func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], ExternalRoleError>) -> Void) {
+    public func read(_ ref: CharacteristicRef, on address: LEAddress, completion: @escaping (Result<[UInt8], SeatError>) -> Void) {
         guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let path: DBusObjectPath
-        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! SeatError)) }
         readsInFlight.insert(path)
         client.characteristic(path).readValue { [self] result in
             readsInFlight.remove(path)
@@ -590,11 +590,11 @@ public final class BlueZCentral: CentralSeat {
         }
     }
 
-    public func write(_ write: ExternalWrite, to ref: CharacteristicRef, on address: LEAddress,
-                      completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+    public func write(_ write: SeatWrite, to ref: CharacteristicRef, on address: LEAddress,
+                      completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let path: DBusObjectPath
-        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! SeatError)) }
         if write.acquire { return acquireWrite(write.value, path: path, ref: ref, address: address, completion: completion) }
         let flags = (try? tree[path]?[BlueZName.gattCharacteristic]?["Flags"]?.asStrings()) ?? []
         let type: BlueZGattCharacteristic.WriteType?
@@ -611,7 +611,7 @@ public final class BlueZCentral: CentralSeat {
 
     /// AcquireWrite: a SOCK_SEQPACKET whose every datagram bluetoothd sends as a Write Command.
     private func acquireWrite(_ value: [UInt8], path: DBusObjectPath, ref: CharacteristicRef, address: LEAddress,
-                              completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+                              completion: @escaping (Result<Void, SeatError>) -> Void) {
         client!.connection.call(destination: service, path: path, interface: BlueZName.gattCharacteristic, member: "AcquireWrite",
                                 arguments: [.propertyMap([:])], replySignature: "hq", timeout: callTimeout) { result in
             switch result {
@@ -634,10 +634,10 @@ public final class BlueZCentral: CentralSeat {
     }
 
     public func setNotifications(_ enable: Bool, for ref: CharacteristicRef, on address: LEAddress, acquire: Bool,
-                                 completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
+                                 completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client else { return completion(.failure(.failed(failure ?? "not begun"))) }
         let path: DBusObjectPath
-        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! ExternalRoleError)) }
+        do { path = try characteristicPath(ref, on: address) } catch { return completion(.failure(error as! SeatError)) }
         if let held = acquired[path], !enable {
             // Closing AcquireNotify's socket is how an application stops (bluetoothd then clears the CCCD).
             held.watch.cancel()
@@ -700,18 +700,18 @@ public final class BlueZCentral: CentralSeat {
     /// removal is known here: the step is told what it is told when the removal came first
     /// (`characteristicPath`), whichever won the race.
     private func gattCallFailed(_ error: DBusError, doing what: String, path: DBusObjectPath, ref: CharacteristicRef,
-                                address: LEAddress) -> ExternalRoleError {
+                                address: LEAddress) -> SeatError {
         if case let .remote(reply) = error,
            reply.name == "org.freedesktop.DBus.Error.UnknownObject" || reply.name == "org.freedesktop.DBus.Error.UnknownMethod",
            tree[path]?[BlueZName.gattCharacteristic] == nil {
-            do { _ = try characteristicPath(ref, on: address) } catch let gone as ExternalRoleError { return gone } catch {}
+            do { _ = try characteristicPath(ref, on: address) } catch let gone as SeatError { return gone } catch {}
         }
         return describe(error, doing: what)
     }
 
     /// `what` names the call; only ReadValue and WriteValue answers carry an ATT error from the
     /// peer (a refused StartNotify or Acquire* is bluetoothd's own answer, no PDU exchanged).
-    func describe(_ error: DBusError, doing what: String) -> ExternalRoleError {
+    func describe(_ error: DBusError, doing what: String) -> SeatError {
         let fromThePeer = what.hasPrefix("ReadValue") || what.hasPrefix("WriteValue")
         switch error {
         case let .remote(reply):

@@ -2,7 +2,7 @@ import ATT
 import BLEWire
 import DBus
 import GATT
-import Scenario
+import ScenarioEngine
 
 /// Conversions between BLELab's types and what org.bluez carries: addresses as
 /// "C0:11:22:33:44:55" plus AddressType "public"/"random", UUIDs as lower-case 128-bit strings,

@@ -5,7 +5,7 @@ import BLEWire
 import DBus
 import GATT
 import HCI
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 /// A scenario's peripheral served by bluetoothd: its services exported as a GATT application
@@ -31,13 +31,13 @@ import ScenarioFormat
 /// Everything runs on the lab's `SystemEventLoop`. The actions run through the simulated
 /// peripheral's `PeripheralActionRunner` (sequencing, delays, answers, and values drawn from the
 /// same seeded stream, "peripheral:ID").
-public final class BlueZPeripheral: ExternalPeripheral {
+public final class BlueZPeripheral: ProvidedPeripheralSeat {
     public let spec: PeripheralSpec
     public let adapterPath: DBusObjectPath
     public let connection: DBusConnection
     public let client: BlueZClient
     public var onActivity: ((PeripheralActivity) -> Void)?
-    public var onWrite: ((ExternalReceivedWrite) -> Void)?
+    public var onWrite: ((SeatReceivedWrite) -> Void)?
     /// The adapter's address (Adapter1.Address/AddressType), once started. With Privacy on,
     /// bluetoothd advertises from resolvable private addresses instead.
     public private(set) var address: LEAddress?
@@ -120,8 +120,8 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     // MARK: Start
 
-    public func start(completion: @escaping (Result<Void, ExternalRoleError>) -> Void) {
-        var steps: [(@escaping (ExternalRoleError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias]
+    public func start(completion: @escaping (Result<Void, SeatError>) -> Void) {
+        var steps: [(@escaping (SeatError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias]
         if spec.services.isEmpty {
             // bluetoothd refuses an application without a service ("No object received"); the
             // adapter's own GAP/GATT services are served all the same.
@@ -137,7 +137,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         run(steps[...]) { error in completion(error.map { .failure($0) } ?? .success(())) }
     }
 
-    private func run(_ steps: ArraySlice<(@escaping (ExternalRoleError?) -> Void) -> Void>, completion: @escaping (ExternalRoleError?) -> Void) {
+    private func run(_ steps: ArraySlice<(@escaping (SeatError?) -> Void) -> Void>, completion: @escaping (SeatError?) -> Void) {
         guard let first = steps.first else { return completion(nil) }
         first { [weak self] error in
             guard self != nil else { return completion(.failed("the BlueZ peripheral was released while starting")) }
@@ -146,12 +146,12 @@ public final class BlueZPeripheral: ExternalPeripheral {
         }
     }
 
-    private func failure(_ what: String, _ error: DBusError) -> ExternalRoleError {
+    private func failure(_ what: String, _ error: DBusError) -> SeatError {
         if case .timeout = error { return .timeout("\(what): \(error)") }
         return .failed("\(what): \(error)")
     }
 
-    private func checkBluetoothd(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func checkBluetoothd(_ done: @escaping (SeatError?) -> Void) {
         client.serviceIsRunning { result in
             switch result {
             case .success(true): done(nil)
@@ -161,7 +161,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         }
     }
 
-    private func checkAdapter(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func checkAdapter(_ done: @escaping (SeatError?) -> Void) {
         client.managedObjects { result in
             switch result {
             case .failure(let error): done(self.failure("bluetoothd's GetManagedObjects", error))
@@ -184,7 +184,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
     }
 
     /// Device1 objects under the adapter: Connected turning true or false is a connection.
-    private func watchDevices(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func watchDevices(_ done: @escaping (SeatError?) -> Void) {
         var waiting = 4
         var failed: DBusError?
         let ready: (DBusError?) -> Void = { error in
@@ -238,7 +238,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         return BlueZMapping.address(last.dropFirst(4).replacingUnderscores(), type: nil)
     }
 
-    private func powerOn(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func powerOn(_ done: @escaping (SeatError?) -> Void) {
         // bluetoothd in the lab runs with AutoEnable=false: the adapter starts powered off.
         client.adapter(adapterPath).setPowered(true) { result in
             done(result.failureValue.map { self.failure("powering \(self.adapterPath) on (Adapter1.Powered)", $0) })
@@ -246,7 +246,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
     }
 
     /// The GAP Device Name bluetoothd serves is the adapter's alias.
-    private func setAlias(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func setAlias(_ done: @escaping (SeatError?) -> Void) {
         let name = spec.servedDeviceName
         client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
             let current = (try? result.get()["Alias"]?.asString()) ?? nil
@@ -262,7 +262,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         }
     }
 
-    private func readAddress(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func readAddress(_ done: @escaping (SeatError?) -> Void) {
         client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
             switch result {
             case .failure(let error): done(self.failure("reading \(self.adapterPath)'s Address", error))
@@ -279,7 +279,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     // MARK: The GATT application
 
-    private func exportApplication(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func exportApplication(_ done: @escaping (SeatError?) -> Void) {
         do {
             try buildApplication()
             done(nil)
@@ -372,7 +372,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         return Int(offset)
     }
 
-    private func registerApplication(_ done: @escaping (ExternalRoleError?) -> Void) {
+    private func registerApplication(_ done: @escaping (SeatError?) -> Void) {
         client.gattManager(adapterPath).registerApplication(applicationPath) { result in
             switch result {
             case .success:
@@ -386,7 +386,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
 
     // MARK: Advertising
 
-    private func registerAdvertisement(completion: @escaping (ExternalRoleError?) -> Void) {
+    private func registerAdvertisement(completion: @escaping (SeatError?) -> Void) {
         guard let advertising = spec.advertising else { return completion(nil) }
         if !advertisementExported {
             let content = BlueZAdvertisementContent(advertising)
@@ -451,7 +451,7 @@ public final class BlueZPeripheral: ExternalPeripheral {
         default: method = nil // bluetoothd 5.66 does not say (bluez/bluez#308)
         }
         let offset = Self.offset(call.arguments.last)
-        onWrite?(ExternalReceivedWrite(characteristic: c.ref, value: value, method: method))
+        onWrite?(SeatReceivedWrite(characteristic: c.ref, value: value, method: method))
         let answer: (ATTErrorCode?) -> Void = { [weak self] error in
             if let error {
                 call.fail(self?.errorReply(error, .write) ?? DBusErrorReply(.failed, message: "0x80"))

@@ -5,12 +5,12 @@ import BLEWire
 import DBus
 import GATT
 import HCI
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 
 /// `blelab run --peripheral bluez`: one of a scenario's peripherals served by bluetoothd over
 /// D-Bus (`BlueZPeripheral`), the others and the central on BLELab's stack as usual.
-public final class BlueZPeripheralProvider: ExternalPeripheralProvider {
+public final class BlueZPeripheralProvider: PeripheralSeatProvider {
     public let adapter: DBusObjectPath
     public let bus: DBusConnection.Bus
     /// The scenario peripheral it serves; nil: the first declared.
@@ -36,16 +36,16 @@ public final class BlueZPeripheralProvider: ExternalPeripheralProvider {
         BlueZPeripheralSupport.unsupported(spec, in: scenario).map { "\(spec.id) served by bluetoothd: \($0)" }
     }
 
-    public func makePeripheral(_ spec: PeripheralSpec, lab: Lab) throws -> ExternalPeripheral {
+    public func makePeripheral(_ spec: PeripheralSpec, lab: Lab) throws -> ProvidedPeripheralSeat {
         guard let loop = lab.loop as? SystemEventLoop else {
-            throw ExternalRoleError.failed("BlueZ roles run in real time against the kernel's controllers: run the scenario with "
+            throw SeatError.failed("BlueZ roles run in real time against the kernel's controllers: run the scenario with "
                 + "--transport hci-user (this lab runs on the embedded simulator's virtual clock)")
         }
         let connection: DBusConnection
         do {
             connection = try DBusConnection(bus: bus, loop: loop)
         } catch let error as DBusError {
-            throw ExternalRoleError.failed("cannot reach bluetoothd: \(error) (bluetoothd talks on the \(busDescription); "
+            throw SeatError.failed("cannot reach bluetoothd: \(error) (bluetoothd talks on the \(busDescription); "
                 + "dbus-daemon must run there, and bluetoothd after it)")
         }
         return BlueZPeripheral(spec: spec, connection: connection, seed: lab.seed, adapter: adapter, busDescription: busDescription)

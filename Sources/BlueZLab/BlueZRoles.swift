@@ -1,5 +1,5 @@
 import DBus
-import Scenario
+import ScenarioEngine
 
 /// `blelab run --central bluez[:hciN]` and `--peripheral bluez[:hciN[:ID]]`.
 public enum BlueZRoles {
@@ -17,7 +17,7 @@ public enum BlueZRoles {
                                                        select: parts.count > 2 ? parts[2] : nil)
         }
         if roles.central != nil, roles.peripheral != nil {
-            throw ExternalRoleError.failed("--central and --peripheral together are not supported yet: give one (one bluetoothd plays one seat per run)")
+            throw SeatError.failed("--central and --peripheral together are not supported yet: give one (one bluetoothd plays one seat per run)")
         }
         return roles
     }
@@ -26,10 +26,10 @@ public enum BlueZRoles {
         let parts = value.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts[0] == "bluez", parts.count <= maxParts, !parts.contains(where: \.isEmpty) else {
             let form = maxParts == 2 ? "bluez, bluez:hciN or none" : "bluez, bluez:hciN or bluez:hciN:PERIPHERAL"
-            throw ExternalRoleError.failed("\(option) \(value): this build offers \(form)")
+            throw SeatError.failed("\(option) \(value): this build offers \(form)")
         }
         if parts.count > 1, !(parts[1].hasPrefix("hci") && parts[1].dropFirst(3).allSatisfy(\.isNumber) && parts[1].count > 3) {
-            throw ExternalRoleError.failed("\(option) \(value): '\(parts[1])' is not an adapter name (hci0, hci1, …)")
+            throw SeatError.failed("\(option) \(value): '\(parts[1])' is not an adapter name (hci0, hci1, …)")
         }
         return parts
     }

@@ -547,31 +547,35 @@ public enum HCIStreamAnalysis {
         return t
     }
 
-    /// LE signaling (Core 5.4, Vol 3, Part A, 4): Code (1), Identifier (1), Length (2), Data. Only
-    /// the Connection Parameter Update Request (0x12: Interval_Min, Interval_Max, Latency, Timeout,
-    /// 2 octets each) and its Response (0x13: Result, 0 accepted) matter here; one signaling frame
-    /// may carry several commands.
+    /// LE signaling (Core 5.4, Vol 3, Part A, 4), read with HCI's `LESignalingPDU`. Only the
+    /// Connection Parameter Update Request (4.20) and its Response (4.21) matter here; one
+    /// signaling frame may carry several commands. A command that does not decode is noted and
+    /// not reproduced.
     static func signaling(_ payload: [UInt8], fromCentral: Bool, mark: CaptureMark, connection: inout CapturedConnection) {
         var r = ByteReader(payload)
-        while r.remaining >= 4 {
-            guard let code = try? r.readUInt8(), (try? r.readUInt8()) != nil, let length = try? r.readUInt16LE(),
-                  let data = try? r.readBytes(count: Int(length)) else {
+        while true {
+            let command: [UInt8]
+            do {
+                guard let next = try LESignalingPDU.nextCommand(from: &r) else { return }
+                command = next
+            } catch {
                 connection.notes.append("an LE signaling frame at \(mark) does not decode; it is not reproduced")
                 return
             }
-            var d = ByteReader(data)
-            switch code {
-            case 0x12:
-                guard let min = try? d.readUInt16LE(), let max = try? d.readUInt16LE(), let latency = try? d.readUInt16LE(),
-                      let timeout = try? d.readUInt16LE() else { continue }
-                connection.parameterRequests.append(ParameterRequest(mark: mark, kind: .l2cap, byCentral: fromCentral, intervalMin: min,
-                                                                     intervalMax: max, latency: latency, supervisionTimeout: timeout))
-            case 0x13:
-                guard let result = try? d.readUInt16LE(),
-                      let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
-                connection.parameterRequests[i].accepted = result == 0
+            let pdu: LESignalingPDU
+            do { pdu = try LESignalingPDU(decoding: command) } catch {
+                connection.notes.append("an LE signaling command (code 0x\(hex8(command[0]))) at \(mark) does not decode (\(error)); it is not reproduced")
+                continue
+            }
+            switch pdu {
+            case let .connectionParameterUpdateRequest(_, p):
+                connection.parameterRequests.append(ParameterRequest(mark: mark, kind: .l2cap, byCentral: fromCentral, intervalMin: p.intervalMin,
+                                                                     intervalMax: p.intervalMax, latency: p.latency, supervisionTimeout: p.timeout))
+            case let .connectionParameterUpdateResponse(_, accepted):
+                guard let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
+                connection.parameterRequests[i].accepted = accepted
                 connection.parameterRequests[i].answered = mark
-            default:
+            case .commandReject, .other:
                 continue
             }
         }

@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import GAP
 import HCI
-import Host
+import HostLink
 
 /// An object that scans for, discovers, connects to, and manages peripherals — on its own
 /// controller in the current `CBLab`.

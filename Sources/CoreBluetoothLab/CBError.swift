@@ -2,7 +2,7 @@ import ATT
 import Foundation
 import GATT
 import HCI
-import Host
+import HostLink
 
 /// The error domain for Core Bluetooth errors.
 public let CBErrorDomain = "CBErrorDomain"

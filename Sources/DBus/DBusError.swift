@@ -51,15 +51,10 @@ public enum DBusError: Error, Equatable, CustomStringConvertible {
         case .outOfMemory: return "libdbus ran out of memory"
         }
     }
-
-    /// The BlueZ error when this is an org.bluez.Error.* reply.
-    public var bluez: BlueZError? {
-        if case .remote(let reply) = self { return reply.bluez }
-        return nil
-    }
 }
 
-/// An error reply: its name (e.g. org.bluez.Error.NotReady) and the message the peer gave.
+/// An error reply: its name (e.g. org.freedesktop.DBus.Error.Failed, or a service's own such as
+/// org.bluez.Error.NotReady) and the message the peer gave.
 public struct DBusErrorReply: Error, Hashable, Sendable, CustomStringConvertible {
     public var name: String
     public var message: String
@@ -68,14 +63,6 @@ public struct DBusErrorReply: Error, Hashable, Sendable, CustomStringConvertible
         self.name = name
         self.message = message
     }
-
-    /// org.bluez.Error.<kind>, the name BlueZ's methods answer with.
-    public init(_ bluez: BlueZError, message: String) {
-        self.init(name: bluez.errorName, message: message)
-    }
-
-    /// The BlueZ error this is, when its name is org.bluez.Error.*.
-    public var bluez: BlueZError? { BlueZError(errorName: name) }
 
     public var description: String { message.isEmpty ? name : "\(name): \(message)" }
 
@@ -89,47 +76,4 @@ public struct DBusErrorReply: Error, Hashable, Sendable, CustomStringConvertible
     public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
     public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
     public static let noReply = "org.freedesktop.DBus.Error.NoReply"
-}
-
-/// The errors BlueZ's D-Bus API answers with (org.bluez.Error.<name>, doc/*.rst in BlueZ), the raw
-/// name kept for the ones this list does not know.
-public enum BlueZError: Hashable, Sendable, CustomStringConvertible {
-    case failed, inProgress, notPermitted, notAuthorized, invalidArguments, notSupported
-    case alreadyExists, doesNotExist, notReady, notConnected, alreadyConnected, notAvailable
-    case authenticationFailed, authenticationCanceled, authenticationRejected, authenticationTimeout
-    case connectionAttemptFailed, invalidOffset, invalidValueLength, notFound, rejected, canceled
-    /// Another org.bluez.Error.* name: the part after the prefix.
-    case other(String)
-
-    public static let prefix = "org.bluez.Error."
-
-    private static let known: [(BlueZError, String)] = [
-        (.failed, "Failed"), (.inProgress, "InProgress"), (.notPermitted, "NotPermitted"),
-        (.notAuthorized, "NotAuthorized"), (.invalidArguments, "InvalidArguments"), (.notSupported, "NotSupported"),
-        (.alreadyExists, "AlreadyExists"), (.doesNotExist, "DoesNotExist"), (.notReady, "NotReady"),
-        (.notConnected, "NotConnected"), (.alreadyConnected, "AlreadyConnected"), (.notAvailable, "NotAvailable"),
-        (.authenticationFailed, "AuthenticationFailed"), (.authenticationCanceled, "AuthenticationCanceled"),
-        (.authenticationRejected, "AuthenticationRejected"), (.authenticationTimeout, "AuthenticationTimeout"),
-        (.connectionAttemptFailed, "ConnectionAttemptFailed"), (.invalidOffset, "InvalidOffset"),
-        (.invalidValueLength, "InvalidValueLength"), (.notFound, "NotFound"), (.rejected, "Rejected"),
-        (.canceled, "Canceled"),
-    ]
-
-    /// Nil unless `errorName` starts with org.bluez.Error.
-    public init?(errorName: String) {
-        guard errorName.hasPrefix(BlueZError.prefix) else { return nil }
-        let suffix = String(errorName.dropFirst(BlueZError.prefix.count))
-        self = BlueZError.known.first { $0.1 == suffix }?.0 ?? .other(suffix)
-    }
-
-    /// The short name, e.g. "NotReady".
-    public var name: String {
-        if case .other(let suffix) = self { return suffix }
-        return BlueZError.known.first { $0.0 == self }!.1
-    }
-
-    /// The full error name, e.g. "org.bluez.Error.NotReady".
-    public var errorName: String { BlueZError.prefix + name }
-
-    public var description: String { errorName }
 }

@@ -197,10 +197,6 @@ public final class DBusMethodInvocation {
         }
     }
 
-    /// Answers with org.bluez.Error.<kind>.
-    @discardableResult
-    public func fail(_ bluez: BlueZError, _ message: String) -> DBusError? { fail(DBusErrorReply(bluez, message: message)) }
-
     private func answer(_ make: () throws -> DBusMessage) -> DBusError? {
         guard !isAnswered else { return .invalidValue("\(interface).\(method) was answered twice") }
         isAnswered = true

@@ -1,9 +1,9 @@
 import ATT
 import HCI
-import Host
+import HostLink
 
 /// The join between ATT's own violation event (`ATTBearer.observeViolations`, which cannot
-/// name Host's types: ATT sits beside Host, not above it) and the host's `ProtocolViolation`:
+/// name HostLink's types: ATT sits beside HostLink, not above it) and the host's `ProtocolViolation`:
 /// each `ATTProtocolViolation` becomes one with layer `att`, the kind its `name` gives, the
 /// PDU's octets and what the host answered (an Error Response, or ending the link). A new ATT case needs a line in the switch below
 /// (it is exhaustive, so the build says where).

@@ -1,7 +1,7 @@
 import BLERuntime
 import BLEWire
 import HCI
-import Host
+import HostLink
 
 /// What a peripheral advertises (legacy advertising, Core 5.4 Vol 6 Part B 2.3.1).
 public struct AdvertisingConfiguration: Hashable {

@@ -1,7 +1,7 @@
 import BLERuntime
 import BLEWire
 import HCI
-import Host
+import HostLink
 
 final class InitiatorState {
     let peer: LEAddress

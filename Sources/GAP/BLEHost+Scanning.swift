@@ -1,7 +1,7 @@
 import BLERuntime
 import BLEWire
 import HCI
-import Host
+import HostLink
 
 /// How to scan, and which devices to report.
 public struct ScanConfiguration: Hashable {

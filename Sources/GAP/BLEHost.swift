@@ -3,7 +3,7 @@ import BLERuntime
 import BLEWire
 import GATT
 import HCI
-import Host
+import HostLink
 import Transport
 
 /// A BLE host: one HCI driver to one controller, with GAP roles (advertiser, scanner, central,

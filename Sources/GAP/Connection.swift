@@ -3,7 +3,7 @@ import BLERuntime
 import BLEWire
 import GATT
 import HCI
-import Host
+import HostLink
 
 /// One LE connection as the host sees it: the L2CAP link, the ATT bearer on it, this host's GATT
 /// server attached to that bearer, and a GATT client for the peer's server.

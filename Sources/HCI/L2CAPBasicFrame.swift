@@ -3,8 +3,9 @@ import BLEWire
 // L2CAP's basic frame and its reassembly from ACL fragments: what HCI ACL data carries on LE.
 // One place for every reader of ACL data — the host's driver and L2CAP link, the sim's link
 // faults, the lab's ATT traffic record, failure reports and the capture importer — below all of
-// them (as Bumble keeps its ACL assembler in `hci`). The channels themselves (signaling, SMP,
-// ATT) are the host's business.
+// them (as Bumble keeps its ACL assembler in `hci`). The LE signaling channel's commands are
+// a wire codec here too (LESignalingPDU.swift: the host's L2CAP link and the importer read them);
+// what the channels mean (signaling, SMP, ATT) is the host's business.
 
 /// LE fixed channel identifiers (Core 5.4, Vol 3, Part A, 2.1).
 public enum L2CAPChannelID {

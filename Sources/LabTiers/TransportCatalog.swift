@@ -16,7 +16,7 @@ public enum TransportCatalog {
         ("sim", "the embedded simulator, on virtual time (the default)"),
         ("rootcanal", "RootCanal \(RootCanalProcess.version) from the venv (make venv), started on free ports"),
         ("rootcanal:HOST:PORT", "a running RootCanal: each device a new connection to its HCI port"),
-        ("bumble", "Bumble \(ExternalControllerBackend.bumbleVersion) controllers on a LocalLink, a TCP endpoint per device"),
+        ("bumble", "Bumble \(RealControllerBackend.bumbleVersion) controllers on a LocalLink, a TCP endpoint per device"),
         ("bumble:unix", "the same on unix sockets"),
         ("h4:EP,EP,…", "H4 sockets, one per device in order (tcp:HOST:PORT, HOST:PORT, unix:PATH)"),
         ("hci-user:N,N,…", "hciN through the HCI user channel, one per device (tier vhci)"),
@@ -38,11 +38,11 @@ public enum TransportCatalog {
         guard let source = try source(for: value) else {
             return value == TransportTier.sim.rawValue ? SimBackend() : nil
         }
-        return ExternalControllerBackend(source: source, environment: environment())
+        return RealControllerBackend(source: source, environment: environment())
     }
 
     /// The external source a value names; nil for `sim` and unknown values.
-    public static func source(for value: String) throws -> ExternalControllerBackend.Source? {
+    public static func source(for value: String) throws -> RealControllerBackend.Source? {
         let (name, rest) = split(value)
         func invalid(_ reason: String) -> TransportValueError { TransportValueError(value: value, reason: reason) }
         switch name {

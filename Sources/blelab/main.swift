@@ -26,7 +26,7 @@ let console = Console(out: { write($0, to: stdout) }, err: { write($0, to: stder
 // starts (RootCanal, Bumble) report on stderr, so stdout stays the run's report.
 let transports = TransportOffer(backend: { value in
     let found = try TransportCatalog.backend(for: value)
-    if let external = found as? ExternalControllerBackend {
+    if let external = found as? RealControllerBackend {
         external.log = { write("blelab: \($0)\n", to: stderr) }
     }
     return found

@@ -1,6 +1,6 @@
 @testable import BLELabCLI
 import BLELabTestSupport
-@testable import Scenario
+@testable import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

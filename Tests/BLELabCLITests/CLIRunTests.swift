@@ -2,7 +2,7 @@ import BLELab
 @testable import BLELabCLI
 import BLELabTestSupport
 import BLERuntime
-@testable import Scenario
+@testable import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -1,7 +1,7 @@
 @testable import BLELabCLI
 import BLELabTestSupport
 import BLERuntime
-@testable import Scenario
+@testable import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

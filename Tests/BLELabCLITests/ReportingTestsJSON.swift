@@ -3,7 +3,7 @@ import BLELab
 import BLERuntime
 import Foundation
 import HCI
-import Scenario
+import ScenarioEngine
 import Transport
 import XCTest
 

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import Scenario
+import ScenarioEngine
 import XCTest
 @testable import BLELabCLI
 

@@ -1,6 +1,6 @@
 @testable import BLELabCLI
 import BLELabTestSupport
-@testable import Scenario
+@testable import ScenarioEngine
 import XCTest
 
 /// `blelab verdicts`: the cross-tier report, from JUnit files like those `blelab run --junit`

@@ -1,8 +1,9 @@
 @testable import BLELabCLI
 import BLELabTestSupport
 import Foundation
-@testable import Scenario
+@testable import ScenarioEngine
 import ScenarioFormat
+import WireTestSupport
 import XCTest
 
 /// `blelab --version`: the release number and the git commit the executable was built from,

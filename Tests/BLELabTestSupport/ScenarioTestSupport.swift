@@ -4,7 +4,7 @@ import Glibc
 import BLELab
 import BLELabCLI
 import BLERuntime
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 
@@ -65,11 +65,11 @@ public enum ScenarioText {
           - discover: all
         """
 
-    /// Tests/ScenarioTests/Fixtures: the scenario files the runner's and the CLI's tests share.
+    /// Tests/ScenarioEngineTests/Fixtures: the scenario files the runner's and the CLI's tests share.
     public static var fixtures: String {
         var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
         parts.removeLast(2)   // BLELabTestSupport/ScenarioTestSupport.swift
-        return parts.joined(separator: "/") + "/ScenarioTests/Fixtures"
+        return parts.joined(separator: "/") + "/ScenarioEngineTests/Fixtures"
     }
 }
 

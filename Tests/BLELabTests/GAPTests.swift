@@ -4,7 +4,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 import XCTest
 
 /// The GAP roles of `BLEHost` against the simulated controller.

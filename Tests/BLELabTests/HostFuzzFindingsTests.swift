@@ -4,7 +4,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 import Transport
 import XCTest
 

@@ -5,7 +5,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 import ScenarioFormat
 import XCTest
 

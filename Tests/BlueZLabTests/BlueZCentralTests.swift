@@ -6,9 +6,10 @@ import BLELab
 import BLERuntime
 import BLEWire
 import DBus
+import DBusTestSupport
 import Foundation
 import GATT
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 @testable import BlueZLab
@@ -29,14 +30,14 @@ final class BlueZCentralTests: XCTestCase {
     static let otherAddress = "C0:FF:EE:00:00:02"
 
     var loop: SystemEventLoop!
-    var bus: PeripheralTestBus!
+    var bus: PrivateBus!
     var connections: [DBusConnection] = []
     var fakes: [FakeCentralBluetoothd] = []
     var centrals: [BlueZCentral] = []
 
     override func setUpWithError() throws {
         loop = SystemEventLoop()
-        bus = try PeripheralTestBus()
+        bus = try PrivateBus()
     }
 
     override func tearDown() {
@@ -95,7 +96,7 @@ final class BlueZCentralTests: XCTestCase {
     func lab() -> Lab { Lab(seed: 1, loop: loop, connector: BlueZPeripheralTests.NoControllers()) }
 
     @discardableResult
-    func begin(_ central: BlueZCentral, file: StaticString = #filePath, line: UInt = #line) -> Result<Void, ExternalRoleError>? {
+    func begin(_ central: BlueZCentral, file: StaticString = #filePath, line: UInt = #line) -> Result<Void, SeatError>? {
         wait(file: file, line: line) { done in central.begin(lab: lab(), completion: done) }
     }
 
@@ -114,7 +115,7 @@ final class BlueZCentralTests: XCTestCase {
     static func uuid(_ s: String) -> BluetoothUUID { BluetoothUUID(string: s)! }
     static func address(_ s: String, _ type: AddressType = .random) -> LEAddress { LEAddress(BDAddr(string: s)!, type: type) }
 
-    func failureText<T>(_ result: Result<T, ExternalRoleError>?, file: StaticString = #filePath, line: UInt = #line) -> String {
+    func failureText<T>(_ result: Result<T, SeatError>?, file: StaticString = #filePath, line: UInt = #line) -> String {
         guard case let .failure(error)? = result else {
             XCTFail("expected a failure, got \(String(describing: result))", file: file, line: line)
             return ""
@@ -123,13 +124,13 @@ final class BlueZCentralTests: XCTestCase {
     }
 
     func scan(_ central: BlueZCentral, _ step: ScanStep = ScanStep(),
-              file: StaticString = #filePath, line: UInt = #line) -> [ExternalScanReport]? {
-        let started: Result<Void, ExternalRoleError>? = wait(file: file, line: line) { done in central.startScan(step, completion: done) }
+              file: StaticString = #filePath, line: UInt = #line) -> [SeatScanReport]? {
+        let started: Result<Void, SeatError>? = wait(file: file, line: line) { done in central.startScan(step, completion: done) }
         guard case .success? = started else {
             XCTFail("the scan did not start: \(String(describing: started))", file: file, line: line)
             return nil
         }
-        let stopped: Result<[ExternalScanReport], ExternalRoleError>? = wait(file: file, line: line) { done in central.stopScan(completion: done) }
+        let stopped: Result<[SeatScanReport], SeatError>? = wait(file: file, line: line) { done in central.stopScan(completion: done) }
         guard case let .success(reports)? = stopped else {
             XCTFail("the scan did not stop: \(String(describing: stopped))", file: file, line: line)
             return nil
@@ -160,7 +161,7 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central, file: file, line: line)
         fake.onStartDiscovery = nil
         let address = Self.address(Self.hrmAddress)
-        let connected: Result<Void, ExternalRoleError>? = wait(file: file, line: line) { done in
+        let connected: Result<Void, SeatError>? = wait(file: file, line: line) { done in
             central.connect(to: address, within: .seconds(5), completion: done)
         }
         guard case .success? = connected else {
@@ -168,7 +169,7 @@ final class BlueZCentralTests: XCTestCase {
             throw SetUpFailed(what: "not connected")
         }
         if discover {
-            let found: Result<[ExternalService], ExternalRoleError>? = wait(file: file, line: line) { done in
+            let found: Result<[SeatService], SeatError>? = wait(file: file, line: line) { done in
                 central.discover(on: address, services: nil, completion: done)
             }
             guard case .success? = found else {
@@ -244,7 +245,7 @@ final class BlueZCentralTests: XCTestCase {
 
     func testBeginNeedsARealTimeLoop() throws {
         let central = try makeCentral()
-        let result: Result<Void, ExternalRoleError>? = wait { done in central.begin(lab: Lab(seed: 1), completion: done) }
+        let result: Result<Void, SeatError>? = wait { done in central.begin(lab: Lab(seed: 1), completion: done) }
         let text = failureText(result)
         XCTAssertTrue(text.contains("needs a real-time transport"), text)
         XCTAssertTrue(text.contains("not the sim"), text)
@@ -284,7 +285,7 @@ final class BlueZCentralTests: XCTestCase {
         let (fake, central) = try begun()
         fake.discoveringAtOnce = false
         let step = ScanStep(services: [Self.uuid("180D"), Self.uuid("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")], duplicates: true)
-        var started: Result<Void, ExternalRoleError>?
+        var started: Result<Void, SeatError>?
         central.startScan(step) { started = $0 }
         runUntil { fake.calls.contains("StartDiscovery") }
         // UUIDs in BlueZ's 128-bit lower-case form, LE only, DuplicateData from the step.
@@ -298,7 +299,7 @@ final class BlueZCentralTests: XCTestCase {
         runUntil { started != nil }
         guard case .success? = started else { return XCTFail("\(String(describing: started))") }
 
-        let _: Result<[ExternalScanReport], ExternalRoleError>? = wait { done in central.stopScan(completion: done) }
+        let _: Result<[SeatScanReport], SeatError>? = wait { done in central.stopScan(completion: done) }
         XCTAssertEqual(fake.calls.last, "StopDiscovery")
         // No services, no duplicates: no UUIDs key, DuplicateData false (bluetoothd's default is true).
         fake.discoveringAtOnce = true
@@ -310,7 +311,7 @@ final class BlueZCentralTests: XCTestCase {
         let (fake, central) = try begun(callTimeout: .milliseconds(300))
         fake.discoveringAtOnce = false
         let start = loop.now
-        let result: Result<Void, ExternalRoleError>? = wait { done in central.startScan(ScanStep(), completion: done) }
+        let result: Result<Void, SeatError>? = wait { done in central.startScan(ScanStep(), completion: done) }
         XCTAssertEqual(failureText(result), "/org/bluez/hci0 did not start discovering within \(TimeSpan.milliseconds(300))")
         XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(300))
     }
@@ -318,16 +319,16 @@ final class BlueZCentralTests: XCTestCase {
     func testStartDiscoveryRefusedIsAnError() throws {
         let (fake, central) = try begun()
         fake.powered = false   // without PropertiesChanged: StartDiscovery says NotReady
-        let text = failureText(wait { done in central.startScan(ScanStep(), completion: done) } as Result<Void, ExternalRoleError>?)
+        let text = failureText(wait { done in central.startScan(ScanStep(), completion: done) } as Result<Void, SeatError>?)
         XCTAssertEqual(text, "StartDiscovery: org.bluez.Error.NotReady: Resource Not Ready")
     }
 
     func testStopDiscoveryRefusedIsAnError() throws {
         let (fake, central) = try begun()
-        let started: Result<Void, ExternalRoleError>? = wait { done in central.startScan(ScanStep(), completion: done) }
+        let started: Result<Void, SeatError>? = wait { done in central.startScan(ScanStep(), completion: done) }
         XCTAssertNotNil(try started?.get())
         fake.stopDiscoveryAnswer = .fail(DBusErrorReply(.failed, message: "No discovery started"))
-        let stopped: Result<[ExternalScanReport], ExternalRoleError>? = wait { done in central.stopScan(completion: done) }
+        let stopped: Result<[SeatScanReport], SeatError>? = wait { done in central.stopScan(completion: done) }
         XCTAssertEqual(failureText(stopped), "StopDiscovery: org.bluez.Error.Failed: No discovery started")
     }
 
@@ -346,13 +347,13 @@ final class BlueZCentralTests: XCTestCase {
         }
         let first = try XCTUnwrap(scan(central))
         XCTAssertEqual(first, [
-            ExternalScanReport(address: Self.address(Self.hrmAddress), rssi: -42, names: ["HRM"], serviceUUIDs: [Self.uuid("180D")]),
-            ExternalScanReport(address: Self.address(Self.otherAddress, .public), rssi: -70, names: [], serviceUUIDs: []),
+            SeatScanReport(address: Self.address(Self.hrmAddress), rssi: -42, names: ["HRM"], serviceUUIDs: [Self.uuid("180D")]),
+            SeatScanReport(address: Self.address(Self.otherAddress, .public), rssi: -70, names: [], serviceUUIDs: []),
         ])
 
         // Between scans a device appears; it is not news for the next scan, which forgets it.
         try fake.export(later)
-        let connected: Result<Void, ExternalRoleError>? = wait { done in
+        let connected: Result<Void, SeatError>? = wait { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .seconds(5), completion: done)
         }
         guard case .success? = connected else { return XCTFail("\(String(describing: connected))") }
@@ -366,8 +367,8 @@ final class BlueZCentralTests: XCTestCase {
         }
         let second = try XCTUnwrap(scan(central))
         XCTAssertEqual(second, [
-            ExternalScanReport(address: Self.address(Self.hrmAddress), rssi: -45, names: ["HRM"], serviceUUIDs: [Self.uuid("180D")]),
-            ExternalScanReport(address: Self.address("C0:FF:EE:00:00:04"), rssi: -65, names: ["Late"], serviceUUIDs: [Self.uuid("FFE0")]),
+            SeatScanReport(address: Self.address(Self.hrmAddress), rssi: -45, names: ["HRM"], serviceUUIDs: [Self.uuid("180D")]),
+            SeatScanReport(address: Self.address("C0:FF:EE:00:00:04"), rssi: -65, names: ["Late"], serviceUUIDs: [Self.uuid("FFE0")]),
         ])
         // Devices not connected were removed before the scan (the connected sensor was not).
         XCTAssertEqual(Set(fake.calls[before...].filter { $0.hasPrefix("RemoveDevice") }),
@@ -423,7 +424,7 @@ final class BlueZCentralTests: XCTestCase {
         fake.announcesConnected = false
         let address = Self.address(Self.hrmAddress)
         let start = loop.now
-        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(1)) { done in
+        let result: Result<Void, SeatError>? = wait(limit: .seconds(1)) { done in
             central.connect(to: address, within: .seconds(1), completion: done)
         }
         guard case .success? = result else { return XCTFail("not connected: \(String(describing: result))") }
@@ -448,7 +449,7 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central)
         fake.linkUpOnConnect = false
         let address = Self.address(Self.hrmAddress)
-        var result: Result<Void, ExternalRoleError>?
+        var result: Result<Void, SeatError>?
         central.connect(to: address, within: .seconds(2)) { result = $0 }
         runUntil { fake.calls.contains("Connect \(sensor.path)") }
         // The answer and the read of Connected (false) go by; the connect is still waiting.
@@ -469,7 +470,7 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central)
         fake.linkUpOnConnect = false
         let start = loop.now
-        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(2)) { done in
+        let result: Result<Void, SeatError>? = wait(limit: .seconds(2)) { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .milliseconds(500), completion: done)
         }
         XCTAssertEqual(failureText(result), "Device1.Connect returned, but Connected stayed false (read with GetAll, then no "
@@ -488,7 +489,7 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central)
         fake.linkUpOnConnect = false
         let start = loop.now
-        let result: Result<Void, ExternalRoleError>? = wait(limit: .seconds(2)) { done in
+        let result: Result<Void, SeatError>? = wait(limit: .seconds(2)) { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .seconds(30), completion: done)
         }
         XCTAssertTrue(failureText(result).hasSuffix("turned it true within \(TimeSpan.milliseconds(300)))"), failureText(result))
@@ -502,7 +503,7 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central)
         fake.connectAnswer = .hang
         let start = loop.now
-        let result: Result<Void, ExternalRoleError>? = wait { done in
+        let result: Result<Void, SeatError>? = wait { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .milliseconds(300), completion: done)
         }
         guard case let .failure(.timeout(text))? = result else { return XCTFail("not a timeout: \(String(describing: result))") }
@@ -520,10 +521,10 @@ final class BlueZCentralTests: XCTestCase {
         fake.onStartDiscovery = { try? fake.advertise(sensor) }
         _ = scan(central)
         fake.connectAnswer = .fail(DBusErrorReply(.failed, message: "le-connection-abort-by-local"))
-        let result: Result<Void, ExternalRoleError>? = wait { done in
+        let result: Result<Void, SeatError>? = wait { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .seconds(5), completion: done)
         }
-        XCTAssertEqual(result.flatMap { r -> ExternalRoleError? in if case let .failure(e) = r { return e }; return nil },
+        XCTAssertEqual(result.flatMap { r -> SeatError? in if case let .failure(e) = r { return e }; return nil },
                        .failed("Device1.Connect: org.bluez.Error.Failed: le-connection-abort-by-local"))
     }
 
@@ -531,7 +532,7 @@ final class BlueZCentralTests: XCTestCase {
         let (_, central) = try begun()
         let text = failureText(wait { done in
             central.connect(to: Self.address(Self.hrmAddress), within: .seconds(1), completion: done)
-        } as Result<Void, ExternalRoleError>?)
+        } as Result<Void, SeatError>?)
         XCTAssertEqual(text, "bluetoothd has no device \(Self.address(Self.hrmAddress)) to connect to (no scan found it)")
     }
 
@@ -548,9 +549,9 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(ended, [address])
 
         // A disconnect step: Device1.Disconnect, waited for, not reported.
-        let again: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
+        let again: Result<Void, SeatError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
         guard case .success? = again else { return XCTFail("\(String(describing: again))") }
-        let result: Result<Void, ExternalRoleError>? = wait { done in central.disconnect(from: address, completion: done) }
+        let result: Result<Void, SeatError>? = wait { done in central.disconnect(from: address, completion: done) }
         guard case .success? = result else { return XCTFail("\(String(describing: result))") }
         XCTAssertEqual(fake.calls.last, "Disconnect \(sensor.path)")
         XCTAssertFalse(central.isConnected(address))
@@ -564,12 +565,12 @@ final class BlueZCentralTests: XCTestCase {
         _ = scan(central)
         let address = Self.address(Self.hrmAddress)
         fake.connectAnswer = .hang
-        let timedOut: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .milliseconds(200), completion: done) }
+        let timedOut: Result<Void, SeatError>? = wait { done in central.connect(to: address, within: .milliseconds(200), completion: done) }
         guard case .failure(.timeout)? = timedOut else { return XCTFail("\(String(describing: timedOut))") }
         runUntil { fake.calls.last == "Disconnect \(sensor.path)" }
 
         fake.connectAnswer = .reply
-        let connected: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
+        let connected: Result<Void, SeatError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
         guard case .success? = connected else { return XCTFail("\(String(describing: connected))") }
         var ended: [LEAddress] = []
         central.onDisconnected = { ended.append($0) }
@@ -586,26 +587,26 @@ final class BlueZCentralTests: XCTestCase {
         fake.resolvesOnConnect = false
         let address = try connectedSensor(fake, central, discover: false)
         let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
-        var found: Result<[ExternalService], ExternalRoleError>?
+        var found: Result<[SeatService], SeatError>?
         central.discover(on: address, services: nil) { found = $0 }
         XCTAssertNil(found, "ServicesResolved is false")
         try fake.resolveServices(sensor)
         runUntil { found != nil }
         // The value handle follows the declaration whose handle names the object (char000b → 0x000c).
         XCTAssertEqual(try found?.get(), [
-            ExternalService(uuid: Self.uuid("180D"), characteristics: [
-                ExternalCharacteristic(uuid: Self.uuid("2A37"), properties: [.read, .notify], valueHandle: 0x000C),
-                ExternalCharacteristic(uuid: Self.uuid("2A38"), properties: [.read], valueHandle: 0x000E),
+            SeatService(uuid: Self.uuid("180D"), characteristics: [
+                SeatCharacteristic(uuid: Self.uuid("2A37"), properties: [.read, .notify], valueHandle: 0x000C),
+                SeatCharacteristic(uuid: Self.uuid("2A38"), properties: [.read], valueHandle: 0x000E),
             ]),
-            ExternalService(uuid: Self.uuid("FFE0"), characteristics: [
-                ExternalCharacteristic(uuid: Self.uuid("FFE1"), properties: [.read, .write, .writeWithoutResponse, .notify], valueHandle: 0x0012),
+            SeatService(uuid: Self.uuid("FFE0"), characteristics: [
+                SeatCharacteristic(uuid: Self.uuid("FFE1"), properties: [.read, .write, .writeWithoutResponse, .notify], valueHandle: 0x0012),
             ]),
         ])
         XCTAssertEqual(central.mtu(on: address), 23)
 
-        let only: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: [Self.uuid("FFE0")], completion: done) }
+        let only: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: [Self.uuid("FFE0")], completion: done) }
         XCTAssertEqual(try only?.get().map(\.uuid), [Self.uuid("FFE0")])
-        let none: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: [Self.uuid("180F")], completion: done) }
+        let none: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: [Self.uuid("180F")], completion: done) }
         XCTAssertEqual(try none?.get(), [])
     }
 
@@ -614,7 +615,7 @@ final class BlueZCentralTests: XCTestCase {
         fake.resolvesOnConnect = false
         let address = try connectedSensor(fake, central, discover: false)
         let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
-        var found: Result<[ExternalService], ExternalRoleError>?
+        var found: Result<[SeatService], SeatError>?
         central.discover(on: address, services: nil) { found = $0 }
         fake.dropConnection(sensor)
         runUntil { !central.isConnected(address) }
@@ -632,7 +633,7 @@ final class BlueZCentralTests: XCTestCase {
         fake.dropConnection(sensor)
         runUntil { !central.isConnected(address) }
         // bluetoothd removed the GATT objects and set ServicesResolved false with the link.
-        let r: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let r: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
         let text = failureText(r)
         XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(measurementRef) under \(sensor.path) any more"), text)
         XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
@@ -653,7 +654,7 @@ final class BlueZCentralTests: XCTestCase {
         runUntil { !central.isConnected(address) }
         fake.removeGATTObjects(sensor)
         XCTAssertNotNil(central.mtu(on: address), "the central still has the GATT objects (mtu comes from them)")
-        let read: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let read: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
         var text = failureText(read)
         XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(measurementRef) under \(sensor.path) any more"), text)
         XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
@@ -664,8 +665,8 @@ final class BlueZCentralTests: XCTestCase {
         runUntil { !central.isConnected(address) }
         fake.removeGATTObjects(sensor)
         XCTAssertNotNil(central.mtu(on: address))
-        let wrote: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: [1], type: .request, acquire: false), to: serialRef, on: address, completion: done)
+        let wrote: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: [1], type: .request, acquire: false), to: serialRef, on: address, completion: done)
         }
         text = failureText(wrote)
         XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(serialRef) under \(sensor.path) any more"), text)
@@ -675,7 +676,7 @@ final class BlueZCentralTests: XCTestCase {
         runUntil { !central.isConnected(address) }
         fake.removeGATTObjects(sensor)
         XCTAssertNotNil(central.mtu(on: address))
-        let subscribed: Result<Void, ExternalRoleError>? = wait { done in
+        let subscribed: Result<Void, SeatError>? = wait { done in
             central.setNotifications(true, for: measurementRef, on: address, acquire: false, completion: done)
         }
         text = failureText(subscribed)
@@ -684,9 +685,9 @@ final class BlueZCentralTests: XCTestCase {
 
     /// Connects again and rediscovers after a drop.
     private func reconnect(_ fake: FakeCentralBluetoothd, _ central: BlueZCentral, _ address: LEAddress) throws {
-        let connected: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
+        let connected: Result<Void, SeatError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
         XCTAssertNotNil(try connected?.get())
-        let found: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
+        let found: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
         XCTAssertNotNil(try found?.get())
     }
 
@@ -706,7 +707,7 @@ final class BlueZCentralTests: XCTestCase {
         var values: [(LEAddress, CharacteristicRef, [UInt8])] = []
         central.onValue = { values.append(($0, $1, $2)) }
 
-        let subscribed: Result<Void, ExternalRoleError>? = wait { done in
+        let subscribed: Result<Void, SeatError>? = wait { done in
             central.setNotifications(true, for: measurementRef, on: address, acquire: false, completion: done)
         }
         guard case .success? = subscribed else { return XCTFail("\(String(describing: subscribed))") }
@@ -714,7 +715,7 @@ final class BlueZCentralTests: XCTestCase {
 
         // bluetoothd flushes PropertiesChanged(Value) for the value read before the reply.
         measurement.value = [0x00, 61]
-        let read: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let read: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
         XCTAssertEqual(try read?.get(), [0x00, 61])
         XCTAssertEqual(fake.calls.last, "ReadValue \(measurement.path)")
 
@@ -725,7 +726,7 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(values.first?.0, address)
         XCTAssertEqual(values.first?.1, measurementRef)
 
-        let stopped: Result<Void, ExternalRoleError>? = wait { done in
+        let stopped: Result<Void, SeatError>? = wait { done in
             central.setNotifications(false, for: measurementRef, on: address, acquire: false, completion: done)
         }
         guard case .success? = stopped else { return XCTFail("\(String(describing: stopped))") }
@@ -735,8 +736,8 @@ final class BlueZCentralTests: XCTestCase {
     func testReadErrorsMapToATTErrors() throws {
         let (fake, central) = try begun()
         let address = try connectedSensor(fake, central)
-        func read() -> ExternalRoleError? {
-            let r: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        func read() -> SeatError? {
+            let r: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
             if case let .failure(e)? = r { return e }
             XCTFail("the read succeeded")
             return nil
@@ -754,15 +755,15 @@ final class BlueZCentralTests: XCTestCase {
         let (fake, central) = try begun()
         fake.resolvesOnConnect = false
         let address = try connectedSensor(fake, central, discover: false)
-        let early: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let early: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
         XCTAssertEqual(failureText(early), "bluetoothd has not resolved \(address)'s services (add a discover step)")
 
         let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
         try fake.resolveServices(sensor)
-        let found: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
+        let found: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
         XCTAssertNotNil(try found?.get())
         let missing = CharacteristicRef(Self.uuid("2A39"))
-        let absent: Result<[UInt8], ExternalRoleError>? = wait { done in central.read(missing, on: address, completion: done) }
+        let absent: Result<[UInt8], SeatError>? = wait { done in central.read(missing, on: address, completion: done) }
         XCTAssertTrue(failureText(absent).hasPrefix("bluetoothd has no GATT object for \(missing) under \(sensor.path)"))
     }
 
@@ -773,8 +774,8 @@ final class BlueZCentralTests: XCTestCase {
         let address = try connectedSensor(fake, central)
         let serial = characteristic(fake, Self.serialData)
         func write(_ value: [UInt8], _ type: WriteType, to ref: CharacteristicRef) {
-            let r: Result<Void, ExternalRoleError>? = wait { done in
-                central.write(ExternalWrite(value: value, type: type, acquire: false), to: ref, on: address, completion: done)
+            let r: Result<Void, SeatError>? = wait { done in
+                central.write(SeatWrite(value: value, type: type, acquire: false), to: ref, on: address, completion: done)
             }
             guard case .success? = r else { return XCTFail("\(type): \(String(describing: r))") }
         }
@@ -805,9 +806,9 @@ final class BlueZCentralTests: XCTestCase {
         let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
         fake.dropConnection(sensor)
         runUntil { !central.isConnected(address) }
-        let connected: Result<Void, ExternalRoleError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
+        let connected: Result<Void, SeatError>? = wait { done in central.connect(to: address, within: .seconds(5), completion: done) }
         XCTAssertNotNil(try connected?.get())
-        let found: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
+        let found: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
         XCTAssertNotNil(try found?.get())
     }
 
@@ -815,8 +816,8 @@ final class BlueZCentralTests: XCTestCase {
         let (fake, central) = try begun()
         let address = try connectedSensor(fake, central)
         fake.writeAnswer = .fail(DBusErrorReply(.failed, message: "Operation failed with ATT error: 0x80"))
-        let r: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: [1], type: .request, acquire: false), to: serialRef, on: address, completion: done)
+        let r: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: [1], type: .request, acquire: false), to: serialRef, on: address, completion: done)
         }
         guard case let .failure(error)? = r else { return XCTFail("\(String(describing: r))") }
         XCTAssertEqual(error.attErrorCode?.rawValue, 0x80, "an application error code comes back as it was")
@@ -827,8 +828,8 @@ final class BlueZCentralTests: XCTestCase {
         let address = try connectedSensor(fake, central)
         let serial = characteristic(fake, Self.serialData)
         let value = Array(0..<20).map(UInt8.init)   // ATT_MTU 23 - 3: a full Write Command
-        let r: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: value, type: .default, acquire: true), to: serialRef, on: address, completion: done)
+        let r: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: value, type: .default, acquire: true), to: serialRef, on: address, completion: done)
         }
         guard case .success? = r else { return XCTFail("\(String(describing: r))") }
         XCTAssertEqual(fake.calls.last, "AcquireWrite \(serial.path)")
@@ -842,8 +843,8 @@ final class BlueZCentralTests: XCTestCase {
     func testAcquireWriteRefusedIsAnError() throws {
         let (fake, central) = try begun()
         let address = try connectedSensor(fake, central)
-        let r: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: [1], type: .default, acquire: true), to: measurementRef, on: address, completion: done)
+        let r: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: [1], type: .default, acquire: true), to: measurementRef, on: address, completion: done)
         }
         XCTAssertTrue(failureText(r).contains("AcquireWrite of \(measurementRef): org.bluez.Error.NotSupported"), failureText(r))
     }
@@ -856,16 +857,16 @@ final class BlueZCentralTests: XCTestCase {
         // carries at most ATT_MTU - 3 octets (Core 5.4 Vol 3 Part F 3.4.5.3). bluetoothd's
         // sock_read passes a longer datagram to bt_gatt_client_write_without_response, which
         // cannot send it, and nobody hears of it.
-        let r: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: Array(repeating: 0x55, count: 21), type: .default, acquire: true), to: serialRef, on: address, completion: done)
+        let r: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: Array(repeating: 0x55, count: 21), type: .default, acquire: true), to: serialRef, on: address, completion: done)
         }
         if case .success? = r {
             let sent = fake.writeSockets[serial.path].map { FakeCentralBluetoothd.drain($0).datagrams } ?? []
             XCTFail("AcquireWrite accepted \(sent.first?.count ?? 0) octets at ATT_MTU 23; bluetoothd would drop them silently")
         }
         XCTAssertTrue(failureText(r).contains("do not fit"), failureText(r))
-        let too: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: Array(repeating: 0x55, count: 24), type: .default, acquire: true), to: serialRef, on: address, completion: done)
+        let too: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: Array(repeating: 0x55, count: 24), type: .default, acquire: true), to: serialRef, on: address, completion: done)
         }
         XCTAssertTrue(failureText(too).contains("do not fit"))
     }
@@ -873,8 +874,8 @@ final class BlueZCentralTests: XCTestCase {
     func testAcquireWriteBeyondTheMTUIsRefused() throws {
         let (fake, central) = try begun()
         let address = try connectedSensor(fake, central)
-        let r: Result<Void, ExternalRoleError>? = wait { done in
-            central.write(ExternalWrite(value: Array(repeating: 0x55, count: 24), type: .default, acquire: true), to: serialRef, on: address, completion: done)
+        let r: Result<Void, SeatError>? = wait { done in
+            central.write(SeatWrite(value: Array(repeating: 0x55, count: 24), type: .default, acquire: true), to: serialRef, on: address, completion: done)
         }
         XCTAssertEqual(failureText(r), "24 octets do not fit a Write Command through AcquireWrite (ATT_MTU 23: at most 20)")
     }
@@ -885,7 +886,7 @@ final class BlueZCentralTests: XCTestCase {
         let serial = characteristic(fake, Self.serialData)
         var values: [(LEAddress, CharacteristicRef, [UInt8])] = []
         central.onValue = { values.append(($0, $1, $2)) }
-        let acquired: Result<Void, ExternalRoleError>? = wait { done in
+        let acquired: Result<Void, SeatError>? = wait { done in
             central.setNotifications(true, for: serialRef, on: address, acquire: true, completion: done)
         }
         guard case .success? = acquired else { return XCTFail("\(String(describing: acquired))") }
@@ -900,7 +901,7 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(values.first?.1, serialRef)
 
         // Unsubscribing closes the socket (bluetoothd then stops); no StopNotify.
-        let released: Result<Void, ExternalRoleError>? = wait { done in
+        let released: Result<Void, SeatError>? = wait { done in
             central.setNotifications(false, for: serialRef, on: address, acquire: true, completion: done)
         }
         guard case .success? = released else { return XCTFail("\(String(describing: released))") }
@@ -916,7 +917,7 @@ final class BlueZCentralTests: XCTestCase {
         let (fake, central) = try begun()
         fake.resolvesOnConnect = false
         let address = try connectedSensor(fake, central, discover: false)
-        var found: Result<[ExternalService], ExternalRoleError>?
+        var found: Result<[SeatService], SeatError>?
         central.discover(on: address, services: nil) { found = $0 }
         let released: Result<[DBusValue], DBusError>? = wait { done in fake.leaveBus(completion: done) }
         XCTAssertEqual(try released?.get(), [.uint32(1)])
@@ -924,14 +925,14 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(central.failure, "bluetoothd left the system bus (it stopped or crashed)")
         XCTAssertEqual(failureText(found), "bluetoothd left the system bus (it stopped or crashed)")
         // Later steps fail with the same text.
-        let scan: Result<Void, ExternalRoleError>? = wait { done in central.startScan(ScanStep(), completion: done) }
+        let scan: Result<Void, SeatError>? = wait { done in central.startScan(ScanStep(), completion: done) }
         XCTAssertEqual(failureText(scan), "bluetoothd left the system bus (it stopped or crashed)")
     }
 
     func testAdapterPoweredOffFailsTheRoleAndEndsWaits() throws {
         let (fake, central) = try begun()
         fake.discoveringAtOnce = false
-        var started: Result<Void, ExternalRoleError>?
+        var started: Result<Void, SeatError>?
         central.startScan(ScanStep()) { started = $0 }
         runUntil { fake.calls.contains("StartDiscovery") }
         fake.powerOff()
@@ -967,7 +968,7 @@ final class BlueZCentralTests: XCTestCase {
         let other = fake.addDevice(Self.otherAddress)
         try fake.export(other)
         // Discovery reads bluetoothd's objects again: the central knows both devices.
-        let found: Result<[ExternalService], ExternalRoleError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
+        let found: Result<[SeatService], SeatError>? = wait { done in central.discover(on: address, services: nil, completion: done) }
         XCTAssertNotNil(try found?.get())
         let caller = try XCTUnwrap(fake.lastCaller)
         var ended = false
@@ -981,7 +982,7 @@ final class BlueZCentralTests: XCTestCase {
 
     func testEndStopsADiscoveryStillRunning() throws {
         let (fake, central) = try begun()
-        let started: Result<Void, ExternalRoleError>? = wait { done in central.startScan(ScanStep(), completion: done) }
+        let started: Result<Void, SeatError>? = wait { done in central.startScan(ScanStep(), completion: done) }
         guard case .success? = started else { return XCTFail() }
         var ended = false
         central.end { ended = true }

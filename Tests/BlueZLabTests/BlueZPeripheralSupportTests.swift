@@ -5,7 +5,7 @@ import BLEWire
 import DBus
 import Foundation
 import GATT
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 @testable import BlueZLab

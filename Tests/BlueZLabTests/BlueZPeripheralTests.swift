@@ -3,8 +3,9 @@ import BLELab
 import BLERuntime
 import BLEWire
 import DBus
+import DBusTestSupport
 import GATT
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest
@@ -14,7 +15,7 @@ import XCTest
 /// and how it answers what bluetoothd calls on behalf of a central.
 final class BlueZPeripheralTests: XCTestCase {
     var loop: SystemEventLoop!
-    var bus: PeripheralTestBus!
+    var bus: PrivateBus!
     var connections: [DBusConnection] = []
     var peripherals: [BlueZPeripheral] = []
     /// Kept until the peripherals have stopped: their methods are called to the end.
@@ -22,7 +23,7 @@ final class BlueZPeripheralTests: XCTestCase {
 
     override func setUpWithError() throws {
         loop = SystemEventLoop()
-        bus = try PeripheralTestBus()
+        bus = try PrivateBus()
     }
 
     override func tearDown() {
@@ -72,7 +73,7 @@ final class BlueZPeripheralTests: XCTestCase {
         return p
     }
 
-    func start(_ p: BlueZPeripheral, file: StaticString = #filePath, line: UInt = #line) -> Result<Void, ExternalRoleError>? {
+    func start(_ p: BlueZPeripheral, file: StaticString = #filePath, line: UInt = #line) -> Result<Void, SeatError>? {
         wait(file: file, line: line) { done in p.start(completion: done) }
     }
 
@@ -239,7 +240,7 @@ final class BlueZPeripheralTests: XCTestCase {
     final class NoControllers: ControllerConnector {
         var description: String { "no controllers" }
         func openController(for name: String, index: Int, on loop: DrivableEventLoop) throws -> HCITransport {
-            throw ExternalRoleError.failed("no controller for \(name)")
+            throw SeatError.failed("no controller for \(name)")
         }
         func closeAll() {}
     }
@@ -266,7 +267,7 @@ final class BlueZPeripheralTests: XCTestCase {
     func testWriteCommandIsEchoedAsPropertiesChangedOfValue() throws {
         let fake = try startFake()
         let p = try makePeripheral(Self.hm10)
-        var writes: [ExternalReceivedWrite] = []
+        var writes: [SeatReceivedWrite] = []
         p.onWrite = { writes.append($0) }
         XCTAssertNil(start(p)?.peripheralFailure)
         let ffe1 = try XCTUnwrap(fake.object(BlueZName.gattCharacteristic, uuid: Self.full("FFE1")))

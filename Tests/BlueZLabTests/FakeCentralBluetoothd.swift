@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLERuntime
+import BlueZLab
 import DBus
 import Foundation
 import XCTest

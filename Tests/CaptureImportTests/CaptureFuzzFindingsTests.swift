@@ -1,5 +1,5 @@
 import CaptureImport
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -1,7 +1,7 @@
 import BLELabTestSupport
 import CaptureImport
 import HCI
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

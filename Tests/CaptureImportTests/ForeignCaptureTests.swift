@@ -1,7 +1,7 @@
 import BLERuntime
 import CaptureImport
 import HCI
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -1,6 +1,6 @@
 import BLELabTestSupport
 import CaptureImport
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

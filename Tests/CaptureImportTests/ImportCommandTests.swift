@@ -1,7 +1,7 @@
 import BLELabTestSupport
 import CaptureImport
 import Foundation
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

@@ -8,7 +8,7 @@ import CaptureImport
 import HCI
 import BLELabCLI
 import BLELabTestSupport
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

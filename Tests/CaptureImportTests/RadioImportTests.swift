@@ -1,6 +1,6 @@
 import CaptureImport
 import HCI
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -1,6 +1,6 @@
 import CaptureImport
 import Foundation
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

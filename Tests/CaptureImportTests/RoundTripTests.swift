@@ -1,7 +1,7 @@
 import BLELab
 import BLEWire
 import CaptureImport
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -195,18 +195,6 @@ final class MarshallingTests: XCTestCase {
         }
     }
 
-    func testBlueZErrorNames() {
-        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.NotReady"), .notReady)
-        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.InProgress")?.errorName, "org.bluez.Error.InProgress")
-        XCTAssertEqual(BlueZError(errorName: "org.bluez.Error.Vendor"), .other("Vendor"))
-        XCTAssertEqual(BlueZError.other("Vendor").errorName, "org.bluez.Error.Vendor")
-        XCTAssertNil(BlueZError(errorName: "org.freedesktop.DBus.Error.Failed"))
-        for kind: BlueZError in [.failed, .inProgress, .notPermitted, .notAuthorized, .invalidArguments, .notSupported,
-                                 .alreadyExists, .doesNotExist, .notReady, .notConnected, .alreadyConnected] {
-            XCTAssertEqual(BlueZError(errorName: kind.errorName), kind)
-        }
-    }
-
     func testMatchRuleText() throws {
         let rule = DBusMatchRule(sender: "org.bluez", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                                  pathNamespace: "/org/bluez", arg0: "it's")

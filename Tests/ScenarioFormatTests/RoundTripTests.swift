@@ -61,7 +61,7 @@ final class RoundTripTests: XCTestCase {
     /// The test fixtures that load: the format tours (every key) and the runner's passing and
     /// failing scenarios.
     func testEveryLoadableFixtureRoundTrips() throws {
-        let fixtures = repositoryRoot + "/Tests/ScenarioTests/Fixtures"
+        let fixtures = repositoryRoot + "/Tests/ScenarioEngineTests/Fixtures"
         let files = [fixtures + "/format-tour.yaml", fixtures + "/format-shape.yaml"]
             + yamlFiles(under: fixtures + "/passing") + yamlFiles(under: fixtures + "/failing")
         XCTAssertGreaterThanOrEqual(files.count, 5)

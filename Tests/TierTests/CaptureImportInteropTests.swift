@@ -3,7 +3,7 @@ import BLEWire
 import CaptureImport
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest

@@ -1,7 +1,7 @@
 import BLELab
 import BLERuntime
 import LabTiers
-import Scenario
+import ScenarioEngine
 import XCTest
 
 /// Scans on RootCanal get the sim's verdicts, run after run (docs/tiers.md, "Advertisers in

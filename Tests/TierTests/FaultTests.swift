@@ -5,7 +5,7 @@ import BLELab
 import BLERuntime
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest
@@ -124,7 +124,7 @@ final class FaultTests: TierTestCase {
         }
         let loop = SystemEventLoop()
         let proxy = try H4Proxy(loop: loop, upstream: rootCanal.endpoint)
-        let backend = ExternalControllerBackend(source: .endpoints([proxy.endpoint, proxy.endpoint]), environment: Tiers.environment)
+        let backend = RealControllerBackend(source: .endpoints([proxy.endpoint, proxy.endpoint]), environment: Tiers.environment)
         backend.makeLoop = { loop }
         var armed = false
         backend.onLabMade = { lab in

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 @testable import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

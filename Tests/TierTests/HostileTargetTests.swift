@@ -5,9 +5,9 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 import LabTiers
-import Scenario
+import ScenarioEngine
 import XCTest
 
 /// `blelab hostile`'s target on the sim (virtual time, no venv): what it reports is what its host

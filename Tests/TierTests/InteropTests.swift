@@ -6,7 +6,7 @@ import Foundation
 import GAP
 import GATT
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import XCTest
 

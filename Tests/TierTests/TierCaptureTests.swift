@@ -3,8 +3,9 @@ import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import Transport
+import WireTestSupport
 import XCTest
 
 /// Captures written by `blelab run --capture` on RootCanal and on Bumble's controllers open in
@@ -51,7 +52,7 @@ final class TierCaptureTests: TierTestCase {
         let dir = try temporaryDirectory(self) + "/captures"
         let run = Self.runCLI(["--capture", dir] + Self.scenarios.map { Tiers.root + "/" + $0 }, transport: transport)
         XCTAssertEqual(run.status, .passed, run.out + run.err)
-        let tshark = executableOnPath("tshark")
+        let tshark = TestTools.executableOnPath("tshark")
         if tshark == nil { print("TierCaptureTests: tshark is not on PATH; the captures were checked with BTSnoopReader only") }
 
         for (scenario, peripheral) in [("hm10-serial", "hm10"), ("hm10-with-write", "clone")] {
@@ -69,7 +70,7 @@ final class TierCaptureTests: TierTestCase {
                                "\(path): the CCCD Write Request, then the scenario's writes")
                 guard let tshark else { continue }
 
-                let att = try runTool(tshark, ["-r", path, "-Y", "btatt", "-T", "fields", "-E", "separator=|",
+                let att = try TestTools.runTool(tshark, ["-r", path, "-Y", "btatt", "-T", "fields", "-E", "separator=|",
                                                "-e", "frame.time_epoch", "-e", "hci_h4.direction", "-e", "btatt.opcode", "-e", "bthci_acl.chandle"])
                 XCTAssertEqual(att.status, 0, path)
                 let rows = att.output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
@@ -81,12 +82,12 @@ final class TierCaptureTests: TierTestCase {
                                "\(path): 2000-01-01 + the lab's (real-time) clock")
 
                 // tshark's names for the operations the scenarios are about.
-                let text = try runTool(tshark, ["-r", path, "-Y", "btatt"]).output
+                let text = try TestTools.runTool(tshark, ["-r", path, "-Y", "btatt"]).output
                 for name in ["Write Request", "Write Response", "Write Command", "Handle Value Notification", "Read By Type Request"] {
                     XCTAssertTrue(text.contains(name), "\(path): tshark shows no \(name):\n\(text)")
                 }
                 // No frame malformed or flagged.
-                let flagged = try runTool(tshark, ["-r", path, "-Y", "_ws.malformed || _ws.expert.severity >= warning"]).output
+                let flagged = try TestTools.runTool(tshark, ["-r", path, "-Y", "_ws.malformed || _ws.expert.severity >= warning"]).output
                 XCTAssertEqual(flagged, "", "\(path): malformed or flagged frames")
             }
         }

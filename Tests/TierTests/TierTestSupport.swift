@@ -6,7 +6,7 @@ import BLELabCLI
 import BLERuntime
 import Foundation
 import LabTiers
-import Scenario
+import ScenarioEngine
 import ScenarioFormat
 import Transport
 import XCTest
@@ -50,8 +50,8 @@ enum Tiers {
     }
 
     /// A backend for a `--transport` value, on this checkout.
-    static func backend(_ transport: String) throws -> ExternalControllerBackend {
-        guard let backend = try TransportCatalog.backend(for: transport, environment: environment) as? ExternalControllerBackend else {
+    static func backend(_ transport: String) throws -> RealControllerBackend {
+        guard let backend = try TransportCatalog.backend(for: transport, environment: environment) as? RealControllerBackend else {
             throw HelperError("\(transport) is not an external transport")
         }
         return backend
@@ -143,30 +143,6 @@ extension Lab {
         XCTAssertTrue(held, "timed out after \(seconds) s waiting for \(what)", file: file, line: line)
         return held
     }
-}
-
-/// `tshark`, `btmon`… on PATH.
-func executableOnPath(_ tool: String) -> String? {
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
-        return "\(dir)/\(tool)"
-    }
-    return nil
-}
-
-/// Runs a tool to completion: its status and standard output (standard error dropped).
-func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 /// A fresh temporary directory, removed when the test ends.

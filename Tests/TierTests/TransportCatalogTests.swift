@@ -10,7 +10,7 @@ import XCTest
 
 /// `--transport` values: what each one makes, what a malformed one says, and the CLI around them.
 final class TransportCatalogTests: XCTestCase {
-    private func source(_ value: String) throws -> ExternalControllerBackend.Source? { try TransportCatalog.source(for: value) }
+    private func source(_ value: String) throws -> RealControllerBackend.Source? { try TransportCatalog.source(for: value) }
 
     private func error(_ value: String) -> String {
         do {

@@ -2,6 +2,7 @@ import BLERuntime
 import Foundation
 import HCI
 import Transport
+import WireTestSupport
 import XCTest
 
 /// Our captures in the tools people open them with: tshark (Wireshark) and btmon (BlueZ). Each test
@@ -31,11 +32,11 @@ final class BTSnoopInteropTests: XCTestCase {
         XCTAssertEqual(try BTSnoopReader.read(path: path).loggedPackets(), packets)
         XCTAssertEqual(try attOpcodes(in: path), [0x12, 0x13, 0x52, 0x1b])
 
-        guard let tshark = executableOnPath("tshark") else {
+        guard let tshark = TestTools.executableOnPath("tshark") else {
             print("BTSnoopInteropTests: tshark is not on PATH; checked the capture with our own reader only")
             return
         }
-        let fields = try runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
+        let fields = try TestTools.runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
                                           "-e", "frame.time_epoch", "-e", "hci_h4.direction", "-e", "hci_h4.type",
                                           "-e", "btatt.opcode"])
         XCTAssertEqual(fields.status, 0)
@@ -52,7 +53,7 @@ final class BTSnoopInteropTests: XCTestCase {
             "946684800.180000000", "946684800.210000000", "946684800.240000000",
         ])
 
-        let verbose = try runTool(tshark, ["-r", path, "-V"])
+        let verbose = try TestTools.runTool(tshark, ["-r", path, "-V"])
         XCTAssertEqual(verbose.status, 0)
         for expected in ["Write Request (0x12)", "Write Command (0x52)", "Handle Value Notification (0x1b)",
                          "Write Response (0x13)", "LE Connection Complete", "Reset", "CID: Attribute Protocol (0x0004)"] {
@@ -65,12 +66,12 @@ final class BTSnoopInteropTests: XCTestCase {
         let path = BTSnoopFixtures.path("central.btsnoop")
         let file = try BTSnoopReader.read(path: path)
         XCTAssertEqual(file.records.count, try BTSnoopFixtures.listing("central.txt").count)
-        guard let tshark = executableOnPath("tshark") else {
+        guard let tshark = TestTools.executableOnPath("tshark") else {
             print("BTSnoopInteropTests: tshark is not on PATH; reference capture checked against its listing only")
             return
         }
         // Same epoch and same direction bit as Wireshark's wiretap/btsnoop.c, record by record.
-        let fields = try runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
+        let fields = try TestTools.runTool(tshark, ["-r", path, "-T", "fields", "-E", "separator=|",
                                           "-e", "frame.time_epoch", "-e", "hci_h4.direction"])
         let rows = fields.output.split(separator: "\n").map { $0.split(separator: "|").map(String.init) }
         XCTAssertEqual(rows.count, file.records.count)
@@ -90,11 +91,11 @@ final class BTSnoopInteropTests: XCTestCase {
         let records = try BTSnoopReader.read(path: path).records
         XCTAssertTrue(records.allSatisfy { Int($0.originalLength) == $0.data.count && $0.originalLength <= 1_490 })
 
-        guard let btmon = executableOnPath("btmon") else {
+        guard let btmon = TestTools.executableOnPath("btmon") else {
             print("BTSnoopInteropTests: btmon is not on PATH; checked the record lengths it relies on only")
             return
         }
-        let run = try runTool(btmon, ["-r", path])
+        let run = try TestTools.runTool(btmon, ["-r", path])
         XCTAssertEqual(run.status, 0)
         for expected in ["HCI Command: Reset", "LE Connection Complete", "ATT: Write Request (0x12)",
                          "ATT: Write Response (0x13)", "ATT: Write Command (0x52)", "ATT: Handle Value Notification (0x1b)"] {

@@ -139,28 +139,3 @@ func scratchFolder(_ test: XCTestCase) throws -> URL {
     return url
 }
 
-/// The full path of `tool` if it is an executable on PATH.
-func executableOnPath(_ tool: String) -> String? {
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    for dir in path.split(separator: ":") {
-        let candidate = "\(dir)/\(tool)"
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-    }
-    return nil
-}
-
-/// Runs `tool` with `arguments`, returning its exit status and standard output (standard error is
-/// discarded: tshark warns about running as root there).
-func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}

@@ -4,7 +4,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 import ScenarioFormat
 
 /// A `PeripheralSpec` brought to life on a lab device: its services in the GATT server, its

@@ -1,5 +1,5 @@
 /// Reading JUnit XML back, so the files CI shards wrote can be merged into one report
-/// (`JUnitReport.merged`). A small XML 1.0 reader of its own keeps the Scenario module free of
+/// (`JUnitReport.merged`). A small XML 1.0 reader of its own keeps the CLI free of
 /// FoundationXML and libxml2 (the CLI is built with a static standard library for the micro-VM).
 /// It reads elements, attributes, character data, CDATA sections, comments, processing
 /// instructions and the predefined and numeric character references; a DOCTYPE is refused.

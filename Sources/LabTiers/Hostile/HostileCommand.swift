@@ -7,7 +7,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GAP
-import Host
+import HostLink
 import ScenarioFormat
 
 /// `blelab hostile`: BLELab's host in one role on an external controller, for a hostile peer on
@@ -114,7 +114,7 @@ public enum HostileCommand {
             err("blelab hostile: transport \(options.transport!) is not available (\(TransportCatalog.offered))\n")
             return 2
         }
-        (backend as? ExternalControllerBackend)?.log = { err("blelab: \($0)\n") }
+        (backend as? RealControllerBackend)?.log = { err("blelab: \($0)\n") }
         defer { backend.shutDown() }
         do { try backend.prepare(deviceCount: 1) } catch {
             err("blelab hostile: \(backend.description) could not start: \(error)\n")

@@ -4,7 +4,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
-import Host
+import HostLink
 
 /// BLELab's host in one role, facing a peer that breaks the rules on purpose (`blelab hostile`,
 /// tools/hostile_peer.py): it serves or runs GATT as an application would, and reports, as one

@@ -1,0 +1,333 @@
+import ATT
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import GATT
+import HCI
+import ScenarioFormat
+import Transport
+
+/// Why a step stopped the scenario (internal: becomes a `ScenarioFailure`).
+struct StepFailure: Error {
+    var kind: ScenarioFailure.Kind
+    var expected: String
+    var seen: String
+}
+
+/// One run of one scenario: its lab, its peripherals, the scripted central, and what has been
+/// observed so far. Steps run in order on the lab's virtual time; every wait is bounded by the
+/// step's own limit and by the scenario's `timeout`.
+final class ScenarioSession {
+    let scenario: Scenario
+    let backend: ScenarioBackend
+    let seed: UInt64
+    let options: RunOptions
+    /// Seats played by another stack (ScenarioRoles.swift).
+    let roles: ScenarioRoles
+
+    var lab: Lab!
+    /// Whoever plays the central: BLELab's own host, or the stack `roles` names.
+    var central: CentralSeat!
+    /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
+    var centralDevice: LabDevice! { central?.device }
+    /// Every peripheral's seat, by id: BLELab's simulated peripheral or another stack's.
+    var peripheralSeats: [String: PeripheralSeat] = [:]
+    /// The simulated ones, for what only the simulator offers.
+    var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
+    let observations = LinkObservations()
+    /// Judges the `expect:` steps (ExpectationJudge.swift).
+    lazy var judge = ExpectationJudge(session: self)
+    /// Runs the steps (StepRunner.swift).
+    lazy var steps = StepRunner(session: self)
+    /// The simulator's faults (FaultSteps.swift).
+    lazy var faults = FaultSteps(session: self)
+    /// What BLELab's host in the central's seat met on its links to flawed peripherals.
+    var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
+
+    /// The scenario's end, when it has a `timeout`.
+    var deadline: Instant?
+    /// The step running now.
+    var current: CentralStep?
+    var note: String?
+
+    // What the central has seen.
+    /// Reports of the most recent scan, by peripheral id (nil before any scan).
+    var lastScan: (step: Int, found: [String: SeatScanReport], others: Int)?
+    /// Peripherals any scan found: those `connect` may aim at.
+    var discovered: Set<String> = []
+    /// Peripherals the central connected to at some point.
+    var everConnected: Set<String> = []
+    /// The latest GAP connection to each peripheral, when BLELab's host plays the central (kept
+    /// after it ends, for its reason).
+    var connections: [String: Connection] = [:]
+    /// When each peripheral's latest connection ended.
+    var linkEnded: [String: Instant] = [:]
+    /// The latest `connect` step's outcome (`expect: { connect-failed }`).
+    var lastConnect: ConnectAttempt?
+    var lastRead: (step: Int, value: [UInt8])?
+    var lastOperation: (step: CentralStep, error: SeatError?)?
+    /// The last write: its step, and where the accounts of writes stood when it started.
+    var lastWrite: WriteMark?
+    /// Notifications already accounted for, per (peripheral, value handle).
+    var notificationMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
+    }
+    var writeMarks: [LinkObservations.Key: Int] = [:] {
+        didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
+    }
+    /// The step that last set each mark, so that a failure can say "since step N" rather than
+    /// "none arrived" when an earlier step accounted for what did.
+    var notificationMarkSteps: [LinkObservations.Key: Int] = [:]
+    var writeMarkSteps: [LinkObservations.Key: Int] = [:]
+
+    var timeline: [TimelineEvent] = []
+    var stepRecords: [StepRecord] = []
+    /// Every protocol violation a lab device's host reported, of every layer, in words
+    /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
+    /// `violation` is its detail, which a note that already tells it contains.
+    var violationNotes: [(text: String, violation: String)] = []
+
+    /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
+    static let operationLimit = TimeSpan.seconds(35)
+
+    init(scenario: Scenario, backend: ScenarioBackend, seed: UInt64, options: RunOptions, roles: ScenarioRoles = ScenarioRoles()) {
+        self.scenario = scenario
+        self.backend = backend
+        self.roles = roles
+        self.seed = seed
+        self.options = options
+    }
+
+    var now: Instant { lab?.loop.now ?? .zero }
+
+    private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
+        guard let step = current?.index else { return }
+        for (key, value) in new where old[key] != value { steps[key] = step }
+    }
+
+    // MARK: Running
+
+    func run() -> ScenarioResult {
+        var outcome = ScenarioResult.Outcome.passed
+        do {
+            try setUp()
+            if let lost = controllerLost() { throw lost }
+        } catch {
+            let failure = controllerLost() ?? (error as? StepFailure) ?? StepFailure(kind: .setup, expected: "the lab to start", seen: "\(error)")
+            outcome = .failed(makeFailure(failure, step: nil))
+        }
+        if case .passed = outcome {
+            for (position, step) in scenario.steps.enumerated() {
+                let start = now
+                current = step
+                note = nil
+                let violationsBefore = violationNotes.count
+                record(TimelineEvent(time: start, device: "central", kind: .stepStarted, text: step.text, step: step.index))
+                do {
+                    try steps.execute(step, position: position)
+                    if let lost = controllerLost() { throw lost }
+                    note = withViolations(note, since: violationsBefore)
+                    stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .passed, note: note))
+                    record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "passed" + (note.map { ": \($0)" } ?? ""), step: step.index))
+                } catch {
+                    // A lost controller explains whatever the step saw (a dropped link, a timeout).
+                    let failure = controllerLost() ?? (error as? StepFailure)
+                        ?? StepFailure(kind: .operation, expected: "the step to run", seen: "\(error)")
+                    let report = makeFailure(failure, step: step)
+                    stepRecords.append(StepRecord(step: StepReference(step), start: start, end: now, outcome: .failed, note: report.seen))
+                    record(TimelineEvent(time: now, device: "central", kind: .stepEnded, text: "failed: expected \(report.expected); seen \(report.seen)", step: step.index))
+                    for rest in scenario.steps[(position + 1)...] {
+                        stepRecords.append(StepRecord(step: StepReference(rest), start: now, end: now, outcome: .notRun, note: nil))
+                    }
+                    outcome = .failed(report)
+                    break
+                }
+            }
+        }
+        current = nil
+        RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
+        var captures: [DeviceCapture] = []
+        if options.keepsCaptures, let lab {
+            let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
+            captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
+        }
+        let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        endRoles()
+        RealControllers.quiet(lab: lab, peripherals: peripherals)
+        lab?.shutDown()
+        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
+                              outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
+    }
+
+    private func setUp() throws {
+        let lab = try backend.makeLab(seed: seed)
+        self.lab = lab
+        if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
+        let servedElsewhere = roles.peripheral?.served(in: scenario)?.id
+        for (k, declared) in scenario.peripherals.enumerated() {
+            if declared.id == servedElsewhere, let provider = roles.peripheral {
+                try addExternalPeripheral(declared, provider: provider)
+                continue
+            }
+            var spec = declared
+            if let advertising = spec.advertising, backend.advertisingIntervalStagger > .zero {
+                spec.advertising?.interval = advertising.interval + backend.advertisingIntervalStagger * Int64(k)
+            }
+            let peripheral: SimulatedPeripheral
+            do { peripheral = try lab.addPeripheral(spec) } catch {
+                throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
+            }
+            peripheralSeats[spec.id] = peripheral
+            observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
+            watchViolations(of: peripheral.host, device: spec.id)
+            if options.recordsTimeline {
+                let id = spec.id
+                peripheral.onActivity = { [weak self] activity in
+                    guard let self else { return }
+                    // What the central broke is in the timeline as its host reported it, typed.
+                    if case .protocolViolation = activity.kind { return }
+                    self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
+                }
+                watchTimeline(peripheral.device)
+            }
+        }
+        try faults.applyDeclaredFaults()
+        if let seat = roles.central {
+            central = seat
+        } else {
+            let device: LabDevice
+            do { device = try lab.addDevice(PeripheralSchema.centralID) } catch {
+                throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
+            }
+            central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
+                                  peripheralID: { [weak self] in self?.peripheralID(at: $0) }, record: { [weak self] in self?.record($0) })
+            watchViolations(of: device.host, device: PeripheralSchema.centralID)
+            observations.watchCentral(device.traffic)
+            if options.recordsTimeline { watchTimeline(device) }
+        }
+        do { try lab.powerOn() } catch {
+            throw StepFailure(kind: .setup, expected: "every device to power on", seen: "\(error)")
+        }
+        try beginCentral()
+        for spec in scenario.peripherals {
+            guard let seat = peripheralSeats[spec.id] else { continue }
+            let servedBy = seat.simulated == nil ? roles.peripheral?.description ?? "?" : nil
+            let result = try operate(servedBy.map { "\(spec.id) to start on \($0)" } ?? "advertising of \(spec.id) to start") { done in
+                seat.startServing(completion: done)
+            }
+            if case let .failure(error) = result {
+                throw StepFailure(kind: .setup, expected: servedBy.map { "\(spec.id) served by \($0)" } ?? "\(spec.id) to start advertising", seen: "\(error)")
+            }
+        }
+    }
+
+    private func watchTimeline(_ device: LabDevice) {
+        let name = device.name
+        device.traffic.observe { [weak self] r in
+            guard let self else { return }
+            self.record(TimelineEvent(time: r.time, device: name, kind: .att, text: r.pdu?.description ?? ATTPDU.describe(r.bytes),
+                                      direction: r.wasSent ? "sent" : "received", bytes: r.bytes))
+        }
+    }
+
+    /// A step's note with the protocol violations met while it ran.
+    /// Those the note already tells (a response the central rejected) are not repeated.
+    func withViolations(_ note: String?, since start: Int) -> String? {
+        let new = violationNotes[min(start, violationNotes.count)...].filter { entry in !(note ?? "").contains(entry.violation) }
+        guard !new.isEmpty else { return note }
+        let met = "protocol violation\(new.count == 1 ? "" : "s"): " + new.map(\.text).joined(separator: "; ")
+        return note.map { "\($0); \(met)" } ?? met
+    }
+
+    func record(_ event: TimelineEvent) {
+        if options.recordsTimeline { timeline.append(event) }
+    }
+
+    /// The activity without its time (the event carries it).
+    static func describe(_ activity: PeripheralActivity) -> String {
+        let text = activity.description, prefix = "\(activity.time) "
+        return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+    }
+
+    private func makeFailure(_ f: StepFailure, step: CentralStep?) -> ScenarioFailure {
+        let packets = centralDevice.map { PacketDescriptions.recent($0.log, count: options.recentPacketCount) } ?? []
+        return ScenarioFailure(kind: f.kind, step: step.map(StepReference.init), expected: f.expected, seen: f.seen, time: now,
+                               recentPackets: packets)
+    }
+
+    // MARK: Controllers
+
+    /// The first device (in the order they were added) whose transport to its controller closed
+    /// or failed, as a failure naming the device, the backend and the transport's own account
+    /// (endpoint, and the bytes when they were not HCI). Nil while every transport is up.
+    func controllerLost() -> StepFailure? {
+        if let central, let failure = central.failure {
+            return StepFailure(kind: .transport, expected: "the central (\(central.description)) to stay usable", seen: failure)
+        }
+        guard let lab else { return nil }
+        for device in lab.devices {
+            guard let error = device.host.driver.closed else { continue }
+            return StepFailure(kind: .transport, expected: "\(device.name)'s controller to stay connected",
+                               seen: "\(device.name) lost its controller (\(backend.description)): \(error)")
+        }
+        return nil
+    }
+
+    /// True once any device's transport has closed: waits stop at once instead of running out.
+    private var anyControllerLost: Bool {
+        if central?.failure != nil { return true }
+        return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
+    }
+
+    // MARK: Waiting on virtual time
+
+    /// Runs the lab until `condition` holds or `span` passes. When the scenario's timeout comes
+    /// first, fails with what the step was waiting for.
+    @discardableResult
+    func waitFor(_ waitingFor: @autoclosure () -> String, within span: TimeSpan, until condition: () -> Bool) throws -> Bool {
+        let limit = now + span
+        var lost = false
+        let held: () -> Bool = {
+            if condition() { return true }
+            lost = self.anyControllerLost
+            return lost
+        }
+        if let deadline, deadline < limit {
+            let done = lab.run(within: max(.zero, deadline - now), until: held)
+            if lost, let failure = controllerLost() { throw failure }
+            if done { return true }
+            throw timedOut(waitingFor())
+        }
+        let done = lab.run(within: span, until: held)
+        if lost, let failure = controllerLost() { throw failure }
+        return done
+    }
+
+    /// Lets `span` pass (bounded by the scenario's timeout).
+    func pass(_ span: TimeSpan, doing: @autoclosure () -> String) throws {
+        let cut = deadline.map { $0 < now + span } ?? false
+        let end = cut ? deadline! : now + span
+        lab.run(within: max(.zero, end - now)) { self.anyControllerLost }
+        if let failure = controllerLost() { throw failure }
+        if cut { throw timedOut(doing()) }
+    }
+
+    func timedOut(_ what: String) -> StepFailure {
+        let timeout = scenario.timeout.map { "\($0)" } ?? "?"
+        let step = current.map { "step \($0.index) (\($0.text))" } ?? "setup"
+        return StepFailure(kind: .timeout, expected: "the scenario to finish within its timeout of \(timeout)",
+                           seen: "the timeout ran out at \(now) while \(step) was waiting for \(what)")
+    }
+
+    /// Starts an asynchronous operation and waits for its completion.
+    func operate<T>(_ what: String, limit: TimeSpan = ScenarioSession.operationLimit, _ start: (@escaping (T) -> Void) -> Void) throws -> T {
+        var result: T?
+        start { value in if result == nil { result = value } }
+        try waitFor(what, within: limit) { result != nil }
+        guard let value = result else {
+            throw StepFailure(kind: .operation, expected: "\(what) to complete", seen: "no completion within \(limit)")
+        }
+        return value
+    }
+}
