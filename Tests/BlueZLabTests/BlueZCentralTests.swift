@@ -77,6 +77,25 @@ final class BlueZCentralTests: XCTestCase {
         if !loop.run(until: loop.now + limit, orUntil: condition) { XCTFail("condition not met within \(limit)", file: file, line: line) }
     }
 
+    /// What arrives on the fake's end of an acquired socket until the central's end is closed.
+    /// The central's `close` is not the last reference: the bus daemon (another process) held a
+    /// duplicate of the descriptor while it relayed the reply and closes it when it is done, on its
+    /// own schedule. Only then does the fake's end read end of file, so wait for that on the loop,
+    /// bounded by `runUntil`'s limit; checking at once raced the daemon (a loaded `make soak` run
+    /// saw it).
+    func drainUntilClosed(_ fd: Int32, file: StaticString = #filePath, line: UInt = #line) -> (datagrams: [[UInt8]], closed: Bool) {
+        var (datagrams, closed) = FakeCentralBluetoothd.drain(fd)
+        guard !closed else { return (datagrams, closed) }
+        let watch = loop.watchReadable(fd: fd) {
+            let more = FakeCentralBluetoothd.drain(fd)
+            datagrams += more.datagrams
+            closed = closed || more.closed
+        }
+        runUntil(file: file, line: line) { closed }
+        watch.cancel()
+        return (datagrams, closed)
+    }
+
     func startFake(adapter: DBusObjectPath = "/org/bluez/hci0", powered: Bool = true) throws -> FakeCentralBluetoothd {
         let server = try connect()
         let fake = try FakeCentralBluetoothd(connection: server, service: Self.service, adapter: adapter, powered: powered)
@@ -835,7 +854,7 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(fake.calls.last, "AcquireWrite \(serial.path)")
         XCTAssertEqual(fake.writes.count, 0, "not through WriteValue")
         let fd = try XCTUnwrap(fake.writeSockets[serial.path])
-        let (datagrams, closed) = FakeCentralBluetoothd.drain(fd)
+        let (datagrams, closed) = drainUntilClosed(fd)
         XCTAssertEqual(datagrams, [value])
         XCTAssertTrue(closed, "the central closes its end after the write")
     }
@@ -907,7 +926,7 @@ final class BlueZCentralTests: XCTestCase {
         guard case .success? = released else { return XCTFail("\(String(describing: released))") }
         XCTAssertEqual(fake.calls.last, "AcquireNotify \(serial.path)")
         let fd = try XCTUnwrap(fake.notifySockets[serial.path])
-        XCTAssertTrue(FakeCentralBluetoothd.drain(fd).closed)
+        XCTAssertEqual(drainUntilClosed(fd).closed, true, "the central closed its end")
         XCTAssertEqual(values.count, 3)
     }
 
