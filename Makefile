@@ -182,7 +182,8 @@ e2e-vhci: deps
 # runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite.
 bench-vhci: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
-	@n=$$(vm/count-controllers.sh scenarios); \
+	$(SWIFT) build -c release --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
+	@n=$$($$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
 	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
 		--tier hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
 

@@ -7,7 +7,7 @@
 #
 # Boots the VM with `vm/guest-run.sh --bluez` (a system bus and bluetoothd, which powers nothing by
 # itself) and 1 + K controllers: hci0 is BlueZ's adapter, hci1…hciK are BLELab's, K being what
-# the scenarios need (vm/count-controllers.sh: the central plus the most peripherals one scenario
+# the scenarios need (`blelab list --controllers`: the central plus the most peripherals one scenario
 # declares, over the paths, vm/bluez/failures/ and vm/bluez/own-central/). Inside, in this
 # order, each to its end:
 #   central     blelab run --central bluez:hci0 --transport hci-user:1,…,K PATHS
@@ -232,16 +232,17 @@ case "$OUT" in /*) ;; *) OUT="$ROOT/$OUT" ;; esac
 count_paths=("$@")
 compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count_paths+=(vm/bluez/failures)
 compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count_paths+=(vm/bluez/own-central)
-K="$(vm/count-controllers.sh "${count_paths[@]}")"
-N=$((K + 1))
-HCI="$(seq -s, 1 "$K")"
-say "$N controllers: hci0 for BlueZ, hci-user:$HCI for BLELab's devices"
 
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
 say "swift build -c release --static-swift-stdlib --product blelab"
 "$SWIFT" build -c release --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
+
+K="$("$BLELAB" list --controllers "${count_paths[@]}")"
+N=$((K + 1))
+HCI="$(seq -s, 1 "$K")"
+say "$N controllers: hci0 for BlueZ, hci-user:$HCI for BLELab's devices"
 if ! "$BLELAB" run --help 2>&1 | grep -q -- '--central'; then
   say "note: this blelab has no --central/--peripheral bluez yet: its runs below end with a usage error"
 fi

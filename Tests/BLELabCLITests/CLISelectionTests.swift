@@ -61,6 +61,77 @@ final class CLISelectionTests: XCTestCase {
         XCTAssertEqual(cli.outLines.first, "no scenario in shard 3/3 (2 selected)")
     }
 
+    // MARK: Controllers the vhci tier needs
+
+    /// Scenarios written for the count: three peripherals in a flow mapping (no line of theirs
+    /// starts the mapping's block, so a line-based count sees none), five in a scenario that
+    /// runs only on the sim (`requires:` as a block list), and one plain scenario tagged `solo`.
+    private func counted() throws -> String {
+        let dir = try temporaryDirectory()
+        func advertiser(_ name: String) -> String { "\(name): { advertise: { name: \(name.uppercased()), services: [FFF0] } }" }
+        let flow = """
+            scenario: Three in a flow mapping
+            tags: [flow]
+            peripherals: { \(["a", "b", "c"].map(advertiser).joined(separator: ", ")) }
+            central:
+              - scan: { for: 100ms }
+
+            """
+        let simOnly = """
+            scenario: Five on the sim only
+            requires:
+              - sim
+            peripherals:
+            \(["a", "b", "c", "d", "e"].map { "  " + advertiser($0) }.joined(separator: "\n"))
+            central:
+              - scan: { for: 100ms }
+
+            """
+        let solo = """
+            scenario: Solo
+            tags: [solo]
+            peripherals:
+              # a comment line, indented like a peripheral
+              \(advertiser("p"))
+            central:
+              - scan: { for: 100ms }
+
+            """
+        try FileText.write(Array(flow.utf8), to: dir + "/flow.yaml")
+        try FileText.write(Array(simOnly.utf8), to: dir + "/sim-only.yaml")
+        try FileText.write(Array(solo.utf8), to: dir + "/solo.yaml")
+        return dir
+    }
+
+    /// The central plus the most peripherals of a scenario that runs on vhci, read from the
+    /// parsed scenarios: the flow mapping's three count, the sim-only scenario's five don't.
+    func testListControllersCountsTheCentralAndTheMostPeripheralsOnVHCI() throws {
+        let dir = try counted()
+        XCTAssertEqual(cli.run(["list", "--controllers", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "4\n")
+        XCTAssertEqual(cli.err, "")
+        XCTAssertEqual(cli.run(["list", "--controllers", dir + "/sim-only.yaml"]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "2\n", "nothing counted: never fewer than 2")
+        XCTAssertEqual(cli.run(["list", "--tag", "solo", "--controllers", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "2\n", "one peripheral: the central and it")
+        XCTAssertEqual(cli.run(["list", "--controllers", "--filter", "flow", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "4\n")
+    }
+
+    /// A file that does not validate is bad input, with the errors `list` prints, and no count.
+    func testListControllersRefusesBrokenFilesAsListDoes() throws {
+        XCTAssertEqual(cli.run(["list", f + "/broken/broken.yaml"]), .badInput)
+        let listed = cli.err
+        XCTAssertEqual(cli.run(["list", "--controllers", f + "/broken/broken.yaml"]), .badInput)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertEqual(cli.err, listed)
+        XCTAssertTrue(cli.err.contains("broken.yaml:8:5: error: found unknown key 'advertize'"), cli.err)
+        XCTAssertEqual(cli.run(["list", "--controllers", "--tag", "nothing", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: no scenario selected: "), cli.err)
+        XCTAssertEqual(cli.run(["list", "--controllers=yes"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: option --controllers takes no value\n")
+    }
+
     // MARK: Capture names
 
     /// Two files in different folders, with the same file name and the same scenario name, plus
