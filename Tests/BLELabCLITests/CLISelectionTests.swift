@@ -132,6 +132,53 @@ final class CLISelectionTests: XCTestCase {
         XCTAssertEqual(cli.err, "blelab: option --controllers takes no value\n")
     }
 
+    // MARK: expect-failure
+
+    /// Three scenarios with `expect-failure:` through `blelab run --junit`: one that fails with
+    /// the text (passes), one that fails otherwise and one that passes (both fail, exit 1).
+    func testExpectFailureVerdictsInTheConsoleAndTheJUnit() throws {
+        let dir = try temporaryDirectory()
+        func scenario(_ name: String, _ expected: String, _ expectation: String) -> String {
+            """
+            scenario: \(name)
+            expect-failure: \(expected)
+            peripherals:
+              p:
+                advertise: { name: P, services: [FFF0] }
+            central:
+              - scan: { services: [FFF0], for: 200ms }
+              - expect: \(expectation)
+
+            """
+        }
+        try FileText.write(Array(scenario("Fails as expected", "discovered p", "{ not-discovered: p }").utf8), to: dir + "/a.yaml")
+        try FileText.write(Array(scenario("Fails otherwise", "no connection", "{ not-discovered: p }").utf8), to: dir + "/b.yaml")
+        try FileText.write(Array(scenario("Passes", "discovered p", "{ discovered: p }").utf8), to: dir + "/c.yaml")
+        XCTAssertEqual(cli.run(["run", dir, "--junit", "out.xml"]), .failed)
+        XCTAssertTrue(cli.out.contains("PASS Fails as expected (\(dir)/a.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("\n  failed as expected: step 2 (\(dir)/a.yaml:8): expect: { not-discovered: p }: expected the last scan did not discover p; seen the last scan (step 1) discovered p"), cli.out)
+        XCTAssertTrue(cli.out.contains("FAIL Fails otherwise (\(dir)/b.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("  expected: the scenario to fail with a failure containing 'no connection' (expect-failure)\n"
+            + "  seen:     it failed otherwise: step 2 (\(dir)/b.yaml:8): expect: { not-discovered: p }: "), cli.out)
+        XCTAssertTrue(cli.out.contains("FAIL Passes (\(dir)/c.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("  the whole scenario\n  expected: the scenario to fail with a failure containing 'discovered p' (expect-failure)\n"
+            + "  seen:     it passed: every step held\n"), cli.out)
+        XCTAssertTrue(cli.out.contains("1 passed, 2 failed (3 runs)"), cli.out)
+        let xml = String(decoding: try XCTUnwrap(cli.files["out.xml"]), as: UTF8.self)
+        XCTAssertTrue(xml.contains("tests=\"3\" failures=\"2\" errors=\"0\""), xml)
+        let cases = xml.components(separatedBy: "<testcase ").dropFirst()
+        XCTAssertEqual(cases.count, 3)
+        let a = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Fails as expected\"") })
+        XCTAssertFalse(a.contains("<failure"), a)
+        XCTAssertTrue(a.contains("<system-out>failed as expected: step 2 ("), a)
+        let b = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Fails otherwise\"") })
+        XCTAssertTrue(b.contains("<failure message=\"expected the scenario to fail with a failure containing &apos;no connection&apos; (expect-failure); seen it failed otherwise: "), b)
+        XCTAssertTrue(b.contains("type=\"expect-failure\""), b)
+        let c = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Passes\"") })
+        XCTAssertTrue(c.contains("<failure message=\"expected the scenario to fail with a failure containing &apos;discovered p&apos; (expect-failure); seen it passed: every step held\""), c)
+        XCTAssertEqual(cli.run(["run", dir + "/a.yaml"]), .passed, "alone, the one that failed as expected passes")
+    }
+
     // MARK: Capture names
 
     /// Two files in different folders, with the same file name and the same scenario name, plus
