@@ -282,5 +282,5 @@ if command -v tshark >/dev/null; then
 else
   say "tshark not installed: captures not checked"
 fi
-say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, bluetoothd.log each), bluez/"
+say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, or NAME.junit.xml per run in failures/; bluetoothd.log each), bluez/"
 exit "$status"
