@@ -79,7 +79,6 @@ bench: deps
 # tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
 # itself (logs in build/tiers/logs). Real controllers run in real time: a suite takes ~90 s.
 VENV ?= $(BUILD_DIR)/venv
-WITH_CONTROLLERS = $(PYTHON3) tools/with_controllers.py --venv $(VENV) --log-dir $(BUILD_DIR)/tiers/logs
 # Where blelab and the tests find the venv and put the helpers' logs.
 TIER_ENV = BUILD_DIR=$(abspath $(BUILD_DIR)) VENV=$(abspath $(VENV))
 BLELAB = $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab
@@ -138,18 +137,18 @@ bench-tiers: deps venv
 	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
 		$(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) scenarios
 
-# RootCanal: h4probe drives two controllers (two connections to its HCI port) through BLELab's
-# power-on, legacy advertising, scanning, LE Create Connection, ACL both ways and Disconnect;
-# then a Bumble central and a Bumble peripheral interoperate through it.
-rootcanal-smoke: venv
-	$(WITH_CONTROLLERS) rootcanal -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
-	$(WITH_CONTROLLERS) rootcanal -- {python} tools/interop_pair.py {ep0} {ep1}
+# One small scenario on each tier's controllers, which blelab starts and stops itself: power-on,
+# advertising, scanning, LE Create Connection, discovery, a write and its notification over ACL,
+# Disconnect. RootCanal; Bumble's controllers over TCP and over unix sockets.
+SMOKE_SCENARIO ?= scenarios/seeds/hm10-serial.yaml
+rootcanal-smoke: deps venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(TIER_ENV) $(BLELAB) run --transport rootcanal $(SMOKE_SCENARIO)
 
-# Bumble: the same against two controllers on one LocalLink, over TCP and over unix sockets.
-bumble-smoke: venv
-	$(WITH_CONTROLLERS) bumble 2 -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
-	$(WITH_CONTROLLERS) bumble 2 --unix -- $(PYTHON3) tools/h4probe.py pair {ep0} {ep1}
-	$(WITH_CONTROLLERS) bumble 2 -- {python} tools/interop_pair.py {ep0} {ep1}
+bumble-smoke: deps venv
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(TIER_ENV) $(BLELAB) run --transport bumble $(SMOKE_SCENARIO)
+	$(TIER_ENV) $(BLELAB) run --transport bumble:unix $(SMOKE_SCENARIO)
 
 tiers-smoke: rootcanal-smoke bumble-smoke
 
@@ -182,7 +181,8 @@ e2e-vhci: deps
 # runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite.
 bench-vhci: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
-	@n=$$(vm/count-controllers.sh scenarios); \
+	$(SWIFT) build -c release --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
+	@n=$$($$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
 	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
 		--tier hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
 

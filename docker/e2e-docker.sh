@@ -365,7 +365,7 @@ container() {
   return "$rc"
 }
 
-N="$(vm/count-controllers.sh "$@")"
+N="$("$STATE/blelab" list --controllers "$@")" || fail "blelab list --controllers $*: the scenarios do not load"
 say "vhci suite: ${CPATHS[*]} on $N controllers, the $WAY way (docker run ${WAY_FLAGS[*]})"
 status=0
 container vhci -n "$N" -- sh -c 'exec blelab run --transport "hci-user:$BLELAB_HCI" "$@" --junit /out/junit.xml --json /out/timeline.json --capture /out/captures' sh "${CPATHS[@]}" || status=$?
@@ -383,7 +383,8 @@ if [ "$BENCH" = 0 ] && [ "${E2E_DOCKER_BLUEZ:-1}" != 0 ]; then
   count=("${bpaths[@]}")
   compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count+=(vm/bluez/failures)
   compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count+=(vm/bluez/own-central)
-  NB=$(( $(vm/count-controllers.sh "${count[@]}") + 1 ))
+  NB="$("$STATE/blelab" list --controllers "${count[@]}")" || fail "blelab list --controllers ${count[*]}: the scenarios do not load"
+  NB=$((NB + 1))
   mkdir -p "$OUT/bluez"
   say "BlueZ parts: ${bpaths[*]} on $NB controllers (hci0 for the container's bluetoothd)"
   brc=0

@@ -18,7 +18,7 @@
 #
 # Usage: IMAGE [--way auto|vhci|vm] [-n N] [GUEST-RUN OPTIONS] [-- COMMAND [ARG…]]
 #   --way       auto (default, or $BLELAB_WAY): vhci when /dev/vhci is there, else vm
-#   -n N        controllers (default: what the image's scenarios need, vm/count-controllers.sh)
+#   -n N        controllers (default: what the image's scenarios need, blelab list --controllers)
 #   GUEST-RUN OPTIONS  vm/guest-run.sh's: --ready-timeout S, --ready-by HOW, --bluez,
 #               --bluez-log DIR, --bluez-timeout S (in the vm way they travel as vm/run.sh --guest-arg)
 #   COMMAND     default: every scenario of the image on the controllers, results in /out:
@@ -62,7 +62,7 @@ done
 if [ $# = 0 ]; then
   set -- sh -c 'mkdir -p /out && exec blelab run --transport "hci-user:$BLELAB_HCI" scenarios --junit /out/junit.xml --json /out/timeline.json --capture /out/captures'
 fi
-[ -n "$N" ] || N="${BLELAB_CONTROLLERS:-$(vm/count-controllers.sh scenarios)}"
+[ -n "$N" ] || N="${BLELAB_CONTROLLERS:-$(blelab list --controllers scenarios)}"
 case "$N" in ''|*[!0-9]*) die "-n wants a number of controllers, not '$N'" 64 ;; esac
 
 case "$WAY" in

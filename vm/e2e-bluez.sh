@@ -7,7 +7,7 @@
 #
 # Boots the VM with `vm/guest-run.sh --bluez` (a system bus and bluetoothd, which powers nothing by
 # itself) and 1 + K controllers: hci0 is BlueZ's adapter, hci1…hciK are BLELab's, K being what
-# the scenarios need (vm/count-controllers.sh: the central plus the most peripherals one scenario
+# the scenarios need (`blelab list --controllers`: the central plus the most peripherals one scenario
 # declares, over the paths, vm/bluez/failures/ and vm/bluez/own-central/). Inside, in this
 # order, each to its end:
 #   central     blelab run --central bluez:hci0 --transport hci-user:1,…,K PATHS
@@ -15,12 +15,13 @@
 #   peripheral  the same with --peripheral bluez:hci0, into OUT/peripheral/
 #   own-central vm/bluez/own-central/gateway.py (a program outside the lab, on hci0) beside
 #               `blelab run --central none … vm/bluez/own-central`; both must exit 0
-#   failures    each vm/bluez/failures/*.yaml, with --central bluez:hci0 (--peripheral when the file
-#               has a `# bluez-role: peripheral` line), must exit 1 and print the text of its
-#               `# expect-failure: TEXT` line (fixed string); a `# bluez-during: SECONDS COMMAND`
-#               line runs COMMAND beside it SECONDS after it starts; then, with bluetoothd stopped, a run
-#               per role must exit non-zero within 60 s naming bluetoothd; bluetoothd is started
-#               again. Results in OUT/failures/ (junit.xml, one log per case)
+#   failures    the scenarios of vm/bluez/failures/ (each with `expect-failure: TEXT`: blelab passes
+#               it only when it fails with TEXT), per role: blelab run --central bluez:hci0 --tag
+#               bluez-central … vm/bluez/failures files (--peripheral, tag bluez-peripheral) must
+#               exit 0; a file with a `# bluez-during: SECONDS COMMAND` line runs on its own, COMMAND
+#               beside it SECONDS after it starts; then, with bluetoothd stopped, a run per role
+#               must exit non-zero within 60 s naming bluetoothd; bluetoothd is started again.
+#               Results in OUT/failures/ (blelab's NAME.junit.xml and NAME.log per run)
 # Before each part after the first, bluetoothd starts afresh (empty /var/lib/bluetooth) and BLELab's
 # controllers are reset (powered on and off through BlueZ: a peripheral never connected keeps
 # advertising after blelab lets go of its controller). bluetoothd's log for each part is
@@ -123,58 +124,71 @@ inside() {
   fi
 
   case ",$parts," in *",failures,"*) ;; *) printf 'e2e-bluez: %s\n' "${summary[@]}" >&2; return "$overall" ;; esac
-  local fdir="$out/failures" cases=() f name flag expect rc t0 secs ok log during during_pid
+  # The failure cases are scenarios with `expect-failure: TEXT` (blelab passes one only when it
+  # fails with TEXT in its failure), tagged bluez-central or bluez-peripheral for the seat BlueZ
+  # takes: one blelab run per role, which writes the JUnit. A file with a `# bluez-during:
+  # SECONDS COMMAND` line runs on its own, COMMAND (bash) beside it SECONDS after it starts (no
+  # scenario step powers BlueZ's adapter off yet); its output goes to NAME.during.log.
+  local fdir="$out/failures" f name flag rc t0 secs log during during_pid
   mkdir -p "$fdir"
   fresh || return 70
   btmon_start "$fdir"
-  # one JUnit testcase per case: name, seconds, failure message (empty: passed)
-  local junit_cases=()
-  xml() { local s="$1"; s="${s//&/&amp;}"; s="${s//</&lt;}"; s="${s//>/&gt;}"; s="${s//\"/&quot;}"; printf '%s' "$s"; }
-  record() {  # NAME SECONDS MESSAGE
-    if [ -z "$3" ]; then junit_cases+=("    <testcase classname=\"bluez.failures\" name=\"$(xml "$1")\" time=\"$2\"/>")
-    else
-      junit_cases+=("    <testcase classname=\"bluez.failures\" name=\"$(xml "$1")\" time=\"$2\"><failure message=\"$(xml "$3")\"/></testcase>")
-      note 1
-    fi
-    summary+=("failure case $1: ${3:-ok}")
+  record() {  # NAME MESSAGE (empty: passed)
+    [ -z "$2" ] || note 1
+    summary+=("failure case $1: ${2:-ok}")
   }
-  for f in vm/bluez/failures/*.yaml; do
-    [ -e "$f" ] || continue
-    name="$(basename "$f" .yaml)"
-    flag=--central
-    grep -q '^# bluez-role: peripheral[[:space:]]*$' "$f" && flag=--peripheral
-    expect="$(sed -n 's/^# expect-failure: //p' "$f" | head -1)"
-    if [ -z "$expect" ]; then record "$name" 0 "$f has no '# expect-failure: TEXT' line"; continue; fi
+  # NAME FLAG DURING -- RUN-ARGS…: one blelab run of failure cases, within 600 s, into NAME.log
+  # and NAME.junit.xml; blelab's status is the verdict (0: every case failed as it expects).
+  failure_run() {
+    local name="$1" flag="$2" during="$3"; shift 4
     log="$fdir/$name.log"
-    # `# bluez-during: SECONDS COMMAND`: COMMAND (bash) runs SECONDS after blelab starts, beside
-    # it (e.g. powering BlueZ's adapter off mid-scenario); its output goes to NAME.during.log.
-    during="$(sed -n 's/^# bluez-during: //p' "$f" | head -1)"
     during_pid=""
     if [ -n "$during" ]; then
-      case "${during%% *}" in ''|*[!0-9]*) record "$name" 0 "$f: '# bluez-during: SECONDS COMMAND' wants whole seconds first"; continue ;; esac
-      [ "${during#* }" != "$during" ] || { record "$name" 0 "$f: '# bluez-during:' has no command"; continue; }
+      case "${during%% *}" in ''|*[!0-9]*) record "$name" "'# bluez-during: SECONDS COMMAND' wants whole seconds first"; return ;; esac
+      [ "${during#* }" != "$during" ] || { record "$name" "'# bluez-during:' has no command"; return; }
       ( sleep "${during%% *}"; echo "+ ${during#* }"; bash -c "${during#* }" ) > "$fdir/$name.during.log" 2>&1 &
       during_pid=$!
     fi
-    say "[failures] $name: blelab run $flag $adapter (must fail with: $expect)${during:+; after ${during%% *} s: ${during#* }}"
+    say "[failures] $name: blelab run $flag $adapter $*${during:+; after ${during%% *} s: ${during#* }}"
     t0=$EPOCHSECONDS
-    timeout 300 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$f" \
-      --capture "$fdir/captures" > "$log" 2>&1
+    timeout 600 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$@" \
+      --junit "$fdir/$name.junit.xml" --capture "$fdir/captures" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
     if [ -n "$during_pid" ]; then
       # blelab ended first: the command has not run (or runs on); don't let it touch the next case
       kill -TERM "$during_pid" 2>/dev/null; wait "$during_pid" 2>/dev/null
       sed 's/^/  during| /' "$fdir/$name.during.log" >&2
     fi
-    # BlueZ's adapter as the next case expects it: unpowered (a case may have powered it, or off)
+    # BlueZ's adapter as the next run expects it: unpowered (a case may have powered it, or off)
     dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/hci${BLELAB_HCI%%,*}" \
       org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:false \
       >/dev/null 2>&1
-    sed 's/^/  | /' "$log" | tail -n 15 >&2
-    if [ "$rc" = 124 ]; then record "$name" "$secs" "hung: no result within 300 s"
-    elif [ "$rc" != 1 ]; then record "$name" "$secs" "exit $rc, expected 1 (a failed scenario)"
-    elif ! grep -qF -- "$expect" "$log"; then record "$name" "$secs" "exit 1 but the output does not say: $expect"
-    else record "$name" "$secs" ""; fi
+    sed 's/^/  | /' "$log" | tail -n 25 >&2
+    if [ "$rc" = 124 ]; then record "$name" "hung: no result within 600 s"
+    elif [ "$rc" != 0 ]; then record "$name" "blelab exit $rc after $secs s: a case did not fail as it expects ($name.log, $name.junit.xml)"
+    else record "$name" ""; fi
+  }
+  local plain=() triggered=() role
+  for f in vm/bluez/failures/*.yaml; do
+    [ -e "$f" ] || continue
+    # a case must be one: it expects a failure, and names the seat BlueZ takes
+    grep -q '^expect-failure: ' "$f" || { record "$(basename "$f" .yaml)" "$f has no top-level 'expect-failure: TEXT'"; continue; }
+    if ! "$blelab" list --tag bluez-central --tag bluez-peripheral "$f" > "$fdir/list.log" 2>&1; then
+      record "$(basename "$f" .yaml)" "$f: not valid, or tagged neither bluez-central nor bluez-peripheral: $(head -3 "$fdir/list.log")"
+      continue
+    fi
+    if grep -q '^# bluez-during: ' "$f"; then triggered+=("$f"); else plain+=("$f"); fi
+  done
+  rm -f "$fdir/list.log"
+  for role in central peripheral; do
+    # blelab list exits 2 when the tag selects nothing among the files: no case for this role
+    if [ ${#plain[@]} -gt 0 ] && "$blelab" list --tag "bluez-$role" "${plain[@]}" >/dev/null 2>&1; then
+      failure_run "$role" "--$role" "" -- --tag "bluez-$role" "${plain[@]}"
+    fi
+    for f in "${triggered[@]}"; do
+      "$blelab" list --tag "bluez-$role" "$f" >/dev/null 2>&1 || continue
+      failure_run "$(basename "$f" .yaml)" "--$role" "$(sed -n 's/^# bluez-during: //p' "$f" | head -1)" -- "$f"
+    done
   done
 
   # bluetoothd not running: a clear error naming it, quickly, for either role.
@@ -190,23 +204,14 @@ inside() {
     timeout 60 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$first" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
     sed 's/^/  | /' "$log" | tail -n 15 >&2
-    if [ "$rc" = 124 ]; then record "$name" "$secs" "hung: no result within 60 s"
-    elif [ "$rc" = 0 ]; then record "$name" "$secs" "exit 0 with bluetoothd stopped"
-    elif ! grep -qF bluetoothd "$log"; then record "$name" "$secs" "exit $rc but the output does not name bluetoothd"
-    else record "$name" "$secs" ""; fi
+    if [ "$rc" = 124 ]; then record "$name" "hung: no result within 60 s"
+    elif [ "$rc" = 0 ]; then record "$name" "exit 0 with bluetoothd stopped"
+    elif ! grep -qF bluetoothd "$log"; then record "$name" "exit $rc after $secs s but the output does not name bluetoothd"
+    else record "$name" ""; fi
   done
   "$ctl" start || { say "error: bluetoothd did not start again"; note 70; }
   btmon_stop
   keep_log "$fdir"
-
-  local failed=0 c
-  for c in "${junit_cases[@]}"; do case "$c" in *"<failure"*) failed=$((failed + 1)) ;; esac; done
-  {
-    echo '<?xml version="1.0" encoding="UTF-8"?>'
-    echo "<testsuites><testsuite name=\"bluez failure cases\" tests=\"${#junit_cases[@]}\" failures=\"$failed\">"
-    printf '%s\n' "${junit_cases[@]}"
-    echo '</testsuite></testsuites>'
-  } > "$fdir/junit.xml"
   printf 'e2e-bluez: %s\n' "${summary[@]}" >&2
   return "$overall"
 }
@@ -232,16 +237,17 @@ case "$OUT" in /*) ;; *) OUT="$ROOT/$OUT" ;; esac
 count_paths=("$@")
 compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count_paths+=(vm/bluez/failures)
 compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count_paths+=(vm/bluez/own-central)
-K="$(vm/count-controllers.sh "${count_paths[@]}")"
-N=$((K + 1))
-HCI="$(seq -s, 1 "$K")"
-say "$N controllers: hci0 for BlueZ, hci-user:$HCI for BLELab's devices"
 
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
 say "swift build -c release --static-swift-stdlib --product blelab"
 "$SWIFT" build -c release --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
+
+K="$("$BLELAB" list --controllers "${count_paths[@]}")"
+N=$((K + 1))
+HCI="$(seq -s, 1 "$K")"
+say "$N controllers: hci0 for BlueZ, hci-user:$HCI for BLELab's devices"
 if ! "$BLELAB" run --help 2>&1 | grep -q -- '--central'; then
   say "note: this blelab has no --central/--peripheral bluez yet: its runs below end with a usage error"
 fi
@@ -276,5 +282,5 @@ if command -v tshark >/dev/null; then
 else
   say "tshark not installed: captures not checked"
 fi
-say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, bluetoothd.log each), bluez/"
+say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, or NAME.junit.xml per run in failures/; bluetoothd.log each), bluez/"
 exit "$status"

@@ -4,7 +4,7 @@
 #
 #   vm/e2e-vhci.sh [SCENARIO_PATHS…]     (default: scenarios)
 #
-# Boots the VM with as many controllers as the scenarios need (vm/count-controllers.sh: the
+# Boots the VM with as many controllers as the scenarios need (`blelab list --controllers`: the
 # central plus the most peripherals any scenario declares) and runs, inside,
 #   blelab run --transport hci-user:0,1,… PATHS --junit build/e2e-vhci/junit.xml \
 #              --capture build/e2e-vhci/captures
@@ -21,15 +21,15 @@ export VM_TIMEOUT="${VM_TIMEOUT:-1800}"
 
 say() { printf 'e2e-vhci: %s\n' "$*" >&2; }
 
-N="$(vm/count-controllers.sh "$@")"
-HCI="$(seq -s, 0 $((N - 1)))"
-say "the scenarios need $N controllers: hci-user:$HCI"
-
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
 say "swift build -c release --static-swift-stdlib --product blelab"
 "$SWIFT" build -c release --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
+
+N="$("$BLELAB" list --controllers "$@")"
+HCI="$(seq -s, 0 $((N - 1)))"
+say "the scenarios need $N controllers: hci-user:$HCI"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 status=0

@@ -107,10 +107,22 @@ public struct BLELabCLI {
             console.err(why)
             return .badInput
         }
+        if arguments.controllers {
+            console.out("\(Self.controllersNeeded(selection.select(scenarios)))\n")
+            return .passed
+        }
         for s in selection.select(scenarios) {
             console.out("\(s.name)  [\(s.tags.joined(separator: ", "))]  \(s.file)\n")
         }
         return .passed
+    }
+
+    /// How many controllers the vhci tier needs to run `scenarios`: one for the central plus the
+    /// most peripherals one of them declares, never fewer than 2. Scenarios that don't run on
+    /// vhci (`requires:` leaves it out) are not counted.
+    static func controllersNeeded(_ scenarios: [Scenario]) -> Int {
+        let most = scenarios.filter { $0.runs(on: .vhci) }.map(\.peripherals.count).max() ?? 0
+        return max(2, 1 + most)
     }
 
     func run(_ arguments: RunArguments) -> Status {

@@ -68,6 +68,8 @@ public struct ListArguments: Equatable {
     public var paths: [String] = []
     public var tags: [String] = []
     public var filter: String?
+    /// `--controllers`: print only how many controllers the vhci tier needs for the selected scenarios.
+    public var controllers = false
 
     public init() {}
 }
@@ -223,6 +225,9 @@ public enum CLIArguments {
             case "-h", "--help": return .help(.list)
             case "--tag": list.tags.append(try cursor.value(for: name, inline: inline))
             case "--filter": list.filter = try cursor.value(for: name, inline: inline)
+            case "--controllers":
+                if inline != nil { throw UsageError("option --controllers takes no value") }
+                list.controllers = true
             default: throw UsageError("unknown option '\(name)' for list; see 'blelab list --help'")
             }
         }
@@ -257,7 +262,7 @@ public enum Help {
     commands:
       run [PATHS…]       run scenarios (files, or folders searched for *.yaml; default scenarios/)
       validate [PATHS…]  check scenario files without running them; every error is printed
-      list [PATHS…]      list scenarios: name, tags, file
+      list [PATHS…]      list scenarios: name, tags, file (--controllers: how many the vhci tier needs)
       import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
       verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
       --version          the version, and the git commit blelab was built from
@@ -323,9 +328,13 @@ public enum Help {
     """
 
     public static let list = """
-    usage: blelab list [--tag T] [--filter NAME] [PATHS…]
+    usage: blelab list [--tag T] [--filter NAME] [--controllers] [PATHS…]
 
     Lists the scenarios in PATHS (default scenarios/): name, tags and file, in sorted file order.
+
+      --controllers  print only how many controllers the vhci tier needs for the selected
+                     scenarios: one for the central plus the most peripherals one of them
+                     declares, at least 2; scenarios whose requires: leaves out vhci don't count
     exit status: 0, or 2 when a file cannot be read or validated or --tag/--filter select nothing
     """
 }

@@ -70,6 +70,7 @@ public final class ConsoleReporter {
         switch r.outcome {
         case .passed:
             if verbosity != .quiet { console.out("\(paint("PASS", "32")) \(run.displayName) (\(r.file)) \(times)\n") }
+            if verbosity != .quiet, let failure = r.failedAsExpected { console.out("  failed as expected: \(failure.summary)\n") }
         case let .skipped(reason):
             if verbosity != .quiet { console.out("\(paint("SKIP", "33")) \(run.displayName) (\(r.file)): \(reason)\n") }
         case let .failed(failure):

@@ -45,7 +45,8 @@ public enum RunReports {
                 outcome = f.kind == .setup ? .error(message: message, details: details, type: f.kind.rawValue)
                     : .failed(message: message, details: details, type: f.kind.rawValue)
             }
-            return JUnitCase(name: run.displayName, className: className(for: r.file), time: r.virtualTime.seconds, outcome: outcome)
+            return JUnitCase(name: run.displayName, className: className(for: r.file), time: r.virtualTime.seconds, outcome: outcome,
+                             output: r.failedAsExpected.map { "failed as expected: \($0.summary)" })
         }
         return JUnitReport(name: "blelab", suites: [JUnitSuite(name: "blelab.\(tier)", cases: cases)])
     }

@@ -61,6 +61,124 @@ final class CLISelectionTests: XCTestCase {
         XCTAssertEqual(cli.outLines.first, "no scenario in shard 3/3 (2 selected)")
     }
 
+    // MARK: Controllers the vhci tier needs
+
+    /// Scenarios written for the count: three peripherals in a flow mapping (no line of theirs
+    /// starts the mapping's block, so a line-based count sees none), five in a scenario that
+    /// runs only on the sim (`requires:` as a block list), and one plain scenario tagged `solo`.
+    private func counted() throws -> String {
+        let dir = try temporaryDirectory()
+        func advertiser(_ name: String) -> String { "\(name): { advertise: { name: \(name.uppercased()), services: [FFF0] } }" }
+        let flow = """
+            scenario: Three in a flow mapping
+            tags: [flow]
+            peripherals: { \(["a", "b", "c"].map(advertiser).joined(separator: ", ")) }
+            central:
+              - scan: { for: 100ms }
+
+            """
+        let simOnly = """
+            scenario: Five on the sim only
+            requires:
+              - sim
+            peripherals:
+            \(["a", "b", "c", "d", "e"].map { "  " + advertiser($0) }.joined(separator: "\n"))
+            central:
+              - scan: { for: 100ms }
+
+            """
+        let solo = """
+            scenario: Solo
+            tags: [solo]
+            peripherals:
+              # a comment line, indented like a peripheral
+              \(advertiser("p"))
+            central:
+              - scan: { for: 100ms }
+
+            """
+        try FileText.write(Array(flow.utf8), to: dir + "/flow.yaml")
+        try FileText.write(Array(simOnly.utf8), to: dir + "/sim-only.yaml")
+        try FileText.write(Array(solo.utf8), to: dir + "/solo.yaml")
+        return dir
+    }
+
+    /// The central plus the most peripherals of a scenario that runs on vhci, read from the
+    /// parsed scenarios: the flow mapping's three count, the sim-only scenario's five don't.
+    func testListControllersCountsTheCentralAndTheMostPeripheralsOnVHCI() throws {
+        let dir = try counted()
+        XCTAssertEqual(cli.run(["list", "--controllers", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "4\n")
+        XCTAssertEqual(cli.err, "")
+        XCTAssertEqual(cli.run(["list", "--controllers", dir + "/sim-only.yaml"]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "2\n", "nothing counted: never fewer than 2")
+        XCTAssertEqual(cli.run(["list", "--tag", "solo", "--controllers", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "2\n", "one peripheral: the central and it")
+        XCTAssertEqual(cli.run(["list", "--controllers", "--filter", "flow", dir]), .passed, cli.err)
+        XCTAssertEqual(cli.out, "4\n")
+    }
+
+    /// A file that does not validate is bad input, with the errors `list` prints, and no count.
+    func testListControllersRefusesBrokenFilesAsListDoes() throws {
+        XCTAssertEqual(cli.run(["list", f + "/broken/broken.yaml"]), .badInput)
+        let listed = cli.err
+        XCTAssertEqual(cli.run(["list", "--controllers", f + "/broken/broken.yaml"]), .badInput)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertEqual(cli.err, listed)
+        XCTAssertTrue(cli.err.contains("broken.yaml:8:5: error: found unknown key 'advertize'"), cli.err)
+        XCTAssertEqual(cli.run(["list", "--controllers", "--tag", "nothing", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: no scenario selected: "), cli.err)
+        XCTAssertEqual(cli.run(["list", "--controllers=yes"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: option --controllers takes no value\n")
+    }
+
+    // MARK: expect-failure
+
+    /// Three scenarios with `expect-failure:` through `blelab run --junit`: one that fails with
+    /// the text (passes), one that fails otherwise and one that passes (both fail, exit 1).
+    func testExpectFailureVerdictsInTheConsoleAndTheJUnit() throws {
+        let dir = try temporaryDirectory()
+        func scenario(_ name: String, _ expected: String, _ expectation: String) -> String {
+            """
+            scenario: \(name)
+            expect-failure: \(expected)
+            peripherals:
+              p:
+                advertise: { name: P, services: [FFF0] }
+            central:
+              - scan: { services: [FFF0], for: 200ms }
+              - expect: \(expectation)
+
+            """
+        }
+        try FileText.write(Array(scenario("Fails as expected", "discovered p", "{ not-discovered: p }").utf8), to: dir + "/a.yaml")
+        try FileText.write(Array(scenario("Fails otherwise", "no connection", "{ not-discovered: p }").utf8), to: dir + "/b.yaml")
+        try FileText.write(Array(scenario("Passes", "discovered p", "{ discovered: p }").utf8), to: dir + "/c.yaml")
+        XCTAssertEqual(cli.run(["run", dir, "--junit", "out.xml"]), .failed)
+        XCTAssertTrue(cli.out.contains("PASS Fails as expected (\(dir)/a.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("\n  failed as expected: step 2 (\(dir)/a.yaml:8): expect: { not-discovered: p }: expected the last scan did not discover p; seen the last scan (step 1) discovered p"), cli.out)
+        XCTAssertTrue(cli.out.contains("FAIL Fails otherwise (\(dir)/b.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("  expected: the scenario to fail with a failure containing 'no connection' (expect-failure)\n"
+            + "  seen:     it failed otherwise: step 2 (\(dir)/b.yaml:8): expect: { not-discovered: p }: "), cli.out)
+        XCTAssertTrue(cli.out.contains("FAIL Passes (\(dir)/c.yaml) "), cli.out)
+        XCTAssertTrue(cli.out.contains("  the whole scenario\n  expected: the scenario to fail with a failure containing 'discovered p' (expect-failure)\n"
+            + "  seen:     it passed: every step held\n"), cli.out)
+        XCTAssertTrue(cli.out.contains("1 passed, 2 failed (3 runs)"), cli.out)
+        let xml = String(decoding: try XCTUnwrap(cli.files["out.xml"]), as: UTF8.self)
+        XCTAssertTrue(xml.contains("tests=\"3\" failures=\"2\" errors=\"0\""), xml)
+        let cases = xml.components(separatedBy: "<testcase ").dropFirst()
+        XCTAssertEqual(cases.count, 3)
+        let a = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Fails as expected\"") })
+        XCTAssertFalse(a.contains("<failure"), a)
+        XCTAssertTrue(a.contains("<system-out>failed as expected: step 2 ("), a)
+        let b = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Fails otherwise\"") })
+        XCTAssertTrue(b.contains("<failure message=\"expected the scenario to fail with a failure containing &apos;no connection&apos; (expect-failure); seen it failed otherwise: "), b)
+        XCTAssertTrue(b.contains("type=\"expect-failure\""), b)
+        let c = try XCTUnwrap(cases.first { $0.hasPrefix("name=\"Passes\"") })
+        XCTAssertTrue(c.contains("<failure message=\"expected the scenario to fail with a failure containing &apos;discovered p&apos; (expect-failure); seen it passed: every step held\""), c)
+        XCTAssertEqual(cli.run(["run", dir + "/a.yaml"]), .passed, "alone, the one that failed as expected passes")
+    }
+
     // MARK: Capture names
 
     /// Two files in different folders, with the same file name and the same scenario name, plus

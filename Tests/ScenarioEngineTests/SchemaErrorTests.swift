@@ -40,7 +40,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:4:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, link, mtu); did you mean 'advertise'?",
         ])
         XCTAssertEqual(errors("scenario: x\nperipherals: { a: {} }\ncentral: [scan]\ntimout: 5s\n"), [
-            "test.yaml:4:1: error: found unknown key 'timout', expected a scenario key (scenario, tags, timeout, seed, requires, peripherals, central); did you mean 'timeout'?",
+            "test.yaml:4:1: error: found unknown key 'timout', expected a scenario key (scenario, tags, timeout, seed, requires, expect-failure, peripherals, central); did you mean 'timeout'?",
         ])
     }
 

@@ -266,3 +266,31 @@ final class WriterTests: XCTestCase {
         }
     }
 }
+
+/// `expect-failure:` is written after `requires:` and read back as it was.
+final class ExpectFailureWriterTests: XCTestCase {
+    func testExpectFailureComesBack() throws {
+        let text = """
+            scenario: Must fail
+            requires: [vhci]
+            expect-failure: "no connection within 2s: #1"
+            peripherals:
+              p:
+                advertise: { name: P }
+            central:
+              - connect: { peripheral: p, within: 2s }
+
+            """
+        let scenario = try Scenario.parse(text, file: "given.yaml")
+        XCTAssertEqual(scenario.expectFailure, "no connection within 2s: #1")
+        let written = ScenarioWriter.write(scenario)
+        XCTAssertTrue(written.contains("requires: [vhci]\nexpect-failure: \"no connection within 2s: #1\"\n"), written)
+        let back = try Scenario.parse(written, file: "written.yaml")
+        XCTAssertEqual(back, scenario)
+        XCTAssertEqual(back.expectFailure, scenario.expectFailure)
+        var other = scenario
+        other.expectFailure = nil
+        XCTAssertNotEqual(other, scenario, "expect-failure changes the verdict: part of equality")
+        XCTAssertFalse(ScenarioWriter.write(other).contains("expect-failure"))
+    }
+}

@@ -27,6 +27,8 @@ public struct ScenarioResult {
     /// Every device's HCI packets, peripherals in declaration order then the central (when
     /// `RunOptions.keepsCaptures`).
     public var captures: [DeviceCapture]
+    /// With `expect-failure:`, the failure that made the scenario pass (shown in reports).
+    public var failedAsExpected: ScenarioFailure? = nil
 
     public var passed: Bool {
         if case .passed = outcome { return true }
@@ -74,6 +76,8 @@ public struct ScenarioFailure: CustomStringConvertible {
         /// A device's connection to its controller closed, failed or carried bytes that are not
         /// HCI (external controllers: socket and vhci tiers).
         case transport
+        /// A scenario with `expect-failure: TEXT` passed, or failed without TEXT in its failure.
+        case expectedFailure = "expect-failure"
     }
 
     public var kind: Kind
@@ -98,7 +102,7 @@ public struct ScenarioFailure: CustomStringConvertible {
         if let step {
             lines.append("\(indent)step \(step.index) (\(step.location.fileAndLine)): \(step.text)")
         } else {
-            lines.append("\(indent)setup")
+            lines.append("\(indent)\(kind == .expectedFailure ? "the whole scenario" : "setup")")
         }
         lines.append("\(indent)expected: \(expected)")
         lines.append("\(indent)seen:     \(seen)")

@@ -45,6 +45,33 @@ public struct ScenarioRunner {
             return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                                   outcome: .skipped(reason: reason), virtualTime: .zero, steps: [], timeline: [], captures: [])
         }
-        return ScenarioSession(scenario: scenario, backend: backend, seed: seed, options: options, roles: roles).run()
+        let result = ScenarioSession(scenario: scenario, backend: backend, seed: seed, options: options, roles: roles).run()
+        guard let text = scenario.expectFailure else { return result }
+        return Self.judged(result, expectingFailureWith: text)
+    }
+
+    /// The verdict of a scenario with `expect-failure: TEXT` (docs/scenarios.md section 3): it passes
+    /// only when it failed and its failure's message (`expected …; seen …`, as JUnit shows it; not
+    /// the step's text) contains TEXT; when it passed, or failed
+    /// otherwise, it fails saying what was expected and what happened.
+    static func judged(_ result: ScenarioResult, expectingFailureWith text: String) -> ScenarioResult {
+        var judged = result
+        let expected = "the scenario to fail with a failure containing '\(text)' (expect-failure)"
+        switch result.outcome {
+        case .skipped:
+            return result
+        case let .failed(failure) where "expected \(failure.expected); seen \(failure.seen)".contains(text):
+            judged.outcome = .passed
+            judged.failedAsExpected = failure
+        case let .failed(failure):
+            judged.outcome = .failed(ScenarioFailure(kind: .expectedFailure, step: failure.step, expected: expected,
+                                                     seen: "it failed otherwise: \(failure.summary)", time: failure.time,
+                                                     recentPackets: failure.recentPackets))
+        case .passed:
+            judged.outcome = .failed(ScenarioFailure(kind: .expectedFailure, step: nil, expected: expected,
+                                                     seen: "it passed: every step held", time: Instant.zero + result.virtualTime,
+                                                     recentPackets: []))
+        }
+        return judged
     }
 }

@@ -56,6 +56,9 @@ public struct Scenario: Equatable {
     public var seed: UInt64?
     /// Tiers this scenario can run on; nil: all.
     public var requires: [TransportTier]?
+    /// `expect-failure: TEXT`: the scenario must fail, with TEXT in its failure's message, to pass
+    /// (a case showing that a stack reports a fault); nil: it must pass.
+    public var expectFailure: String?
     /// In declaration order.
     public var peripherals: [PeripheralSpec]
     public var steps: [CentralStep]
@@ -84,6 +87,6 @@ public struct Scenario: Equatable {
 
     public static func == (a: Scenario, b: Scenario) -> Bool {
         a.name == b.name && a.tags == b.tags && a.timeout == b.timeout && a.seed == b.seed && a.requires == b.requires
-            && a.peripherals == b.peripherals && a.steps == b.steps && a.faults == b.faults
+            && a.expectFailure == b.expectFailure && a.peripherals == b.peripherals && a.steps == b.steps && a.faults == b.faults
     }
 }

@@ -4,7 +4,7 @@ import YAMLSubset
 /// Reads a whole scenario file (docs/scenarios.md): the YAML subset, then every key, reporting
 /// all errors of the file before anything runs.
 enum ScenarioSchema {
-    static let keys = ["scenario", "tags", "timeout", "seed", "requires", "peripherals", "central"]
+    static let keys = ["scenario", "tags", "timeout", "seed", "requires", "expect-failure", "peripherals", "central"]
 
     static func scenario(from root: YAMLNode, file: String) -> Result<Scenario, ScenarioErrors> {
         let r = SchemaReader(file: file)
@@ -53,6 +53,14 @@ enum ScenarioSchema {
                 requires?.append(TransportTier(rawValue: s.text))
             }
         }
+        var expectFailure: String?
+        if let e = m["expect-failure"], let s = r.scalar(e, "the text the scenario's failure must contain") {
+            if s.text.isEmpty || s.text.contains("\n") {
+                r.error(e, expected: "one line of text the scenario's failure must contain, such as 'no connection within 2s'")
+            } else {
+                expectFailure = s.text
+            }
+        }
         var peripheralSchema = PeripheralSchema(reader: r)
         var peripherals: [PeripheralSpec] = []
         if let p = r.required(m, "peripherals", in: "a scenario file", expected: "'peripherals:' declaring at least one peripheral") {
@@ -69,6 +77,7 @@ enum ScenarioSchema {
         var scenario = Scenario(name: name, file: file, tags: tags, timeout: timeout, seed: seed, requires: requires,
                                 peripherals: peripherals, steps: steps)
         scenario.faults = peripheralSchema.faults
+        scenario.expectFailure = expectFailure
         return .success(scenario)
     }
 }

@@ -33,6 +33,7 @@ struct ScenarioDocument {
         if let timeout = scenario.timeout { entries.append(("timeout", .scalar(ScalarText.duration(timeout)))) }
         if let seed = scenario.seed { entries.append(("seed", .scalar(String(seed)))) }
         if let requires = scenario.requires { entries.append(("requires", .sequence(requires.map { .scalar($0.rawValue) }, .flow))) }
+        if let text = scenario.expectFailure { entries.append(("expect-failure", .scalar(ScalarText.text(text)))) }
         var peripherals = YAMLOut.mapping(scenario.peripherals.map { ($0.id, peripheral($0)) }, .block)
         peripherals.blankLineBefore = true
         entries.append(("peripherals", peripherals))
