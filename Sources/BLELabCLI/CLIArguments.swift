@@ -151,26 +151,52 @@ public enum CLIArguments {
     static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--json", "--transport",
                              "--central", "--peripheral", "--quiet", "--verbose", "--help"]
 
-    private static func parseRun(_ arguments: [String]) throws -> CLICommand {
-        var run = RunArguments()
+    /// The loop `run` and `list` share: operands (and everything after `--`) go to `paths`; each
+    /// option goes to `option` with its `--name=value` part, if any, and the cursor for a separate
+    /// value. `option` returns a command to stop at (`--help`), else nil.
+    private static func scan(_ arguments: [String], paths: inout [String],
+                             option: (_ name: String, _ inline: String?, _ cursor: inout Cursor) throws -> CLICommand?) throws -> CLICommand? {
         var cursor = Cursor(arguments: arguments)
         var onlyPaths = false
         while cursor.index < cursor.arguments.count {
             let argument = cursor.arguments[cursor.index]
             cursor.index += 1
             if onlyPaths || !argument.hasPrefix("-") || argument == "-" {
-                run.paths.append(argument)
+                paths.append(argument)
                 continue
             }
             if argument == "--" { onlyPaths = true; continue }
             let (name, inline) = split(argument)
+            if let stop = try option(name, inline, &cursor) { return stop }
+        }
+        return nil
+    }
+
+    /// `--tag` and `--filter`, which select scenarios for `run` and `list` alike; false for any other option.
+    private static func selection(_ name: String, _ inline: String?, _ cursor: inout Cursor,
+                                  tags: inout [String], filter: inout String?) throws -> Bool {
+        switch name {
+        case "--tag":
+            let tag = try cursor.value(for: name, inline: inline)
+            guard !tag.isEmpty else { throw UsageError("option --tag needs a tag") }
+            tags.append(tag)
+        case "--filter": filter = try cursor.value(for: name, inline: inline)
+        default: return false
+        }
+        return true
+    }
+
+    private static func unknown(_ name: String, command: String, options: [String]) -> UsageError {
+        let hint = Spelling.suggestion(for: name, in: options).map { "; \($0)" } ?? ""
+        return UsageError("unknown option '\(name)' for \(command)\(hint); see 'blelab \(command) --help'")
+    }
+
+    private static func parseRun(_ arguments: [String]) throws -> CLICommand {
+        var run = RunArguments()
+        let stop = try scan(arguments, paths: &run.paths) { name, inline, cursor in
+            if try selection(name, inline, &cursor, tags: &run.tags, filter: &run.filter) { return nil }
             switch name {
             case "-h", "--help": return .help(.run)
-            case "--tag":
-                let tag = try cursor.value(for: name, inline: inline)
-                guard !tag.isEmpty else { throw UsageError("option --tag needs a tag") }
-                run.tags.append(tag)
-            case "--filter": run.filter = try cursor.value(for: name, inline: inline)
             case "--seed":
                 let text = try cursor.value(for: name, inline: inline)
                 guard let seed = ScalarSyntax.unsigned(text) else { throw UsageError("--seed takes a non-negative integer, not '\(text)'") }
@@ -194,11 +220,11 @@ public enum CLIArguments {
             case "-q", "--quiet", "-v", "--verbose":
                 if inline != nil { throw UsageError("option \(name) takes no value") }
                 if name.hasPrefix("-q") || name == "--quiet" { run.quiet = true } else { run.verbose = true }
-            default:
-                let hint = Spelling.suggestion(for: name, in: runOptions).map { "; \($0)" } ?? ""
-                throw UsageError("unknown option '\(name)' for run\(hint); see 'blelab run --help'")
+            default: throw unknown(name, command: "run", options: runOptions)
             }
+            return nil
         }
+        if let stop { return stop }
         if run.quiet && run.verbose { throw UsageError("--quiet and --verbose cannot be used together") }
         return .run(run)
     }
@@ -208,30 +234,22 @@ public enum CLIArguments {
         return value
     }
 
+    static let listOptions = ["--tag", "--filter", "--controllers", "--help"]
+
     private static func parseList(_ arguments: [String]) throws -> CLICommand {
         var list = ListArguments()
-        var cursor = Cursor(arguments: arguments)
-        var onlyPaths = false
-        while cursor.index < cursor.arguments.count {
-            let argument = cursor.arguments[cursor.index]
-            cursor.index += 1
-            if onlyPaths || !argument.hasPrefix("-") || argument == "-" {
-                list.paths.append(argument)
-                continue
-            }
-            if argument == "--" { onlyPaths = true; continue }
-            let (name, inline) = split(argument)
+        let stop = try scan(arguments, paths: &list.paths) { name, inline, cursor in
+            if try selection(name, inline, &cursor, tags: &list.tags, filter: &list.filter) { return nil }
             switch name {
             case "-h", "--help": return .help(.list)
-            case "--tag": list.tags.append(try cursor.value(for: name, inline: inline))
-            case "--filter": list.filter = try cursor.value(for: name, inline: inline)
             case "--controllers":
                 if inline != nil { throw UsageError("option --controllers takes no value") }
                 list.controllers = true
-            default: throw UsageError("unknown option '\(name)' for list; see 'blelab list --help'")
+            default: throw unknown(name, command: "list", options: listOptions)
             }
+            return nil
         }
-        return .list(list)
+        return stop ?? .list(list)
     }
 }
 

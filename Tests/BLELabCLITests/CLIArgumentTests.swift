@@ -79,6 +79,17 @@ final class CLIArgumentTests: XCTestCase {
         list.paths = ["x"]
         list.tags = ["t"]
         XCTAssertEqual(try CLIArguments.parse(["list", "x", "--tag", "t"]), .list(list))
+        // run and list read operands, `--`, `--name=value` and the selection options alike.
+        list.filter = "Echo"
+        list.controllers = true
+        list.paths = ["x", "--odd.yaml"]
+        XCTAssertEqual(try CLIArguments.parse(["list", "--filter=Echo", "x", "--tag=t", "--controllers", "--", "--odd.yaml"]), .list(list))
+        XCTAssertEqual(usage(["list", "--tag", ""]), "option --tag needs a tag")
+        XCTAssertEqual(usage(["run", "--tag="]), "option --tag needs a tag")
+        XCTAssertEqual(usage(["list", "--filter"]), "option --filter needs a value")
+        XCTAssertEqual(usage(["list", "--controllers=yes"]), "option --controllers takes no value")
+        XCTAssertEqual(usage(["list", "--controlers"]), "unknown option '--controlers' for list; did you mean '--controllers'?; see 'blelab list --help'")
+        XCTAssertEqual(usage(["list", "--seed", "1"]), "unknown option '--seed' for list; see 'blelab list --help'")
     }
 
     // MARK: Selection and shards
