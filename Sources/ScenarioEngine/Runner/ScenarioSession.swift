@@ -265,6 +265,9 @@ final class ScenarioSession {
         if let central, let failure = central.failure {
             return StepFailure(kind: .transport, expected: "the central (\(central.description)) to stay usable", seen: failure)
         }
+        if let off = centralPoweredOff {
+            return StepFailure(kind: .operation, expected: "the central's controller to be on", seen: off)
+        }
         guard let lab else { return nil }
         for device in lab.devices {
             guard let error = device.host.driver.closed else { continue }
@@ -274,9 +277,12 @@ final class ScenarioSession {
         return nil
     }
 
+    /// Why the central cannot be used any more after `power-off: central` on BLELab's own host.
+    var centralPoweredOff: String? { (central as? HostCentral)?.poweredOff }
+
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
-        if central?.failure != nil { return true }
+        if central?.failure != nil || centralPoweredOff != nil { return true }
         return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
     }
 
@@ -308,8 +314,10 @@ final class ScenarioSession {
     func pass(_ span: TimeSpan, doing: @autoclosure () -> String) throws {
         let cut = deadline.map { $0 < now + span } ?? false
         let end = cut ? deadline! : now + span
-        lab.run(within: max(.zero, end - now)) { self.anyControllerLost }
-        if let failure = controllerLost() { throw failure }
+        // A wait does not need the central: after `power-off: central` it lets the peripherals
+        // time out.
+        lab.run(within: max(.zero, end - now)) { self.anyControllerLost && self.centralPoweredOff == nil }
+        if centralPoweredOff == nil, let failure = controllerLost() { throw failure }
         if cut { throw timedOut(doing()) }
     }
 
