@@ -66,7 +66,7 @@ final class HostCentral: CentralSeat {
     /// or VHCI controller) it is refused: the lab cannot cut a real controller's power.
     func powerOff(after: TimeSpan?, completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard labDevice.controller != nil, lab.air != nil else {
-            return completion(.failure(.failed("power-off: central needs the embedded simulator (or --central bluez); \(LabError.simulatorOnly("power-off"))")))
+            return completion(.failure(.failed("\(LabError.simulatorOnly("power-off: central")) or --central bluez")))
         }
         guard let after else {
             cutPower()

@@ -265,9 +265,6 @@ final class ScenarioSession {
         if let central, let failure = central.failure {
             return StepFailure(kind: .transport, expected: "the central (\(central.description)) to stay usable", seen: failure)
         }
-        if let off = centralPoweredOff {
-            return StepFailure(kind: .operation, expected: "the central's controller to be on", seen: off)
-        }
         guard let lab else { return nil }
         for device in lab.devices {
             guard let error = device.host.driver.closed else { continue }
@@ -280,9 +277,14 @@ final class ScenarioSession {
     /// Why the central cannot be used any more after `power-off: central` on BLELab's own host.
     var centralPoweredOff: String? { (central as? HostCentral)?.poweredOff }
 
+    /// The failure of a step that needs the central after `power-off: central`, or nil.
+    func centralOff() -> StepFailure? {
+        centralPoweredOff.map { StepFailure(kind: .operation, expected: "the central's controller to be on", seen: $0) }
+    }
+
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
-        if central?.failure != nil || centralPoweredOff != nil { return true }
+        if central?.failure != nil { return true }
         return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
     }
 
@@ -294,19 +296,20 @@ final class ScenarioSession {
     func waitFor(_ waitingFor: @autoclosure () -> String, within span: TimeSpan, until condition: () -> Bool) throws -> Bool {
         let limit = now + span
         var lost = false
+        // A wait on the central (`waitFor`, not `pass`) also ends when its controller powers off.
         let held: () -> Bool = {
             if condition() { return true }
-            lost = self.anyControllerLost
+            lost = self.anyControllerLost || self.centralPoweredOff != nil
             return lost
         }
         if let deadline, deadline < limit {
             let done = lab.run(within: max(.zero, deadline - now), until: held)
-            if lost, let failure = controllerLost() { throw failure }
+            if lost, let failure = controllerLost() ?? centralOff() { throw failure }
             if done { return true }
             throw timedOut(waitingFor())
         }
         let done = lab.run(within: span, until: held)
-        if lost, let failure = controllerLost() { throw failure }
+        if lost, let failure = controllerLost() ?? centralOff() { throw failure }
         return done
     }
 
@@ -316,8 +319,8 @@ final class ScenarioSession {
         let end = cut ? deadline! : now + span
         // A wait does not need the central: after `power-off: central` it lets the peripherals
         // time out.
-        lab.run(within: max(.zero, end - now)) { self.anyControllerLost && self.centralPoweredOff == nil }
-        if centralPoweredOff == nil, let failure = controllerLost() { throw failure }
+        lab.run(within: max(.zero, end - now)) { self.anyControllerLost }
+        if let failure = controllerLost() { throw failure }
         if cut { throw timedOut(doing()) }
     }
 
