@@ -1005,7 +1005,7 @@ final class BlueZCentralTests: XCTestCase {
     func testTheFailureCaseIsPlayable() throws {
         let path = BlueZPeripheralSupportTests.repository.appendingPathComponent("vm/bluez/failures/adapter-powered-off.yaml").path
         let scenario = try Scenario.load(path: path)
-        XCTAssertTrue(scenario.steps.contains { $0.action == .fault(.centralPowerOff(after: .seconds(10))) })
+        XCTAssertTrue(scenario.steps.contains { $0.action == .fault(.centralPowerOff(after: .seconds(3))) })
         XCTAssertNil(try BlueZCentral().unsupported(scenario))
     }
 
