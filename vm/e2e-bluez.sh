@@ -18,8 +18,7 @@
 #   failures    the scenarios of vm/bluez/failures/ (each with `expect-failure: TEXT`: blelab passes
 #               it only when it fails with TEXT), per role: blelab run --central bluez:hci0 --tag
 #               bluez-central … vm/bluez/failures files (--peripheral, tag bluez-peripheral) must
-#               exit 0; a file with a `# bluez-during: SECONDS COMMAND` line runs on its own, COMMAND
-#               beside it SECONDS after it starts; then, with bluetoothd stopped, a run per role
+#               exit 0; then, with bluetoothd stopped, a run per role
 #               must exit non-zero within 60 s naming bluetoothd; bluetoothd is started again.
 #               Results in OUT/failures/ (blelab's NAME.junit.xml and NAME.log per run)
 # Before each part after the first, bluetoothd starts afresh (empty /var/lib/bluetooth) and BLELab's
@@ -126,10 +125,8 @@ inside() {
   case ",$parts," in *",failures,"*) ;; *) printf 'e2e-bluez: %s\n' "${summary[@]}" >&2; return "$overall" ;; esac
   # The failure cases are scenarios with `expect-failure: TEXT` (blelab passes one only when it
   # fails with TEXT in its failure), tagged bluez-central or bluez-peripheral for the seat BlueZ
-  # takes: one blelab run per role, which writes the JUnit. A file with a `# bluez-during:
-  # SECONDS COMMAND` line runs on its own, COMMAND (bash) beside it SECONDS after it starts (no
-  # scenario step powers BlueZ's adapter off yet); its output goes to NAME.during.log.
-  local fdir="$out/failures" f name flag rc t0 secs log during during_pid
+  # takes: one blelab run per role, which writes the JUnit.
+  local fdir="$out/failures" f name flag rc t0 secs log
   mkdir -p "$fdir"
   fresh || return 70
   btmon_start "$fdir"
@@ -137,28 +134,16 @@ inside() {
     [ -z "$2" ] || note 1
     summary+=("failure case $1: ${2:-ok}")
   }
-  # NAME FLAG DURING -- RUN-ARGS…: one blelab run of failure cases, within 600 s, into NAME.log
+  # NAME FLAG -- RUN-ARGS…: one blelab run of failure cases, within 600 s, into NAME.log
   # and NAME.junit.xml; blelab's status is the verdict (0: every case failed as it expects).
   failure_run() {
-    local name="$1" flag="$2" during="$3"; shift 4
+    local name="$1" flag="$2"; shift 3
     log="$fdir/$name.log"
-    during_pid=""
-    if [ -n "$during" ]; then
-      case "${during%% *}" in ''|*[!0-9]*) record "$name" "'# bluez-during: SECONDS COMMAND' wants whole seconds first"; return ;; esac
-      [ "${during#* }" != "$during" ] || { record "$name" "'# bluez-during:' has no command"; return; }
-      ( sleep "${during%% *}"; echo "+ ${during#* }"; bash -c "${during#* }" ) > "$fdir/$name.during.log" 2>&1 &
-      during_pid=$!
-    fi
-    say "[failures] $name: blelab run $flag $adapter $*${during:+; after ${during%% *} s: ${during#* }}"
+    say "[failures] $name: blelab run $flag $adapter $*"
     t0=$EPOCHSECONDS
     timeout 600 "$blelab" run "$flag" "$adapter" --transport "hci-user:$hci" "$@" \
       --junit "$fdir/$name.junit.xml" --capture "$fdir/captures" > "$log" 2>&1
     rc=$?; secs=$(( EPOCHSECONDS - t0 ))
-    if [ -n "$during_pid" ]; then
-      # blelab ended first: the command has not run (or runs on); don't let it touch the next case
-      kill -TERM "$during_pid" 2>/dev/null; wait "$during_pid" 2>/dev/null
-      sed 's/^/  during| /' "$fdir/$name.during.log" >&2
-    fi
     # BlueZ's adapter as the next run expects it: unpowered (a case may have powered it, or off)
     dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/hci${BLELAB_HCI%%,*}" \
       org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:false \
@@ -168,7 +153,7 @@ inside() {
     elif [ "$rc" != 0 ]; then record "$name" "blelab exit $rc after $secs s: a case did not fail as it expects ($name.log, $name.junit.xml)"
     else record "$name" ""; fi
   }
-  local plain=() triggered=() role
+  local cases=() role
   for f in vm/bluez/failures/*.yaml; do
     [ -e "$f" ] || continue
     # a case must be one: it expects a failure, and names the seat BlueZ takes
@@ -177,18 +162,14 @@ inside() {
       record "$(basename "$f" .yaml)" "$f: not valid, or tagged neither bluez-central nor bluez-peripheral: $(head -3 "$fdir/list.log")"
       continue
     fi
-    if grep -q '^# bluez-during: ' "$f"; then triggered+=("$f"); else plain+=("$f"); fi
+    cases+=("$f")
   done
   rm -f "$fdir/list.log"
   for role in central peripheral; do
     # blelab list exits 2 when the tag selects nothing among the files: no case for this role
-    if [ ${#plain[@]} -gt 0 ] && "$blelab" list --tag "bluez-$role" "${plain[@]}" >/dev/null 2>&1; then
-      failure_run "$role" "--$role" "" -- --tag "bluez-$role" "${plain[@]}"
+    if [ ${#cases[@]} -gt 0 ] && "$blelab" list --tag "bluez-$role" "${cases[@]}" >/dev/null 2>&1; then
+      failure_run "$role" "--$role" -- --tag "bluez-$role" "${cases[@]}"
     fi
-    for f in "${triggered[@]}"; do
-      "$blelab" list --tag "bluez-$role" "$f" >/dev/null 2>&1 || continue
-      failure_run "$(basename "$f" .yaml)" "--$role" "$(sed -n 's/^# bluez-during: //p' "$f" | head -1)" -- "$f"
-    done
   done
 
   # bluetoothd not running: a clear error naming it, quickly, for either role.

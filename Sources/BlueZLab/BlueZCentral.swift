@@ -60,6 +60,8 @@ public final class BlueZCentral: CentralSeat {
     private var subscribed: Set<DBusObjectPath> = []
     /// Devices whose services were resolved by a discover step.
     private var resolvedOnce: Set<DBusObjectPath> = []
+    /// A delayed `power-off: central` still to come (cancelled when the scenario ends first).
+    private var powerOffTimer: LoopTimer?
 
     /// `adapter`: the controller's name, "hci0".
     public init(adapter: String = "hci0", bus: DBusConnection.Bus = .system, service: String = BlueZName.service) throws {
@@ -78,6 +80,8 @@ public final class BlueZCentral: CentralSeat {
     public func unsupported(_ scenario: Scenario) -> String? {
         for step in scenario.steps {
             switch step.action {
+            case .fault(.centralPowerOff):
+                continue   // Adapter1.Powered = false
             case .fault:
                 return "step \(step.index) (\(step.text)) changes the air, which only the sim can do; bluetoothd runs on a real controller"
             case .readDescriptor, .writeDescriptor:
@@ -96,6 +100,32 @@ public final class BlueZCentral: CentralSeat {
             }
         }
         return nil
+    }
+
+    // MARK: Power
+
+    /// `power-off: central`: sets Adapter1.Powered to false, as an administrator or rfkill would.
+    /// bluetoothd announces Powered=false, which ends the role (`failure`, "was powered off"): the
+    /// step waiting then fails at once. Delayed (`after`), the call goes out that much later and
+    /// this completes at once; a refused call then ends the role with bluetoothd's answer.
+    public func powerOff(after: TimeSpan?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard let client, let loop, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let adapter = client.adapter(adapterPath)
+        guard let after else {
+            return adapter.setPowered(false) { [self] result in
+                if case let .failure(error) = result { return completion(.failure(describe(error, doing: "Set Adapter1.Powered false"))) }
+                completion(.success(()))
+            }
+        }
+        powerOffTimer?.cancel()
+        powerOffTimer = loop.schedule(after: after) { [weak self] in
+            self?.powerOffTimer = nil
+            adapter.setPowered(false) { result in
+                guard let self, case let .failure(error) = result else { return }
+                self.fail("could not power \(self.adapterPath) off: \(self.describe(error, doing: "Set Adapter1.Powered false"))")
+            }
+        }
+        completion(.success(()))
     }
 
     // MARK: Begin and end
@@ -205,6 +235,8 @@ public final class BlueZCentral: CentralSeat {
     private var adapterPowered: Bool { (try? tree[adapterPath]?[BlueZName.adapter]?["Powered"]?.asBool()) == true }
 
     public func end(completion: @escaping () -> Void) {
+        powerOffTimer?.cancel()
+        powerOffTimer = nil
         // Each clean-up call gets a few seconds: the session waits 10 s for the whole.
         client?.timeout = .seconds(3)
         guard let client, connection?.isConnected == true, failure == nil || adapterStillThere else {

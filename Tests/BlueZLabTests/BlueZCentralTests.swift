@@ -960,6 +960,55 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(failureText(started), "BlueZ's adapter /org/bluez/hci0 was powered off")
     }
 
+    // MARK: power-off: central
+
+    func testPowerOffSetsPoweredFalseAndEndsTheRole() throws {
+        let (fake, central) = try begun()
+        let off: Result<Void, SeatError>? = wait { done in central.powerOff(after: nil, completion: done) }
+        guard case .success? = off else { return XCTFail("power-off failed: \(String(describing: off))") }
+        XCTAssertEqual(fake.calls, ["Powered false"])
+        XCTAssertFalse(fake.powered)
+        runUntil { central.failure != nil }
+        XCTAssertEqual(central.failure, "BlueZ's adapter /org/bluez/hci0 was powered off")
+    }
+
+    func testADelayedPowerOffEndsAWaitingStepAtOnce() throws {
+        // A 30 s call timeout: the scan's wait for Discovering must end at the power-off, long before.
+        let (fake, central) = try begun(callTimeout: .seconds(30))
+        fake.discoveringAtOnce = false
+        var off: Result<Void, SeatError>?
+        central.powerOff(after: .milliseconds(100)) { off = $0 }
+        guard case .success? = off else { return XCTFail("the delayed form completes at once: \(String(describing: off))") }
+        XCTAssertEqual(fake.calls, [], "nothing is set before the delay")
+        var started: Result<Void, SeatError>?
+        central.startScan(ScanStep()) { started = $0 }
+        runUntil(.seconds(5)) { started != nil }
+        XCTAssertEqual(fake.calls, ["SetDiscoveryFilter", "StartDiscovery", "Powered false"])
+        XCTAssertEqual(failureText(started), "BlueZ's adapter /org/bluez/hci0 was powered off")
+    }
+
+    func testPowerOffRefusedSaysWhatBluetoothdAnswered() throws {
+        let (fake, central) = try begun()
+        fake.powerAnswer = .fail(DBusErrorReply(.failed, message: "Blocked through rfkill"))
+        let off: Result<Void, SeatError>? = wait { done in central.powerOff(after: nil, completion: done) }
+        let text = failureText(off)
+        XCTAssertTrue(text.contains("org.bluez.Error.Failed: Blocked through rfkill"), text)
+        XCTAssertNil(central.failure)
+        // Delayed, the refusal comes when nothing waits for the step: it ends the role.
+        central.powerOff(after: .milliseconds(50)) { _ in }
+        runUntil { central.failure != nil }
+        let failure = try XCTUnwrap(central.failure)
+        XCTAssertTrue(failure.hasPrefix("could not power /org/bluez/hci0 off: "), failure)
+        XCTAssertTrue(failure.contains("Blocked through rfkill"), failure)
+    }
+
+    func testTheFailureCaseIsPlayable() throws {
+        let path = BlueZPeripheralSupportTests.repository.appendingPathComponent("vm/bluez/failures/adapter-powered-off.yaml").path
+        let scenario = try Scenario.load(path: path)
+        XCTAssertTrue(scenario.steps.contains { $0.action == .fault(.centralPowerOff(after: .seconds(3))) })
+        XCTAssertNil(try BlueZCentral().unsupported(scenario))
+    }
+
     func testAdapterRemovedFailsTheRole() throws {
         let (fake, central) = try begun()
         fake.removeAdapter()

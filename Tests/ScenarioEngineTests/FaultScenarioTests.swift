@@ -354,4 +354,13 @@ final class FaultScenarioTests: XCTestCase {
             """))
         XCTAssertEqual(ScenarioRunner(backend: ConnectedSimsBackend()).run(update).verdict, "passed")
     }
+
+    func testTheCentralsPowerOffOffTheSimulatorFailsNamingWhatCan() throws {
+        let scenario = try ScenarioText.load(ScenarioText.hm10(ScenarioText.connected + "\n  - power-off: central"))
+        let result = ScenarioRunner(backend: ConnectedSimsBackend()).run(scenario)
+        let failure = try XCTUnwrap(result.failure)
+        XCTAssertEqual(failure.step?.index, 4)
+        XCTAssertEqual(failure.expected, "the central's controller to power off")
+        XCTAssertEqual(failure.seen, "power-off: central needs the embedded simulator (--transport sim) or --central bluez")
+    }
 }

@@ -81,6 +81,10 @@ public protocol CentralSeat: AnyObject {
     /// `parameter-requests: accept|reject` for peripheral `id`: how the central's host answers its
     /// requests for new connection parameters from now on (a stack that decides itself ignores it).
     func answerParameterRequests(from id: String, accept: Bool)
+    /// `power-off: central`: powers the central's controller off, now or `after` this long (then
+    /// it completes at once). Once off, the seat's `failure` (or, for BLELab's host, the
+    /// session) ends the steps that need it.
+    func powerOff(after: TimeSpan?, completion: @escaping (Result<Void, SeatError>) -> Void)
     /// Whether the lab's advertisers must enable advertising again when it scans (see
     /// `ScenarioSession.reannounceAdvertising`).
     var needsAdvertisingReannounced: Bool { get }
@@ -116,6 +120,9 @@ extension CentralSeat {
         setNotifications(enable, for: ref, on: address, acquire: acquire, completion: completion)
     }
     public func answerParameterRequests(from id: String, accept: Bool) {}
+    public func powerOff(after: TimeSpan?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        completion(.failure(.failed("\(description) cannot power its controller off: power-off: central needs the embedded simulator or --central bluez")))
+    }
     public var needsAdvertisingReannounced: Bool { true }
     public var knowsItsLinks: Bool { true }
 

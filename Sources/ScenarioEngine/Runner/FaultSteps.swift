@@ -103,6 +103,13 @@ final class FaultSteps {
             _ = try simulated(id, "power-off")
             session.peripherals[id]?.device.powerOff()
             session.note = "\(id) powered off"
+        case let .centralPowerOff(after):
+            let done = try session.operate("the central's controller to power off") { done in session.central.powerOff(after: after, completion: done) }
+            if case let .failure(error) = done {
+                throw StepFailure(kind: .operation, expected: "the central's controller to power off", seen: "\(error)")
+            }
+            session.note = after.map { "the central's controller powers off at \(session.now + $0)" }
+                ?? "the central's controller powered off; its connections are gone and the peripherals time out"
         case let .powerOn(id):
             let (air, controller) = try simulated(id, "power-on")
             guard let peripheral = session.peripherals[id] else { return }

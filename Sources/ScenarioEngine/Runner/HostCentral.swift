@@ -45,6 +45,8 @@ final class HostCentral: CentralSeat {
     }
 
     var description: String { "BLELab's host" }
+    /// Set once `power-off: central` powered the controller off: what later steps fail with.
+    private(set) var poweredOff: String?
     var failure: String? { nil }
     var device: LabDevice? { labDevice }
     var host: BLEHost { labDevice.host }
@@ -56,6 +58,32 @@ final class HostCentral: CentralSeat {
     func end(completion: @escaping () -> Void) { completion() }
 
     func connection(to address: LEAddress) -> Connection? { connections[address] }
+
+    // MARK: Power
+
+    /// The sim's central controller powers off as a peripheral's does (`LabDevice.powerOff`):
+    /// its host loses its connections at once, the peripherals time out. Off the sim (a socket
+    /// or VHCI controller) it is refused: the lab cannot cut a real controller's power.
+    func powerOff(after: TimeSpan?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard labDevice.controller != nil, lab.air != nil else {
+            return completion(.failure(.failed("\(LabError.simulatorOnly("power-off: central")) or --central bluez")))
+        }
+        guard let after else {
+            cutPower()
+            return completion(.success(()))
+        }
+        _ = lab.loop.schedule(after: after) { [weak self] in self?.cutPower() }
+        completion(.success(()))
+    }
+
+    private func cutPower() {
+        guard poweredOff == nil else { return }
+        let links = host.connections.count
+        labDevice.powerOff()
+        poweredOff = "the central's controller was powered off at \(lab.loop.now) (power-off: central)"
+        record(TimelineEvent(time: lab.loop.now, device: PeripheralSchema.centralID, kind: .central,
+                             text: "controller powered off (\(links) connection\(links == 1 ? "" : "s") lost; the peripherals time out)"))
+    }
 
     // MARK: Scanning and connecting
 

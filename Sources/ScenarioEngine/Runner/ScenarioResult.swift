@@ -145,6 +145,8 @@ public struct TimelineEvent {
         /// peer: an ATT timeout, a notification for a handle it never discovered, a Service
         /// Changed indication.
         case protocolViolation = "protocol-violation"
+        /// The central's own controller changed: `power-off: central`.
+        case central
     }
 
     public var time: Instant

@@ -274,6 +274,14 @@ final class ScenarioSession {
         return nil
     }
 
+    /// Why the central cannot be used any more after `power-off: central` on BLELab's own host.
+    var centralPoweredOff: String? { (central as? HostCentral)?.poweredOff }
+
+    /// The failure of a step that needs the central after `power-off: central`, or nil.
+    func centralOff() -> StepFailure? {
+        centralPoweredOff.map { StepFailure(kind: .operation, expected: "the central's controller to be on", seen: $0) }
+    }
+
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
         if central?.failure != nil { return true }
@@ -288,19 +296,20 @@ final class ScenarioSession {
     func waitFor(_ waitingFor: @autoclosure () -> String, within span: TimeSpan, until condition: () -> Bool) throws -> Bool {
         let limit = now + span
         var lost = false
+        // A wait on the central (`waitFor`, not `pass`) also ends when its controller powers off.
         let held: () -> Bool = {
             if condition() { return true }
-            lost = self.anyControllerLost
+            lost = self.anyControllerLost || self.centralPoweredOff != nil
             return lost
         }
         if let deadline, deadline < limit {
             let done = lab.run(within: max(.zero, deadline - now), until: held)
-            if lost, let failure = controllerLost() { throw failure }
+            if lost, let failure = controllerLost() ?? centralOff() { throw failure }
             if done { return true }
             throw timedOut(waitingFor())
         }
         let done = lab.run(within: span, until: held)
-        if lost, let failure = controllerLost() { throw failure }
+        if lost, let failure = controllerLost() ?? centralOff() { throw failure }
         return done
     }
 
@@ -308,6 +317,8 @@ final class ScenarioSession {
     func pass(_ span: TimeSpan, doing: @autoclosure () -> String) throws {
         let cut = deadline.map { $0 < now + span } ?? false
         let end = cut ? deadline! : now + span
+        // A wait does not need the central: after `power-off: central` it lets the peripherals
+        // time out.
         lab.run(within: max(.zero, end - now)) { self.anyControllerLost }
         if let failure = controllerLost() { throw failure }
         if cut { throw timedOut(doing()) }

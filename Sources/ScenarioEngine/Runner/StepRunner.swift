@@ -20,6 +20,7 @@ final class StepRunner {
     }
 
     func execute(_ step: CentralStep, position: Int) throws {
+        if Self.needsTheCentral(step.action), let off = session.centralOff() { throw off }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
         case let .connect(id, within): try connect(id, within: within, step: step, position: position)
@@ -36,6 +37,19 @@ final class StepRunner {
         case let .peripheralActions(list): try perform(list, step: step)
         case let .expect(expectation): try session.judge.check(expectation, step: step)
         case let .fault(fault): try session.faults.execute(fault, step: step)
+        }
+    }
+
+    /// Steps that drive the central's controller: after `power-off: central` they fail at once.
+    /// Waits, peripheral steps, faults on the air and expectations (which end when they would
+    /// wait) do not.
+    static func needsTheCentral(_ action: CentralAction) -> Bool {
+        switch action {
+        case .scan, .connect, .discover, .exchangeMTU, .read, .write, .readDescriptor, .writeDescriptor, .subscribe, .unsubscribe,
+             .disconnect, .fault(.centralPowerOff), .fault(.connectionUpdate):
+            return true
+        case .wait, .peripheralActions, .expect, .fault:
+            return false
         }
     }
 

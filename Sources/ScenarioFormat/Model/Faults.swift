@@ -28,6 +28,10 @@ public enum FaultStep: Hashable {
     case inRange(peripheral: String)
     /// The peripheral's controller powers off (its host loses everything); peers time out.
     case powerOff(peripheral: String)
+    /// The central's controller powers off, now or `after` this long (the step does not wait):
+    /// its host loses its connections, the peripherals time out, and a later step that needs the
+    /// central fails naming it (`power-off: central`).
+    case centralPowerOff(after: TimeSpan?)
     /// The peripheral comes back: its controller powers on, its host configures it again and it
     /// starts advertising as at the beginning.
     case powerOn(peripheral: String)
@@ -41,8 +45,10 @@ public enum FaultStep: Hashable {
     /// Connection Parameter Request, Vol 4 Part E 7.7.65.6) or L2CAP (Vol 3 Part A 4.20).
     case parameterRequests(peripheral: String, accept: Bool)
 
-    public var peripheral: String {
+    /// The peripheral the step acts on; nil for the central's own power-off.
+    public var peripheral: String? {
         switch self {
+        case .centralPowerOff: return nil
         case let .linkLoss(p, _), let .outOfRange(p, _), let .inRange(p), let .powerOff(p), let .powerOn(p),
              let .connectionUpdate(p, _), let .link(p, _), let .parameterRequests(p, _):
             return p
@@ -53,6 +59,8 @@ public enum FaultStep: Hashable {
     public var needsSimulator: Bool {
         switch self {
         case .connectionUpdate, .parameterRequests: return false
+        // The sim's controller or a BlueZ adapter (Adapter1.Powered): the seat decides.
+        case .centralPowerOff: return false
         default: return true
         }
     }

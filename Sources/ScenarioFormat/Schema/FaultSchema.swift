@@ -187,7 +187,8 @@ extension CentralSchema {
         switch keyword {
         case "link-loss": return "link-loss: hm10, or link-loss: { peripheral: hm10, after: 2s }"
         case "out-of-range": return "out-of-range: { peripheral: hm10, rate: 10dB/s }"
-        case "in-range", "power-off", "power-on": return "\(keyword): hm10"
+        case "power-off": return "power-off: hm10, or power-off: central, or power-off: { device: central, after: 12s }"
+        case "in-range", "power-on": return "\(keyword): hm10"
         case "connection-update": return "connection-update: { interval: 50ms, latency: 0, timeout: 2s }"
         case "link": return "link: { peripheral: hm10, loss: 10%, latency: 15ms }"
         case "parameter-requests": return "parameter-requests: reject"
@@ -216,12 +217,13 @@ extension CentralSchema {
             if let n = f["rate"] { rate = syntax.rate(n); ok = rate != nil }
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
             return .fault(.outOfRange(peripheral: id, rate: rate))
-        case "in-range", "power-off", "power-on":
+        case "power-off":
+            return powerOffStep(keyword: keyword, fields: fields("peripheral", ["peripheral", "device", "after"]), example: example)
+        case "in-range", "power-on":
             let f = fields("peripheral", ["peripheral"])
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
             switch keyword.text {
             case "in-range": return .fault(.inRange(peripheral: id))
-            case "power-off": return .fault(.powerOff(peripheral: id))
             default: return .fault(.powerOn(peripheral: id))
             }
         case "connection-update":
@@ -240,6 +242,42 @@ extension CentralSchema {
         default:
             return nil
         }
+    }
+}
+
+extension CentralSchema {
+    /// `power-off: ID` (a peripheral), `power-off: central` or `{ device: central, after: T }`
+    /// (the central's controller, at once or T later).
+    private mutating func powerOffStep(keyword: YAMLScalar, fields f: KeywordFields, example: String) -> CentralAction? {
+        let central = PeripheralSchema.centralID
+        var device: YAMLNode?
+        if let d = f["device"] {
+            if f["peripheral"] != nil {
+                r.error(at: keyword.mark, found: "'power-off' with both 'peripheral' and 'device'", expected: example)
+                return nil
+            }
+            guard let s = r.scalar(d, "central"), s.text == central else {
+                if let s = d.scalar, !s.isEmpty {
+                    r.error(d, expected: "central (a peripheral is named with 'power-off: ID' or 'peripheral: ID')")
+                }
+                return nil
+            }
+            device = d
+        } else if let p = f["peripheral"], p.scalar?.text == central {
+            device = p
+        }
+        var after: TimeSpan?
+        if let a = f["after"] {
+            guard device != nil else {
+                r.error(at: keyword.mark, found: "'after' with a peripheral's power-off", expected: "'after' with the central's: \(example)")
+                return nil
+            }
+            guard let parsed = r.duration(a) else { return nil }
+            after = parsed
+        }
+        if device != nil { return .fault(.centralPowerOff(after: after)) }
+        guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+        return .fault(.powerOff(peripheral: id))
     }
 }
 

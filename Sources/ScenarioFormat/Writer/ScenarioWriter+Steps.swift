@@ -221,6 +221,9 @@ extension ScenarioDocument {
             return keyword("out-of-range", primary("peripheral", .scalar(p), rate.map { [("rate", .scalar(ScalarText.number($0) + "dB/s"))] } ?? []))
         case let .inRange(p): return keyword("in-range", .scalar(p))
         case let .powerOff(p): return keyword("power-off", .scalar(p))
+        case let .centralPowerOff(after):
+            guard let after else { return keyword("power-off", .scalar(PeripheralSchema.centralID)) }
+            return keyword("power-off", flow([("device", .scalar(PeripheralSchema.centralID)), ("after", duration(after))]))
         case let .powerOn(p): return keyword("power-on", .scalar(p))
         case let .connectionUpdate(p, r):
             return keyword("connection-update", flow(parameters(r.interval, r.latency, r.timeout) + named(p)))
