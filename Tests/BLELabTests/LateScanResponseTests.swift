@@ -12,7 +12,7 @@ import XCTest
 /// advertising report, 16.5 ms at most in 1128 seen on a loaded machine (docs/tiers.md). The
 /// host must still merge it with that device's advertisement instead of dropping it.
 final class LateScanResponseTests: XCTestCase {
-    /// Simulated controllers behind in-process transports, as in ExternalControllerLabTests,
+    /// Simulated controllers behind in-process transports, as in ConnectedControllerLabTests,
     /// except that the central's controller hands its scan response reports (LE Advertising
     /// Report, event type 0x04 SCAN_RSP) to the host `scanResponseDelay` late.
     final class LateScanResponseConnector: ControllerConnector {

@@ -9,9 +9,9 @@ import Transport
 import XCTest
 
 /// A lab whose controllers come from a `ControllerConnector` instead of the embedded air — the
-/// shape of the socket and vhci tiers. Here the "external" controllers are simulated ones behind
+/// shape of the socket and vhci tiers. Here the controllers are simulated ones behind
 /// in-process transports, so the test runs anywhere, but the lab only sees transports.
-final class ExternalControllerLabTests: XCTestCase {
+final class ConnectedControllerLabTests: XCTestCase {
     final class LoopbackConnector: ControllerConnector {
         let air: SimAir
         var opened: [String] = []

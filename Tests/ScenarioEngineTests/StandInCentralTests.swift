@@ -155,7 +155,7 @@ final class StandInCentral: CentralSeat {
     }
 }
 
-final class ExternalCentralTests: XCTestCase {
+final class StandInCentralTests: XCTestCase {
     private func run(_ text: String, central: StandInCentral) throws -> ScenarioResult {
         ScenarioRunner(roles: ScenarioRoles(central: central)).run(try ScenarioText.load(text))
     }
