@@ -1,3 +1,5 @@
+import BLERuntime
+import ScenarioFormat
 import CaptureImport
 import HCI
 import Transport
