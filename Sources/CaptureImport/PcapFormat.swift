@@ -210,7 +210,7 @@ public enum PcapError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .truncatedLinkHeader(linkType, record, length, needed, at):
             return "record \(record) at offset \(at): \(length) octets, too short for link type \(linkType) (needs \(needed))"
         case let .severalControllers(indexes):
-            let list = indexes.keys.sorted().map { "hci\($0) (\(indexes[$0]!) packets)" }.joined(separator: ", ")
+            let list = indexes.keys.sorted().map { "hci\($0) (\(indexes[$0, default: 0]) packets)" }.joined(separator: ", ")
             return "the Linux monitor capture holds the HCI traffic of several controllers: \(list); "
                 + "the importer reads one controller's (capture one with btmon -i hciN)"
         }
