@@ -249,7 +249,7 @@ soak: deps
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= $(BUILD_DIR)/fuzz
 FUZZ_TARGETS ?= h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario \
-	btsnoop packetlogger dbus capture-import host
+	btsnoop packetlogger pcap dbus capture-import host
 FUZZ_SWIFT = BLELAB_FUZZ=1 $(SWIFT) build --build-path $(FUZZ_DIR) -c release \
 	--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address $(SWIFT_FLAGS)
 fuzz-build: deps

@@ -29,7 +29,7 @@ let package = Package(
         // runs the peripherals it describes, and CaptureImport, which builds scenarios as its values.
         .target(name: "ScenarioFormat", dependencies: ["YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
-        // `blelab import`: btsnoop and PacketLogger captures read from the central's side and
+        // `blelab import`: btsnoop, PacketLogger, pcap and pcapng captures read from the central's side and
         // built as a scenario of the format (docs/import.md). Below BLELabCLI, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
         // The runner: a scenario's steps on a lab (docs/architecture.md), and the seats another stack plays.
@@ -115,6 +115,7 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         ("scenario", "Scenario", ["ScenarioFormat"]),
         ("btsnoop", "BTSnoop", ["Transport"]),
         ("packetlogger", "PacketLogger", ["CaptureImport"]),
+        ("pcap", "Pcap", ["CaptureImport"]),
         ("dbus", "DBus", ["DBus"]),
         ("capture-import", "CaptureImport", ["CaptureImport"]),
         ("host", "Host", ["GAP", "HCI", "Transport", "BLERuntime"]),

@@ -183,6 +183,55 @@ def packetlogger(records, big_endian=True):
     return bytes(out)
 
 
+def pcap(records, link_type=201, big_endian=True, nanoseconds=False):
+    """A pcap file of link type 201 (direction header), 187 (bare H4) or 254 (Linux monitor)."""
+    fmt = ">" if big_endian else "<"
+    out = bytearray(struct.pack(fmt + "IHHiIII", 0xA1B23C4D if nanoseconds else 0xA1B2C3D4, 2, 4, 0, 0, 65535, link_type))
+    t = 1_700_000_000 * 1_000_000
+    for data in link_records(records, link_type):
+        out += struct.pack(fmt + "IIII", t // 1_000_000, (t % 1_000_000) * (1000 if nanoseconds else 1), len(data), len(data)) + data
+        t += 1250
+    return bytes(out)
+
+
+def link_records(records, link_type):
+    if link_type == 254:
+        yield struct.pack(">HH", 0, 0) + bytes(8) + b"hci0"   # New Index
+        yield struct.pack(">HH", 0xFFFF, 12) + b"note\0"      # System Note
+    for received, frame in records:
+        if link_type == 201:
+            yield struct.pack(">I", 1 if received else 0) + frame
+        elif link_type == 187:
+            yield frame
+        else:
+            opcode = {1: 2, 4: 3, 2: 5 if received else 4, 3: 7 if received else 6, 5: 19 if received else 18}.get(frame[0])
+            if opcode is not None:
+                yield struct.pack(">HH", 0, opcode) + frame[1:]
+
+
+def pcapng(records, link_type=201, big_endian=True, simple=False):
+    """A pcapng file: a Section Header Block, one Interface Description Block (with if_tsresol 9 and
+    a second interface of link type 187), then Enhanced (or Simple) Packet Blocks."""
+    fmt = ">" if big_endian else "<"
+
+    def block(kind, body):
+        body += bytes(-len(body) % 4)
+        return struct.pack(fmt + "II", kind, 12 + len(body)) + body + struct.pack(fmt + "I", 12 + len(body))
+
+    out = bytearray(block(0x0A0D0D0A, struct.pack(fmt + "IHHq", 0x1A2B3C4D, 1, 0, -1)))
+    out += block(1, struct.pack(fmt + "HHI", link_type, 0, 262144) + struct.pack(fmt + "HH", 9, 1) + b"\x09\0\0\0"
+                 + struct.pack(fmt + "HH", 0, 0))
+    out += block(1, struct.pack(fmt + "HHI", 187, 0, 262144))
+    t = 1_700_000_000 * 1_000_000_000
+    for data in link_records(records, link_type):
+        if simple:
+            out += block(3, struct.pack(fmt + "I", len(data)) + data)
+        else:
+            out += block(6, struct.pack(fmt + "IIIII", 0, t >> 32, t & 0xFFFFFFFF, len(data), len(data)) + data)
+        t += 1_250_000
+    return bytes(out)
+
+
 def main():
     out_dir = sys.argv[1]
     captures = []
@@ -214,6 +263,14 @@ def main():
         add("packetlogger", pklg)
         add("packetlogger", packetlogger(records[:20], big_endian=False))
         add("capture-import", pklg)
+        add("pcap", pcapng(records))
+        add("pcap", pcapng(records[:30], big_endian=False))
+        add("pcap", pcapng(records[:30], link_type=187, simple=True))
+        add("pcap", pcapng(records[:30], link_type=254))
+        add("pcap", pcap(records[:30]))
+        add("pcap", pcap(records[:30], big_endian=False, nanoseconds=True))
+        add("pcap", pcap(records[:30], link_type=254, big_endian=False))
+        add("capture-import", pcapng(records))
         frames = [f for _, f in records]
         to_host = [f for received, f in records if received]
         from_host = [f for received, f in records if not received]

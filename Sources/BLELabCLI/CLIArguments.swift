@@ -281,7 +281,7 @@ public enum Help {
       run [PATHS…]       run scenarios (files, or folders searched for *.yaml; default scenarios/)
       validate [PATHS…]  check scenario files without running them; every error is printed
       list [PATHS…]      list scenarios: name, tags, file (--controllers: how many the vhci tier needs)
-      import CAPTURE     write a scenario from a btsnoop or PacketLogger capture (-o FILE; default stdout)
+      import CAPTURE     write a scenario from a capture: btsnoop, PacketLogger, pcap(ng) (-o FILE; default stdout)
       verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
       --version          the version, and the git commit blelab was built from
 

@@ -57,7 +57,8 @@ extension Help {
     expectations of what the capture shows and comments naming each step's record and time.
 
     CAPTURE is btsnoop (Android's btsnoop_hci.log, btmon -w, blelab run --capture: datalinks
-    1001, 1002, 2001) or Apple PacketLogger (.pklg), recognised by content.
+    1001, 1002, 2001), Apple PacketLogger (.pklg), or pcapng / pcap as Wireshark saves them (link
+    types 187, 201, 254: HCI; air captures, 251, 256, 272, are not read yet), recognised by content.
 
     options:
       -o, --output FILE  write the scenario to FILE (default: standard output)

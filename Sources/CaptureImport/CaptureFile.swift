@@ -8,9 +8,15 @@ public struct CaptureFile: Sendable {
     public enum Format: Hashable, Sendable, CustomStringConvertible {
         case btsnoop(BTSnoopDatalink)
         case packetLogger(bigEndian: Bool)
+        case pcap(linkType: PcapLinkType, nanoseconds: Bool)
+        case pcapng(linkTypes: [PcapLinkType])
 
         public var description: String {
             switch self {
+            case let .pcap(linkType, nanoseconds):
+                return "pcap\(nanoseconds ? " (nanosecond)" : ""), link type \(linkType)"
+            case let .pcapng(linkTypes):
+                return "pcapng, link type\(linkTypes.count == 1 ? "" : "s") " + linkTypes.map(\.description).joined(separator: ", ")
             case let .btsnoop(datalink): return "btsnoop, datalink \(datalink)"
             case let .packetLogger(bigEndian): return "PacketLogger (\(bigEndian ? "big" : "little")-endian)"
             }
@@ -37,6 +43,12 @@ public struct CaptureFile: Sendable {
     /// Records whose timestamp went backwards or jumped more than a day ahead of the record before:
     /// each was taken to be at the previous record's time (a damaged or reset clock).
     public var clockAdjustments: [Int] = []
+    /// Link type 187 (H4 without direction): the records of ACL packets whose direction could not
+    /// be inferred (see `PcapHCI`); they are left out of `packets`.
+    public var undirectedRecords: [Int] = []
+    /// Link type 187: connection handles whose ATT traffic was placed assuming the capturing host
+    /// is the GATT client (the capture shows no LE Connection Complete giving its role).
+    public var assumedClientHandles: [UInt16] = []
 
     /// Keeps time from running backwards or leaping: see `clockAdjustments`.
     mutating func smoothClock() {
@@ -51,9 +63,13 @@ public struct CaptureFile: Sendable {
         }
     }
 
-    /// Reads a btsnoop (datalinks 1001, 1002, 2001) or PacketLogger file. A defect is a
+    /// Reads a btsnoop (datalinks 1001, 1002, 2001), PacketLogger, pcap or pcapng file (link types
+    /// 187, 201, 254). A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
     public static func decode(_ bytes: [UInt8]) throws -> CaptureFile {
+        if PcapReader.looksLikePcap(bytes) {
+            do { return try PcapHCI.captureFile(PcapReader.decode(bytes)) } catch let error as PcapError { throw CaptureError.pcap(error) }
+        }
         let magic = BTSnoopMagic.bytes
         if bytes.count >= magic.count ? Array(bytes[0..<magic.count]) == magic : (!bytes.isEmpty && magic.starts(with: bytes)) {
             return try decodeBTSnoop(bytes)
@@ -114,6 +130,7 @@ enum BTSnoopMagic {
 public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case btsnoop(BTSnoopError)
     case packetLogger(PacketLoggerError)
+    case pcap(PcapError)
     /// A record whose HCI packet does not decode (its lengths or fields are wrong).
     case malformedPacket(record: Int, offset: Int, detail: String)
     /// A record the capturing tool cut short (Android's filtered snoop log, a snap length): the
@@ -129,6 +146,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case let .btsnoop(e): return e.offset
         case let .packetLogger(e): return e.offset
+        case let .pcap(e): return e.offset
         case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
         case .noPackets, .nothingToImport: return 0
         }
@@ -138,6 +156,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case let .btsnoop(e): return e.description
         case let .packetLogger(e): return e.description
+        case let .pcap(e): return e.description
         case let .malformedPacket(record, offset, detail):
             return "record \(record) at offset \(offset): the HCI packet does not decode: \(detail)"
         case let .truncatedPacket(record, offset, kept, original):

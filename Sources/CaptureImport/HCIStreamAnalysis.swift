@@ -240,6 +240,13 @@ public enum HCIStreamAnalysis {
         if let first = file.clockAdjustments.first {
             t.notes.append("\(file.clockAdjustments.count) record\(file.clockAdjustments.count == 1 ? "" : "s") (first record \(first)) had a timestamp before the previous record's or more than a day after it; each was taken at the previous record's time")
         }
+        if let first = file.undirectedRecords.first {
+            let n = file.undirectedRecords.count
+            t.notes.append("\(n) ACL/SCO/ISO packet\(n == 1 ? "" : "s") (first record \(first)) of an H4 capture without direction (link type 187) could not be placed host → controller or controller → host (not an ATT PDU): left out")
+        }
+        if !file.assumedClientHandles.isEmpty {
+            t.notes.append("the H4 capture (link type 187) has no direction and shows no connection event for handle\(file.assumedClientHandles.count == 1 ? "" : "s") " + file.assumedClientHandles.map { "0x" + String($0, radix: 16) }.joined(separator: ", ") + ": its ATT traffic was placed taking the capturing host as the GATT client")
+        }
         guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
         var scanning: Int?                                   // index of the open scan window
         // The connection attempt in progress: LE (Extended) Create Connection's mark, peer and

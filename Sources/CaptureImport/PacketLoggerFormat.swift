@@ -137,7 +137,8 @@ public enum PacketLoggerError: Error, Hashable, Sendable, CustomStringConvertibl
         case .empty:
             return "PacketLogger: the file is empty"
         case let .notPacketLogger(be, le):
-            return "not a btsnoop or PacketLogger file: at offset 0 neither the btsnoop magic nor a PacketLogger record length "
+            return "not a btsnoop, PacketLogger, pcap or pcapng file: at offset 0 neither the btsnoop magic, a pcap or pcapng magic, "
+                + "nor a PacketLogger record length "
                 + "(\(be) read big-endian, \(le) little-endian; a record is 9 to \(PacketLoggerReader.maximumRecordLength) octets)"
         case let .truncatedRecordHeader(available, at):
             return "PacketLogger: record header truncated at offset \(at): \(available) of 13 octets"
