@@ -109,7 +109,9 @@ public struct CaptureFile: Sendable {
     }
 
     static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
-        let origin = file.records.first?.unixMicroseconds ?? 0
+        // Time starts at the first HCI packet: iOS writes its header notes (device, firmware,
+        // chipset) with the time logging was configured, which may be days before the packets.
+        let origin = file.records.first(where: { $0.h4Frame != nil && $0.type.hciPacket != nil })?.unixMicroseconds ?? 0
         var packets: [Packet] = []
         for (index, record) in file.records.enumerated() {
             guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else { continue }

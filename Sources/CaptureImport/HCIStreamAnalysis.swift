@@ -111,6 +111,12 @@ public struct CapturedConnection: Sendable {
     /// The capturing host reset its controller (a power cycle) while connected: the link ended
     /// at `disconnected` without a Disconnection Complete.
     public var endedByReset = false
+    /// The capture started in the middle of this connection: its first packet is ATT traffic on a
+    /// handle no LE Connection Complete opened (iOS logging started with the app connected, or an
+    /// Android log turned on mid-session). `peer` is then a placeholder (`unknownPeer(handle:)`),
+    /// `established` the first packet's mark and the parameters the defaults (the capture does not
+    /// show them); the role comes from which side sent the ATT requests.
+    public var startedBeforeCapture = false
     /// The reason the capturing host's HCI Disconnect gave (what the other side was told).
     public var requestedReason: HCIStatus?
     /// The last ACL packet on this connection, either way (when the peer was last heard or spoken to).
@@ -180,6 +186,10 @@ public struct ParameterRequest: Hashable, Sendable {
 }
 
 extension CapturedConnection {
+    /// The interval given to a connection whose parameters the capture does not show (it started
+    /// inside it): 30 ms, in units of 1.25 ms, a common phone choice.
+    public static let unknownInterval: UInt16 = 24
+
     /// Interval (1.25 ms units), latency and supervision timeout (10 ms units) in force at `mark`.
     public func parameters(at mark: CaptureMark) -> (interval: UInt16, latency: UInt16, timeout: UInt16) {
         var current = (interval, latency, supervisionTimeout)
@@ -263,6 +273,7 @@ public enum HCIStreamAnalysis {
         var advertisingInterval: Int64?
         var advertisingConnectable = true
         var ownRandomAddress = false
+        var ignoredHandles: Set<UInt16> = []
         var publicAddress: BDAddr?
         var randomAddress: BDAddr?
 
@@ -488,8 +499,19 @@ public enum HCIStreamAnalysis {
                     default: break
                     }
                 case let .acl(acl):
+                    if open[acl.handle] == nil, adoptable(acl) {
+                        // The capture starts inside this connection: take it up at its first ATT frame.
+                        var connection = CapturedConnection(handle: acl.handle, peer: unknownPeer(handle: acl.handle), requested: nil,
+                                                            established: mark, interval: CapturedConnection.unknownInterval)
+                        connection.startedBeforeCapture = true
+                        t.connections.append(connection)
+                        open[acl.handle] = t.connections.count - 1
+                    }
                     guard let i = open[acl.handle] else {
-                        note("ACL data on connection 0x\(String(acl.handle, radix: 16)) that the capture never showed being made (first at \(mark)) was ignored")
+                        let handle = "0x" + String(acl.handle, radix: 16)
+                        if ignoredHandles.insert(acl.handle).inserted {
+                            note("ACL data on connection \(handle) that the capture never showed being made, and that does not start with an ATT frame (first at \(mark)), was ignored")
+                        }
                         continue
                     }
                     // On a peripheral's capture the central is the other side.
@@ -532,6 +554,9 @@ public enum HCIStreamAnalysis {
             }
         }
 
+        for i in t.connections.indices where t.connections[i].startedBeforeCapture {
+            settleRole(of: &t.connections[i])
+        }
         if let mark = advertisedOwn {
             t.ownAdvertising = OwnAdvertising(enabled: mark, data: advertisingData, scanResponse: scanResponseData,
                                               interval: advertisingInterval, connectable: advertisingConnectable)
@@ -552,6 +577,43 @@ public enum HCIStreamAnalysis {
             throw CaptureError.nothingToImport(packets: file.packets.count)
         }
         return t
+    }
+
+    /// An ACL packet that can open a connection the capture never showed being made: the start of
+    /// an L2CAP frame on the ATT channel (CID 0x0004, Core 5.4, Vol 3, Part A, 2.1). Other traffic
+    /// on an unknown handle (BR/EDR profiles on iOS, a fragment whose start was before the capture)
+    /// is not LE ATT as far as the capture can tell.
+    static func adoptable(_ acl: HCIACLData) -> Bool {
+        acl.boundary.isStart && acl.data.count >= 5 && acl.data[2] == 0x04 && acl.data[3] == 0x00
+    }
+
+    /// The address given to the peer of a connection the capture started inside of, which the
+    /// capture never names: a static random address (two top bits set, Core 5.4, Vol 6, Part B,
+    /// 1.3.2.1) spelling the handle, C0:00:00:00:HH:HH.
+    public static func unknownPeer(handle: UInt16) -> LEAddress {
+        LEAddress(BDAddr(rawValue: 0xC000_0000_0000 | UInt64(handle)), type: .random)
+    }
+
+    /// Client-to-server ATT opcodes (requests, commands, the Handle Value Confirmation): the side
+    /// that sends them is the GATT client (Core 5.4, Vol 3, Part F, 3.4).
+    static func isClientOpcode(_ opcode: UInt8) -> Bool {
+        switch opcode {
+        case 0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x1E, 0x20, 0x52, 0xD2: return true
+        default: return false
+        }
+    }
+
+    /// A connection the capture started inside of was first read as the capturing host's central
+    /// side; when the ATT traffic shows the other side was the client (it sent the requests, the
+    /// capturing host the notifications), the capture was taken on the peripheral.
+    static func settleRole(of connection: inout CapturedConnection) {
+        var byHost = 0, byPeer = 0
+        for r in connection.att where !r.bytes.isEmpty && isClientOpcode(r.bytes[0]) {
+            if r.fromCentral { byHost += 1 } else { byPeer += 1 }
+        }
+        guard byPeer > byHost else { return }
+        connection.capturedOnPeripheral = true
+        for k in connection.att.indices { connection.att[k].fromCentral.toggle() }
     }
 
     /// LE signaling (Core 5.4, Vol 3, Part A, 4), read with HCI's `LESignalingPDU`. Only the
