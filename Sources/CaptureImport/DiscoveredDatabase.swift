@@ -9,6 +9,8 @@ public struct DiscoveredDatabase: Hashable, Sendable {
         public var start: UInt16
         public var end: UInt16
         public var characteristics: [Characteristic]
+        /// Not discovered: made up to hold characteristics the traffic shows (`GATTSession.inferUndiscovered`).
+        public var inferred = false
     }
 
     public struct Characteristic: Hashable, Sendable {
@@ -18,6 +20,8 @@ public struct DiscoveredDatabase: Hashable, Sendable {
         /// The declaration's Characteristic Properties octet (Part G, 3.3.1.1).
         public var properties: UInt8
         public var descriptors: [Descriptor]
+        /// Not discovered: its handle, properties and placeholder UUID come from the traffic.
+        public var inferred = false
     }
 
     public struct Descriptor: Hashable, Sendable {

@@ -28,6 +28,8 @@ public struct GATTOperation: Sendable {
     /// The answer the central rejected (a response that does not decode, or not of the kind the
     /// request calls for, Core 5.4, Vol 3, Part F, 3.3.2): its octets. It ended the operation.
     public var rejected: [UInt8]?
+    /// An ATT_MTU exchange the peripheral started (the central's GATT server answered it).
+    public var askedByPeripheral = false
     /// For a discovery: the primary services it found, in handle order.
     public var found: [BluetoothUUID] = []
 }
@@ -101,6 +103,9 @@ public struct GATTSession: Sendable {
     public var unsolicited: [UnsolicitedPDU] = []
     public var serviceChanges: [ServiceChange] = []
     public var notes: [String] = []
+    /// Handles of Client Characteristic Configuration descriptors the central wrote by handle,
+    /// without discovering them (`inferUndiscovered`).
+    public var cccds: Set<UInt16> = []
 
     /// Whether `pdu` is one of the discovery requests (Part G, 4.4–4.7).
     static func isDiscovery(_ pdu: ATTPDU) -> Bool {
@@ -129,6 +134,7 @@ public struct GATTSession: Sendable {
         var rediscovery: Int?
         var rediscoveryStart: UInt16 = 0              // the Service Changed whose re-discovery is running
         var awaitingRediscovery: Int?      // a Service Changed whose re-discovery may start with the next request
+        var peripheralMTURequest: (mark: CaptureMark, mtu: UInt16)?   // the peripheral's Exchange MTU Request, unanswered
 
         func closeDiscovery() {
             discovery = nil
@@ -304,6 +310,17 @@ public struct GATTSession: Sendable {
                     default:
                         session.operations.append(GATTOperation(kind: .unsupported("\(pdu.opcode.name)"), start: record.mark, end: record.mark))
                     }
+                case .response:
+                    // The central's GATT server answering the peripheral's Exchange MTU Request
+                    // (either side may start it, Part F, 3.4.2.1): the ATT_MTU of the link is the
+                    // smaller of the two, as when the central asks. The scenario's central asks.
+                    if case let .exchangeMTUResponse(r) = pdu, let asked = peripheralMTURequest {
+                        var o = GATTOperation(kind: .mtu(client: r.serverRxMTU, server: asked.mtu), start: asked.mark, end: record.mark)
+                        o.askedByPeripheral = true
+                        session.operations.append(o)
+                        peripheralMTURequest = nil
+                        session.notes.append("\(asked.mark): the peripheral asked for the ATT_MTU exchange (its Exchange MTU Request, \(asked.mtu)); the scenario's central asks instead (mtu: \(r.serverRxMTU)), which gives the link the same ATT_MTU, \(min(r.serverRxMTU, asked.mtu))")
+                    }
                 default:
                     break   // confirmations, and the central's own GATT server answering the peripheral
                 }
@@ -346,6 +363,9 @@ public struct GATTSession: Sendable {
                 } else {
                     session.notifications.append(ValueNotification(mark: record.mark, handle: n.handle, value: n.value, indication: true))
                 }
+                continue
+            case let .exchangeMTURequest(r) where peripheralMTURequest == nil:
+                peripheralMTURequest = (record.mark, r.clientRxMTU)
                 continue
             default: break
             }
@@ -486,6 +506,7 @@ public struct GATTSession: Sendable {
         if let p = pending, session.exchanges[p].serviceChange == nil {
             session.exchanges[p].operation = operation(for: p, rejected: nil, unanswered: true, at: session.exchanges[p].sent)
         }
+        session.inferUndiscovered()
         return session
     }
 

@@ -42,6 +42,7 @@ struct StepBuilder {
         var acquire = false
         var subscription: GATTClientConfiguration?
         var connectScan: ScanTiming?
+        var gattCache = false
     }
 
     init(importing: ImportedScenario) {
@@ -118,7 +119,8 @@ struct StepBuilder {
                 let index = steps.count + 1
                 comments.add(pending, above: .step(index))
                 pending = []
-                steps.append(CentralStep(index: index, action: d.action, acquire: d.acquire, subscription: d.subscription, connectScan: d.connectScan))
+                steps.append(CentralStep(index: index, action: d.action, acquire: d.acquire, subscription: d.subscription, connectScan: d.connectScan,
+                                         gattCache: d.gattCache))
             }
         }
         comments.add(pending, above: .end)
@@ -352,9 +354,51 @@ struct StepBuilder {
         }
         let initiator = Self.dutyCycle(interval: connection.scanInterval, window: connection.scanWindow, defaultUnits: 96)
         if let note = initiator.note { notes.append("\(timed.start): the initiator's \(note)") }
+        let session = importing.sessions[c]
+        if session.usesCachedHandles {
+            comment(timed.start, "the app used \(peripherals[p].id)'s handles before discovering them (a GATT cache): the central connects with the database as known (gatt-cache: true)")
+        }
         add(.connect(peripheral: peripherals[p].id, within: .seconds(within)), connectScan: initiator.timing)
+        if session.usesCachedHandles, case let .step(d)? = lines.last {
+            var draft = d
+            draft.gattCache = true
+            lines[lines.count - 1] = .step(draft)
+        }
         expect(.connected(peripherals[p].id))
+        if connection.startedBeforeCapture { resumeMidConnection(c, p, at: timed.start) }
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
+    }
+
+    /// The capture started inside connection `c`: what the app had done on it before shows only in
+    /// what followed. ATT PDUs longer than the default ATT_MTU of 23 mean an exchange happened:
+    /// the replay exchanges the largest PDU's size. Notifications and indications of a
+    /// characteristic that the capture never shows the app subscribing to mean it had subscribed:
+    /// the replay subscribes.
+    private mutating func resumeMidConnection(_ c: Int, _ p: Int, at mark: CaptureMark) {
+        let id = peripherals[p].id
+        let session = importing.sessions[c]
+        let hasExchange = session.operations.contains { if case .mtu = $0.kind { return true } else { return false } }
+        let largest = importing.transcript.connections[c].att.map(\.bytes.count).max() ?? 0
+        if !hasExchange, largest > 23 {
+            let mtu = min(517, largest)
+            comment(mark, "the capture starts inside this connection with ATT PDUs of up to \(largest) octets: its ATT_MTU was at least \(mtu); the replay exchanges that")
+            add(.exchangeMTU(peripheral: id, mtu: mtu))
+        }
+        var configured: Set<UInt16> = []
+        for op in session.operations {
+            if case let .configure(handle, _) = op.kind { configured.insert(handle) }
+        }
+        var subscribed: Set<UInt16> = []
+        for n in session.notifications where !subscribed.contains(n.handle) {
+            guard let (_, ch) = peripherals[p].database.characteristic(valueHandle: n.handle),
+                  !ch.descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration && configured.contains($0.handle) }),
+                  let ref = peripherals[p].reference(n.handle) else { continue }
+            subscribed.insert(n.handle)
+            let both = session.notifications.contains { $0.handle == n.handle && $0.indication != n.indication }
+            let kind: GATTClientConfiguration = both ? [.notification, .indication] : n.indication ? .indication : .notification
+            comment(mark, "\(n.indication ? "indications" : "notifications") of \(ref) arrive without the capture showing the app subscribing (it did before the capture started): the replay subscribes")
+            add(.subscribe(peripheral: id, characteristic: ref), subscription: kind)
+        }
     }
 
     /// A scan's or an initiator's duty cycle (LE_Scan_Interval, LE_Scan_Window in 0.625 ms units,

@@ -61,6 +61,14 @@ public final class GATTClient: ATTClientDelegate {
         return nil
     }
 
+    /// Takes `services` as the server's database without discovering it: the client's attribute
+    /// cache from an earlier connection (Core 5.4, Vol 3, Part G, 2.5.2), as phones keep one for
+    /// bonded and recently seen devices. Reads, writes, subscriptions and notifications then use
+    /// its handles at once; a later discovery replaces it.
+    public func restoreCache(_ services: [GATTRemoteService]) {
+        self.services = services.sorted { $0.range.start < $1.range.start }
+    }
+
     // MARK: Plumbing
 
     /// Sends one request; an ATT failure becomes a `GATTError`.

@@ -187,6 +187,18 @@ public struct GATTDatabase: Sendable {
         return handles
     }
 
+    /// The database as a client that discovered all of it would hold it (for a client's attribute
+    /// cache, `GATTClient.restoreCache`).
+    public var asDiscovered: [GATTRemoteService] {
+        services.map { s in
+            GATTRemoteService(uuid: s.uuid, isPrimary: s.isPrimary, range: s.range, characteristics: s.characteristics.map { c in
+                GATTRemoteCharacteristic(uuid: c.uuid, properties: c.properties, declarationHandle: c.declarationHandle,
+                                         valueHandle: c.valueHandle, endHandle: c.endHandle,
+                                         descriptors: c.descriptors.map { GATTRemoteDescriptor(handle: $0.handle, uuid: $0.uuid) })
+            })
+        }
+    }
+
     /// Removes the service whose declaration is at `handle`; its handles stay unused.
     @discardableResult
     public mutating func removeService(at handle: UInt16) -> GATTServiceHandles? {

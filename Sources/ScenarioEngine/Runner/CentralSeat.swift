@@ -91,6 +91,10 @@ public protocol CentralSeat: AnyObject {
     /// Whether a step may wait on its connections: false when a program outside the lab holds
     /// them and nobody in it can tell.
     var knowsItsLinks: Bool { get }
+    /// `gatt-cache: true`: takes `services` as what the central knows of `address`'s database
+    /// without discovering it; nil when it did, else why the seat cannot (another stack keeps
+    /// its own cache).
+    func restoreGATTCache(_ services: [GATTRemoteService], on address: LEAddress) -> String?
 }
 
 /// A step the seat completed, for `CentralSeat.describe`.
@@ -110,6 +114,9 @@ extension CentralSeat {
     }
     public var connectGrace: TimeSpan { .seconds(12) }
     public func abandonConnect() {}
+    public func restoreGATTCache(_ services: [GATTRemoteService], on address: LEAddress) -> String? {
+        "\(description) keeps its own GATT cache; gatt-cache: true needs BLELab's own central"
+    }
     public func whyStillConnected(_ address: LEAddress) -> String? { nil }
     public func lastWriteSent(to handle: UInt16) -> (method: WriteMethod, description: String)? { nil }
     public func exchangeMTU(_ mtu: Int, on address: LEAddress, completion: @escaping (Result<Int?, SeatError>) -> Void) {

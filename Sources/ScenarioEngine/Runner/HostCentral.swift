@@ -176,6 +176,12 @@ final class HostCentral: CentralSeat {
 
     func mtu(on address: LEAddress) -> Int? { connections[address].map { $0.client.mtu } }
 
+    func restoreGATTCache(_ services: [GATTRemoteService], on address: LEAddress) -> String? {
+        guard let connection = connections[address] else { return "not connected to \(address)" }
+        connection.client.restoreCache(services)
+        return nil
+    }
+
     func exchangeMTU(_ mtu: Int, on address: LEAddress, completion: @escaping (Result<Int?, SeatError>) -> Void) {
         guard let connection = connections[address] else { return completion(.failure(.failed("not connected to \(address)"))) }
         connection.bearer.preferredMTU = UInt16(clamping: mtu)

@@ -106,6 +106,7 @@ final class StepRunner {
                 session.observations.connected(id, centralHandle: connection.handle)
             }
             session.note = "connected to \(id) at \(address)" + (connection.map { ", handle \(hex4($0.handle))" } ?? "")
+            if step.gattCache { try restoreGATTCache(of: id, on: address) }
         case let .failure(error)?:
             let (reason, seen) = Self.connectFailure(error, within: within)
             try connectFailed(id, step: step, position: position, reason: reason, seen: seen, within: within)
@@ -113,6 +114,19 @@ final class StepRunner {
             session.central.abandonConnect()
             throw StepFailure(kind: .operation, expected: "a connection to \(id) within \(within)", seen: "no answer from the controller")
         }
+    }
+
+    /// `gatt-cache: true`: the central takes the peripheral's database as known, as an app with
+    /// a GATT cache does, from the database the lab serves it with.
+    private func restoreGATTCache(of id: String, on address: LEAddress) throws {
+        guard let database = session.peripheralSeats[id]?.simulated?.server.database else {
+            throw StepFailure(kind: .operation, expected: "\(id)'s GATT database, to take as the central's cache (gatt-cache: true)",
+                              seen: "\(id) is served by another stack, whose handles the lab does not know")
+        }
+        if let why = session.central.restoreGATTCache(database.asDiscovered, on: address) {
+            throw StepFailure(kind: .operation, expected: "the central to take \(id)'s database as its GATT cache", seen: why)
+        }
+        session.note = (session.note ?? "") + "; the central's GATT cache holds \(id)'s \(database.services.count) services"
     }
 
     /// Why a connect gave no connection, named when it has a name, and in words.

@@ -22,9 +22,13 @@ public struct CentralStep: Equatable {
     /// `scan-interval` and `scan-window` on a connect step: the initiator's duty cycle (LE Create
     /// Connection, Vol 4 Part E 7.8.12). Nil: 60 ms and 60 ms.
     public var connectScan: ScanTiming?
+    /// `gatt-cache: true` on a connect step: the central knows the peripheral's database from an
+    /// earlier connection (its attribute cache, Core Vol 3 Part G 2.5.2) and uses its handles
+    /// without discovering it.
+    public var gattCache: Bool
 
     public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false,
-                subscription: GATTClientConfiguration? = nil, connectScan: ScanTiming? = nil) {
+                subscription: GATTClientConfiguration? = nil, connectScan: ScanTiming? = nil, gattCache: Bool = false) {
         self.index = index
         self.location = location
         self.text = text
@@ -32,19 +36,20 @@ public struct CentralStep: Equatable {
         self.acquire = acquire
         self.subscription = subscription
         self.connectScan = connectScan
+        self.gattCache = gattCache
     }
 
     /// A step built rather than read (by `blelab import`): no place in a file, and no text until
     /// it is written out.
     public init(index: Int, action: CentralAction, acquire: Bool = false, subscription: GATTClientConfiguration? = nil,
-                connectScan: ScanTiming? = nil) {
+                connectScan: ScanTiming? = nil, gattCache: Bool = false) {
         self.init(index: index, location: SourceLocation(file: "", line: 0, column: 0), text: "", action: action, acquire: acquire,
-                  subscription: subscription, connectScan: connectScan)
+                  subscription: subscription, connectScan: connectScan, gattCache: gattCache)
     }
 
     public static func == (a: CentralStep, b: CentralStep) -> Bool {
         a.index == b.index && a.action == b.action && a.acquire == b.acquire && a.subscription == b.subscription
-            && a.connectScan == b.connectScan
+            && a.connectScan == b.connectScan && a.gattCache == b.gattCache
     }
 
     public var isExpectation: Bool {

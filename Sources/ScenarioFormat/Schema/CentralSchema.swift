@@ -30,6 +30,8 @@ struct CentralSchema {
     var subscription: GATTClientConfiguration?
     /// The connect step being read gave `scan-interval` or `scan-window`.
     private var connectScan: ScanTiming?
+    /// The connect step being read said `gatt-cache: true`.
+    private var gattCache = false
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -45,9 +47,11 @@ struct CentralSchema {
             acquire = false
             subscription = nil
             connectScan = nil
+            gattCache = false
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
-                                     acquire: acquire, subscription: subscription, connectScan: connectScan))
+                                     acquire: acquire, subscription: subscription, connectScan: connectScan,
+                                     gattCache: gattCache))
         }
         checkInterruptions(steps)
         return steps
@@ -130,7 +134,7 @@ struct CentralSchema {
             if let n = f["min-rssi"] { scan.minRSSI = r.dBm(n) }
             return .scan(scan)
         case "connect":
-            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window"])
+            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window", "gatt-cache"])
             guard let p = f.required("peripheral", r, example: example), let id = peripheralID(p) else { return nil }
             var within = Expectation.defaultWithin
             if let w = f["within"], let span = r.duration(w) {
@@ -140,6 +144,7 @@ struct CentralSchema {
             }
             connectScan = r.scanTiming(interval: f["scan-interval"], window: f["scan-window"], names: ("scan-interval", "scan-window"),
                                        default: .connectDefault).timing
+            if let c = f["gatt-cache"], let b = r.boolean(c) { gattCache = b }
             if !connected.contains(id) { connected.append(id) }
             lastTarget = id
             return .connect(peripheral: id, within: within)

@@ -26,6 +26,7 @@ extension ScenarioDocument {
             var fields: Fields = []
             if within != Expectation.defaultWithin { fields.append(("within", duration(within))) }
             if let t = step.connectScan { fields += [("scan-interval", duration(t.interval)), ("scan-window", duration(t.window))] }
+            if step.gattCache { fields.append(("gatt-cache", .scalar("true"))) }
             return keyword("connect", primary("peripheral", .scalar(p), fields))
         case let .discover(p, services):
             guard let services else {
