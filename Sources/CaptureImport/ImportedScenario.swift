@@ -496,15 +496,19 @@ struct ImportedScenario {
             steps.add(.wait(millisecondsUp(first.start.time)))
         }
         for (i, timed) in items.enumerated() {
-            if case .connectionUpdate = timed.item {
+            let isScan: Bool
+            if case .scan = timed.item { isScan = true } else { isScan = false }
+            if isScan || { if case .connectionUpdate = timed.item { return true } else { return false } }() {
                 // A link lost while the central's update ran: the central's side of an update
                 // completes at its instant whether the peripheral heard it or not (Core 5.4, Vol 6,
-                // Part B, 5.1.1), so the loss goes before the step, at its time.
+                // Part B, 5.1.1), so the loss goes before the step, at its time. A link lost
+                // during a scan (which runs for its whole length) likewise goes before it, so that
+                // the supervision timeout runs while the scan does, as in the capture.
                 let early = segments[i].indices.filter { k in
                     if case .linkLoss = segments[i][k], segments[i][k].mark < timed.end { return true }
                     return false
                 }
-                for k in early { steps.emitLinkLoss(segments[i][k], before: timed) }
+                for k in early { steps.emitLinkLoss(segments[i][k], before: timed, during: isScan ? "the scan below" : "the connection update below") }
                 for k in early.reversed() { segments[i].remove(at: k) }
             }
             if case let .operation(c, k) = timed.item, steps.outcome(c, k).cutShort {
