@@ -249,10 +249,13 @@ extension ImportedScenario {
         let took = answered.time - queued
         let slack = max(interval, 20_000)
         if connection.capturedOnPeripheral {
-            return (took > slack ? took : nil, answered.time - x.sent.time + interval * 3 / 2, interval)
+            return (took > slack ? took : nil, answered.time - x.sent.time + interval * 3 / 2, interval * (Int64(latency) + 1))
         }
         let prompt = (Int64(latency) + 2) * interval
-        return (took > prompt + slack ? max(1000, took - interval * 3 / 2) : nil, answered.time - x.sent.time, interval)
+        // `interval` in the result: the longest the replay's request may wait for the peripheral
+        // to listen (a peripheral with latency listens every latency + 1 events when idle,
+        // Core 5.4, Vol 6, Part B, 4.5.1).
+        return (took > prompt + slack ? max(1000, took - interval * 3 / 2) : nil, answered.time - x.sent.time, interval * (Int64(latency) + 1))
     }
 
     /// On a peripheral's capture, the central's next request of an operation (discovery, a long

@@ -22,6 +22,7 @@ extension StepBuilder {
         var first: CaptureMark?
         // The last action no expectation waits for: the steps after it must not overtake it.
         var unawaited: Int64?
+        var lastRequest: [Int: Int64] = [:]       // when each peripheral's last own ATT request went
 
         func act(_ p: Int, at mark: CaptureMark, _ action: PeripheralAction) {
             first = first ?? mark
@@ -76,8 +77,16 @@ extension StepBuilder {
                 act(p, at: n.mark, importing.sendAction(n.indication, to: ref, handle: n.handle, of: p, value: .bytes(n.value)))
             case let .unsolicited(c, u):
                 let p = importing.owner[c]
-                act(p, at: u.mark, .sendPDU(u.bytes))
                 let opcode = ATTOpcode(u.bytes.first ?? 0)
+                if opcode.method == .request, let previous = lastRequest[p] {
+                    // The peripheral's own requests (its GATT client) wait for the central's answer
+                    // between them (Core 5.4, Vol 3, Part F, 3.3.2): keep the capture's spacing, even
+                    // for requests that came while the step above ran.
+                    let gap = max(u.mark.time - previous, 5_000)
+                    if (lastTime[p] ?? base) > u.mark.time || u.mark.time < base { actions[p, default: []].append(.delay(millisecondsUp(gap - 999))) }
+                }
+                if opcode.method == .request { lastRequest[p] = u.mark.time }
+                act(p, at: u.mark, .sendPDU(u.bytes))
                 if opcode.method == .response {
                     expectations.append(.flaw(.malformedResponse(peripheral: peripherals[p].id, opcode: opcode, bytes: u.bytes, within: Expectation.defaultWithin)))
                 } else {
