@@ -29,8 +29,6 @@ extension GATTSession {
     /// Whether the central used the peripheral's handles before it discovered them (or never did):
     /// the replay's central then connects with its GATT cache (`gatt-cache: true`).
     public var usesCachedHandles: Bool {
-        let firstDiscovery = operations.first { if case .discover = $0.kind { return true } else { return false } }?.start
-        func early(_ mark: CaptureMark) -> Bool { firstDiscovery.map { mark < $0 } ?? true }
         for op in operations where early(op.start) {
             switch op.kind {
             case .read, .write, .configure: return true
@@ -40,9 +38,19 @@ extension GATTSession {
         return notifications.contains { early($0.mark) }
     }
 
+    /// When the central's first discovery started; nil: it never discovered.
+    var firstDiscovery: CaptureMark? {
+        operations.first { if case .discover = $0.kind { return true } else { return false } }?.start
+    }
+
+    /// Before the central's first discovery (or without one): where handles can only come from
+    /// its cache. After a discovery, a handle it did not find is one the app does not know
+    /// either (a notification of it is ignored: a flawed peripheral's, kept as such).
+    func early(_ mark: CaptureMark) -> Bool { firstDiscovery.map { mark < $0 } ?? true }
+
     /// Adds to `database` what the traffic shows of handles discovery did not find (see above).
     mutating func inferUndiscovered() {
-        let notified = Dictionary(grouping: notifications, by: \.handle)
+        let notified = Dictionary(grouping: notifications.filter { early($0.mark) }, by: \.handle)
         var uses: [UInt16: UInt8] = [:]              // value handle → properties octet
         func use(_ handle: UInt16, _ property: UInt8) {
             guard database.characteristic(valueHandle: handle) == nil else { return }
@@ -53,7 +61,7 @@ extension GATTSession {
             if list.contains(where: { !$0.indication }) { use(handle, 0x10) }
         }
         // CCCDs written by handle: the value handle before them notified (or indicated).
-        for k in operations.indices {
+        for k in operations.indices where early(operations[k].start) {
             guard case let .write(handle, value, false) = operations[k].kind, value.count == 2, value[1] == 0, value[0] <= 3,
                   handle > 1, database.characteristic(valueHandle: handle) == nil, notified[handle] == nil else { continue }
             let valueHandle = handle - 1
@@ -63,7 +71,7 @@ extension GATTSession {
             if !known { use(valueHandle, (value[0] & 0x01 != 0 ? 0x10 : 0) | (value[0] & 0x02 != 0 ? 0x20 : 0) | 0) }
             cccds.insert(handle)
         }
-        for op in operations {
+        for op in operations where early(op.start) {
             switch op.kind {
             case let .read(handle, _): use(handle, 0x02)
             case let .write(handle, _, command): use(handle, command ? 0x04 : 0x08)
