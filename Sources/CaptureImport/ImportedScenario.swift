@@ -384,10 +384,26 @@ struct ImportedScenario {
     }
 
     /// The parameters the replay's link has at `mark` (interval and timeout in their HCI units):
-    /// the lab central's 30 ms, 0 and 5 s, or what the last parameter update before set.
+    /// those its connect step asks for (the capture's, `connectParameters`), else the lab
+    /// central's 30 ms, 0 and 5 s, or what the last parameter update before set.
     func replayParameters(_ c: Int, at mark: CaptureMark) -> (interval: UInt16, latency: UInt16, timeout: UInt16) {
-        guard let u = transcript.connections[c].parameterUpdates.last(where: { $0.status == .success && $0.mark <= mark }) else { return (24, 0, 500) }
+        guard let u = transcript.connections[c].parameterUpdates.last(where: { $0.status == .success && $0.mark <= mark }) else {
+            return connectParameters(c).map { ($0.interval, $0.latency, $0.timeout) } ?? (24, 0, 500)
+        }
         return (u.interval, u.latency, u.supervisionTimeout)
+    }
+
+    /// The parameters connection `c` was made with (LE Connection Complete), for the replay's
+    /// connect step to ask for, so that its connection events (how many notifications arrive in a
+    /// window, how long an answer waits) follow the capture's; nil when they are the lab central's
+    /// own (30 ms, 0, 5 s), unknown (the capture started inside the connection), or outside what
+    /// LE Create Connection takes.
+    func connectParameters(_ c: Int) -> ConnectionUpdateRequest? {
+        let connection = transcript.connections[c]
+        guard !connection.startedBeforeCapture,
+              (connection.interval, connection.latency, connection.supervisionTimeout) != (24, 0, 500),
+              StepBuilder.allowed(interval: connection.interval, latency: connection.latency, timeout: connection.supervisionTimeout) else { return nil }
+        return ConnectionUpdateRequest(interval: connection.interval, latency: connection.latency, timeout: connection.supervisionTimeout)
     }
 
     /// When the link to the peripheral was lost, for a connection that ended by supervision

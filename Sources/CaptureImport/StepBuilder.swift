@@ -43,6 +43,7 @@ struct StepBuilder {
         var subscription: GATTClientConfiguration?
         var connectScan: ScanTiming?
         var gattCache = false
+        var connectParameters: ConnectionUpdateRequest?
     }
 
     init(importing: ImportedScenario) {
@@ -120,7 +121,7 @@ struct StepBuilder {
                 comments.add(pending, above: .step(index))
                 pending = []
                 steps.append(CentralStep(index: index, action: d.action, acquire: d.acquire, subscription: d.subscription, connectScan: d.connectScan,
-                                         gattCache: d.gattCache))
+                                         gattCache: d.gattCache, connectParameters: d.connectParameters))
             }
         }
         comments.add(pending, above: .end)
@@ -336,7 +337,8 @@ struct StepBuilder {
             discoveredEver.insert(p)
         }
         let connection = importing.transcript.connections[c]
-        if (connection.interval, connection.latency, connection.supervisionTimeout) != (24, 0, 500) {
+        let parameters = importing.connectParameters(c)
+        if parameters == nil, !connection.startedBeforeCapture, (connection.interval, connection.latency, connection.supervisionTimeout) != (24, 0, 500) {
             notes.append("\(connection.established): the connection to \(peripherals[p].id) had interval \(FlawPlan.exact(microseconds: Int64(connection.interval) * 1250)), latency \(connection.latency), supervision timeout \(FlawPlan.exact(microseconds: Int64(connection.supervisionTimeout) * 10_000)); the lab's central connects with 30ms, 0 and 5s, so the replay's link times follow those")
         }
         let took = connection.established.time - (connection.requested?.time ?? connection.established.time)
@@ -359,9 +361,10 @@ struct StepBuilder {
             comment(timed.start, "the app used \(peripherals[p].id)'s handles before discovering them (a GATT cache): the central connects with the database as known (gatt-cache: true)")
         }
         add(.connect(peripheral: peripherals[p].id, within: .seconds(within)), connectScan: initiator.timing)
-        if session.usesCachedHandles, case let .step(d)? = lines.last {
+        if case let .step(d)? = lines.last {
             var draft = d
-            draft.gattCache = true
+            draft.gattCache = session.usesCachedHandles
+            draft.connectParameters = parameters
             lines[lines.count - 1] = .step(draft)
         }
         expect(.connected(peripherals[p].id))

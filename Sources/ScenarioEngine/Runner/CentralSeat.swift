@@ -63,6 +63,10 @@ public protocol CentralSeat: AnyObject {
     func connection(to address: LEAddress) -> Connection?
     /// Connects with the initiator's scan timing (a `connect` step's `scan:`).
     func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, completion: @escaping (Result<Void, SeatError>) -> Void)
+    /// Connects asking for these connection parameters (a `connect` step's `interval`, `latency`,
+    /// `timeout`); a stack that chooses them itself fails the step.
+    func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, parameters: ConnectionUpdateRequest?,
+                 completion: @escaping (Result<Void, SeatError>) -> Void)
     /// How long past `within` a connect may take to complete (the cancel's round trip, a
     /// daemon's property change after its reply).
     var connectGrace: TimeSpan { get }
@@ -111,6 +115,11 @@ extension CentralSeat {
     public func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?,
                         completion: @escaping (Result<Void, SeatError>) -> Void) {
         connect(to: address, within: within, completion: completion)
+    }
+    public func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, parameters: ConnectionUpdateRequest?,
+                        completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard let parameters else { return connect(to: address, within: within, scan: scan, completion: completion) }
+        completion(.failure(.failed("\(description) chooses the connection parameters itself; a connect step cannot ask for \(parameters)")))
     }
     public var connectGrace: TimeSpan { .seconds(12) }
     public func abandonConnect() {}

@@ -119,8 +119,15 @@ final class HostCentral: CentralSeat {
 
     /// The host cancels the attempt at `within`; its completion follows the cancel's round trip.
     func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        connect(to: address, within: within, scan: scan, parameters: nil, completion: completion)
+    }
+
+    func connect(to address: LEAddress, within: TimeSpan, scan: ScanTiming?, parameters: ConnectionUpdateRequest?,
+                 completion: @escaping (Result<Void, SeatError>) -> Void) {
         let timing = scan ?? .connectDefault
-        host.connect(to: address, timeout: within, scanInterval: timing.interval, scanWindow: timing.window) { [self] result in
+        let asked = parameters.map { ConnectionParameters(intervalMin: $0.interval, intervalMax: $0.interval, latency: $0.latency,
+                                                          supervisionTimeout: $0.timeout) }
+        host.connect(to: address, parameters: asked, timeout: within, scanInterval: timing.interval, scanWindow: timing.window) { [self] result in
             switch result {
             case let .success(connection):
                 connections[address] = connection

@@ -88,7 +88,7 @@ final class StepRunner {
             throw StepFailure(kind: .operation, expected: "\(id) discovered by a scan before connecting", seen: scanned)
         }
         var result: Result<Void, SeatError>?
-        session.central.connect(to: address, within: within, scan: step.connectScan) { if result == nil { result = $0 } }
+        session.central.connect(to: address, within: within, scan: step.connectScan, parameters: step.connectParameters) { if result == nil { result = $0 } }
         // The seat bounds the attempt by `within`; its completion may follow a little later.
         try session.waitFor("the connection to \(id) (within: \(within))", within: within + session.central.connectGrace) { result != nil }
         switch result {

@@ -26,9 +26,13 @@ public struct CentralStep: Equatable {
     /// earlier connection (its attribute cache, Core Vol 3 Part G 2.5.2) and uses its handles
     /// without discovering it.
     public var gattCache: Bool
+    /// `interval`, `latency`, `timeout` on a connect step: the connection parameters the central
+    /// asks for in LE Create Connection (Vol 4 Part E 7.8.12); nil: 30–50 ms, 0, 5 s.
+    public var connectParameters: ConnectionUpdateRequest?
 
     public init(index: Int, location: SourceLocation, text: String, action: CentralAction, acquire: Bool = false,
-                subscription: GATTClientConfiguration? = nil, connectScan: ScanTiming? = nil, gattCache: Bool = false) {
+                subscription: GATTClientConfiguration? = nil, connectScan: ScanTiming? = nil, gattCache: Bool = false,
+                connectParameters: ConnectionUpdateRequest? = nil) {
         self.index = index
         self.location = location
         self.text = text
@@ -37,19 +41,21 @@ public struct CentralStep: Equatable {
         self.subscription = subscription
         self.connectScan = connectScan
         self.gattCache = gattCache
+        self.connectParameters = connectParameters
     }
 
     /// A step built rather than read (by `blelab import`): no place in a file, and no text until
     /// it is written out.
     public init(index: Int, action: CentralAction, acquire: Bool = false, subscription: GATTClientConfiguration? = nil,
-                connectScan: ScanTiming? = nil, gattCache: Bool = false) {
+                connectScan: ScanTiming? = nil, gattCache: Bool = false, connectParameters: ConnectionUpdateRequest? = nil) {
         self.init(index: index, location: SourceLocation(file: "", line: 0, column: 0), text: "", action: action, acquire: acquire,
-                  subscription: subscription, connectScan: connectScan, gattCache: gattCache)
+                  subscription: subscription, connectScan: connectScan, gattCache: gattCache, connectParameters: connectParameters)
     }
 
     public static func == (a: CentralStep, b: CentralStep) -> Bool {
         a.index == b.index && a.action == b.action && a.acquire == b.acquire && a.subscription == b.subscription
             && a.connectScan == b.connectScan && a.gattCache == b.gattCache
+            && a.connectParameters == b.connectParameters
     }
 
     public var isExpectation: Bool {

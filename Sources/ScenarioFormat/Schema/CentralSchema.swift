@@ -32,6 +32,8 @@ struct CentralSchema {
     private var connectScan: ScanTiming?
     /// The connect step being read said `gatt-cache: true`.
     private var gattCache = false
+    /// The connect step being read gave `interval`, `latency` or `timeout`.
+    private var connectParameters: ConnectionUpdateRequest?
 
     init(reader: SchemaReader, catalog: PeripheralCatalog) {
         r = reader
@@ -48,10 +50,11 @@ struct CentralSchema {
             subscription = nil
             connectScan = nil
             gattCache = false
+            connectParameters = nil
             guard let action = step(item) else { continue }
             steps.append(CentralStep(index: steps.count + 1, location: location, text: StepText.render(item, top: true), action: action,
                                      acquire: acquire, subscription: subscription, connectScan: connectScan,
-                                     gattCache: gattCache))
+                                     gattCache: gattCache, connectParameters: connectParameters))
         }
         checkInterruptions(steps)
         return steps
@@ -134,7 +137,7 @@ struct CentralSchema {
             if let n = f["min-rssi"] { scan.minRSSI = r.dBm(n) }
             return .scan(scan)
         case "connect":
-            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window", "gatt-cache"])
+            let f = fields("peripheral", ["peripheral", "within", "scan-interval", "scan-window", "gatt-cache"] + FaultSyntax.parameterKeys)
             guard let p = f.required("peripheral", r, example: example), let id = peripheralID(p) else { return nil }
             var within = Expectation.defaultWithin
             if let w = f["within"], let span = r.duration(w) {
@@ -145,6 +148,17 @@ struct CentralSchema {
             connectScan = r.scanTiming(interval: f["scan-interval"], window: f["scan-window"], names: ("scan-interval", "scan-window"),
                                        default: .connectDefault).timing
             if let c = f["gatt-cache"], let b = r.boolean(c) { gattCache = b }
+            if FaultSyntax.parameterKeys.contains(where: { f[$0] != nil }),
+               let p = FaultSyntax(r: r).parameters({ f[$0] }, keyword: keyword, example: example, allOptional: true) {
+                // Untold: the lab central's own 30 ms, 0 and 5 s.
+                let interval = p.interval ?? 24, latency = p.latency ?? 0, timeout = p.timeout ?? 500
+                if Int64(timeout) * 10_000 <= (1 + Int64(latency)) * Int64(interval) * 2500 {
+                    r.error(at: keyword.mark, found: "a supervision timeout of \(ConnectionUpdateRequest.milliseconds(micros: Int64(timeout) * 10_000))",
+                            expected: "a timeout longer than (1 + latency) × interval × 2 = \(ConnectionUpdateRequest.milliseconds(micros: (1 + Int64(latency)) * Int64(interval) * 2500)) (Core Vol 6 Part B 4.5.2)")
+                } else {
+                    connectParameters = ConnectionUpdateRequest(interval: interval, latency: latency, timeout: timeout)
+                }
+            }
             if !connected.contains(id) { connected.append(id) }
             lastTarget = id
             return .connect(peripheral: id, within: within)

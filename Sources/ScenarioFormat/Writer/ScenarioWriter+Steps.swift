@@ -26,6 +26,11 @@ extension ScenarioDocument {
             var fields: Fields = []
             if within != Expectation.defaultWithin { fields.append(("within", duration(within))) }
             if let t = step.connectScan { fields += [("scan-interval", duration(t.interval)), ("scan-window", duration(t.window))] }
+            if let p = step.connectParameters {
+                fields += [("interval", .scalar(ConnectionUpdateRequest.milliseconds(micros: Int64(p.interval) * 1250))),
+                           ("latency", .scalar(String(p.latency))),
+                           ("timeout", .scalar(ConnectionUpdateRequest.milliseconds(micros: Int64(p.timeout) * 10_000)))]
+            }
             if step.gattCache { fields.append(("gatt-cache", .scalar("true"))) }
             return keyword("connect", primary("peripheral", .scalar(p), fields))
         case let .discover(p, services):
