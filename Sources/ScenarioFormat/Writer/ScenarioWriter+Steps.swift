@@ -27,9 +27,8 @@ extension ScenarioDocument {
             if within != Expectation.defaultWithin { fields.append(("within", duration(within))) }
             if let t = step.connectScan { fields += [("scan-interval", duration(t.interval)), ("scan-window", duration(t.window))] }
             if let p = step.connectParameters {
-                fields += [("interval", .scalar(ConnectionUpdateRequest.milliseconds(micros: Int64(p.interval) * 1250))),
-                           ("latency", .scalar(String(p.latency))),
-                           ("timeout", .scalar(ConnectionUpdateRequest.milliseconds(micros: Int64(p.timeout) * 10_000)))]
+                fields += [("interval", duration(.microseconds(Int64(p.interval) * 1250))), ("latency", .scalar(String(p.latency))),
+                           ("timeout", duration(.milliseconds(Int64(p.timeout) * 10)))]
             }
             if step.gattCache { fields.append(("gatt-cache", .scalar("true"))) }
             return keyword("connect", primary("peripheral", .scalar(p), fields))
