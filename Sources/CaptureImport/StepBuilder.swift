@@ -343,7 +343,10 @@ struct StepBuilder {
         }
         let took = connection.established.time - (connection.requested?.time ?? connection.established.time)
         let within = max(1, (took * 2 + 999_999) / 1_000_000)
-        if connection.capturedOnPeripheral {
+        if connection.startedBeforeCapture {
+            comment(timed.start, "the capture starts inside the connection on handle 0x\(hex(connection.handle)) (its first ATT PDU); the scenario connects first")
+            notes.append("\(connection.established): the capture starts inside the connection on handle 0x\(hex(connection.handle)): the peer's address (the scenario gives it \(connection.peer.address)), the connection's parameters and what the app did before are not in it")
+        } else if connection.capturedOnPeripheral {
             comment(timed.start, "the central \(connection.peer.address) connected (LE Connection Complete, handle 0x\(hex(connection.handle)))")
         } else {
             comment(timed.start, "connecting to \(connection.peer.address); LE Connection Complete, handle 0x\(hex(connection.handle)), at \(connection.established)")
