@@ -114,6 +114,16 @@ extension GATTSession {
 }
 
 extension DiscoveredDatabase {
+    /// Carries what `s` (of another connection's database) says was inferred over to the same
+    /// service and characteristics here.
+    mutating func markInferred(_ s: Service) {
+        guard let k = services.firstIndex(where: { $0.start == s.start }) else { return }
+        if s.inferred { services[k].inferred = true }
+        for c in s.characteristics where c.inferred {
+            if let j = services[k].characteristics.firstIndex(where: { $0.valueHandle == c.valueHandle }) { services[k].characteristics[j].inferred = true }
+        }
+    }
+
     mutating func insertInferred(service s: Int, valueHandle: UInt16, properties: UInt8, uuid: BluetoothUUID) {
         guard !services[s].characteristics.contains(where: { $0.valueHandle == valueHandle }) else { return }
         var c = Characteristic(uuid: uuid, declarationHandle: valueHandle - 1, valueHandle: valueHandle, properties: properties, descriptors: [])

@@ -104,6 +104,7 @@ struct ImportedScenario {
                     peripherals[i].database.addCharacteristic(declaration: ch.declarationHandle, value: declaration)
                     for d in ch.descriptors { peripherals[i].database.addDescriptor(handle: d.handle, uuid: d.uuid) }
                 }
+                peripherals[i].database.markInferred(s)
             }
         }
         for f in transcript.failedConnections {
@@ -634,10 +635,15 @@ struct ImportedScenario {
             comments.add(notes, above: .flaw(id, k))
         }
         for (si, s) in p.initialServices.enumerated() {
-            comments.add(inline: "handles 0x\(hex(s.start))-0x\(hex(s.end))", at: .service(id, si))
+            comments.add(inline: s.inferred ? "not discovered in the capture: a placeholder holding the handles the app used"
+                                            : "handles 0x\(hex(s.start))-0x\(hex(s.end))", at: .service(id, si))
             var service = ServiceSpec(uuid: s.uuid)
+            // What the traffic alone shows (never discovered) keeps the capture's handles, so
+            // the replay's PDUs carry the handles the app used.
+            if s.inferred { service.handle = s.start }
             for (ci, c) in s.characteristics.enumerated() {
-                comments.add(inline: "value handle 0x\(hex(c.valueHandle))", at: .characteristic(id, service: si, ci))
+                comments.add(inline: c.inferred ? "its UUID is not in the capture (a placeholder); its properties are what the app did with it"
+                                                : "value handle 0x\(hex(c.valueHandle))", at: .characteristic(id, service: si, ci))
                 var characteristic = CharacteristicSpec(uuid: c.uuid, properties: CharacteristicProperties(rawValue: c.properties),
                                                         value: p.initialValues[c.valueHandle] ?? [])
                 characteristic.extendedProperties = CharacteristicExtendedProperties(rawValue: p.extendedPropertiesBits(c))
@@ -646,9 +652,21 @@ struct ImportedScenario {
                 characteristic.onRead = p.onRead[c.valueHandle] ?? []
                 characteristic.onWrite = p.onWrite[c.valueHandle] ?? []
                 characteristic.onSubscribe = p.onSubscribe[c.valueHandle] ?? []
+                if c.inferred { characteristic.handle = c.valueHandle }
                 service.characteristics.append(characteristic)
             }
             spec.services.append(service)
+        }
+        let pinned = spec.services.contains { $0.handle != nil || $0.characteristics.contains { $0.handle != nil } }
+        if pinned, (try? GATTDatabase(services: spec.services.map(\.gattService))) == nil {
+            // The lab's own GAP and GATT services, or the attributes it lays out around each
+            // characteristic, take handles the capture's need: the lab lays them out itself.
+            for si in spec.services.indices {
+                spec.services[si].handle = nil
+                for ci in spec.services[si].characteristics.indices { spec.services[si].characteristics[ci].handle = nil }
+            }
+            comments.add(["the capture's handles of the characteristics below cannot be kept (the lab's GAP and GATT services take 0x0001-0x0009, and each characteristic its declaration and descriptors): the lab lays them out itself, and the central finds them by UUID"],
+                         above: .service(id, 0))
         }
         return (spec, faults)
     }

@@ -7,6 +7,10 @@ public enum GATTDatabaseError: Error, Equatable {
     case outOfHandles(service: BluetoothUUID)
     /// An initial value longer than 512 octets (Core 5.4, Vol 3, Part F, 3.2.9).
     case valueTooLong(uuid: BluetoothUUID, length: Int)
+    /// A service or characteristic asked for a handle (`GATTService.handle`,
+    /// `GATTCharacteristic.valueHandle`) that an attribute laid out before it already took, or
+    /// 0x0000: the first free one was `next`.
+    case handleTaken(uuid: BluetoothUUID, wanted: UInt16, next: Int)
 }
 
 /// A GATT server's attribute database (Core 5.4, Vol 3, Part G, 3).
@@ -104,23 +108,39 @@ public struct GATTDatabase: Sendable {
 
     // MARK: Changing
 
-    /// Lays `service` out after the last handle and returns its handles.
+    /// Lays `service` out after the last handle (or at the handles it asks for, leaving the ones
+    /// between unused) and returns its handles.
     @discardableResult
     public mutating func add(_ service: GATTService) throws -> GATTServiceHandles {
+        // Where each characteristic's declaration goes, and the last handle of the service.
         var count = 1
+        let first = nextHandle
+        if let wanted = service.handle, Int(wanted) < first || wanted == 0 {
+            throw GATTDatabaseError.handleTaken(uuid: service.uuid, wanted: wanted, next: first)
+        }
+        let start = service.handle.map(Int.init) ?? first
+        var cursor = start
+        var declarations: [Int] = []
         for c in service.characteristics {
             guard c.value.count <= ATTBearer.maximumAttributeValueLength else {
                 throw GATTDatabaseError.valueTooLong(uuid: c.uuid, length: c.value.count)
             }
-            count += 2 + GATTCharacteristic.automaticDescriptors.filter { !c.properties.isDisjoint(with: $0.1) }.count
+            let size = 2 + GATTCharacteristic.automaticDescriptors.filter { !c.properties.isDisjoint(with: $0.1) }.count
                 + listedDescriptors(of: c).count
+            count += size
             for d in c.descriptors where d.value.count > ATTBearer.maximumAttributeValueLength {
                 throw GATTDatabaseError.valueTooLong(uuid: d.uuid, length: d.value.count)
             }
+            var declaration = cursor + 1
+            if let wanted = c.valueHandle {
+                guard Int(wanted) - 1 >= declaration else { throw GATTDatabaseError.handleTaken(uuid: c.uuid, wanted: wanted, next: declaration + 1) }
+                declaration = Int(wanted) - 1
+            }
+            declarations.append(declaration)
+            cursor = declaration + size - 1
         }
-        let start = nextHandle
-        guard start + count - 1 <= 0xFFFF else { throw GATTDatabaseError.outOfHandles(service: service.uuid) }
-        let end = UInt16(start + count - 1)
+        guard cursor <= 0xFFFF else { throw GATTDatabaseError.outOfHandles(service: service.uuid) }
+        let end = UInt16(cursor)
 
         var handle = UInt16(start)
         var laid: [GATTAttribute] = []
@@ -129,8 +149,8 @@ public struct GATTDatabase: Sendable {
                                   value: service.uuid.attributeValueBytes, kind: .serviceDeclaration(isPrimary: service.isPrimary),
                                   groupEndHandle: end, characteristicValueHandle: 0, configurationSlot: -1))
         var characteristics: [GATTCharacteristicHandles] = []
-        for c in service.characteristics {
-            let declaration = handle + 1, valueHandle = handle + 2
+        for (k, c) in service.characteristics.enumerated() {
+            let declaration = UInt16(declarations[k]), valueHandle = declaration + 1
             var declarationValue: [UInt8] = [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(truncatingIfNeeded: valueHandle >> 8)]
             declarationValue += c.uuid.attributeValueBytes
             let declarationIndex = laid.count

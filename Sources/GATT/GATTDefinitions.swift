@@ -7,11 +7,15 @@ public struct GATTService: Hashable, Sendable {
     /// Primary (0x2800) or secondary (0x2801) service declaration.
     public var isPrimary: Bool
     public var characteristics: [GATTCharacteristic]
+    /// The handle of its declaration, when it must have that one (a database rebuilt from a
+    /// capture); nil: right after the last handle laid out.
+    public var handle: UInt16?
 
-    public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [GATTCharacteristic] = []) {
+    public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [GATTCharacteristic] = [], handle: UInt16? = nil) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.characteristics = characteristics
+        self.handle = handle
     }
 }
 
@@ -33,14 +37,19 @@ public struct GATTCharacteristic: Hashable, Sendable {
     public var descriptors: [GATTDescriptor]
     /// The value of the 0x2900 descriptor, laid out when `properties` has `extended-properties`.
     public var extendedProperties: CharacteristicExtendedProperties
+    /// The handle its value must have (its declaration one before); nil: right after the
+    /// attribute before it.
+    public var valueHandle: UInt16?
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [],
-                descriptors: [GATTDescriptor] = [], extendedProperties: CharacteristicExtendedProperties = []) {
+                descriptors: [GATTDescriptor] = [], extendedProperties: CharacteristicExtendedProperties = [],
+                valueHandle: UInt16? = nil) {
         self.uuid = uuid
         self.properties = properties
         self.value = value
         self.descriptors = descriptors
         self.extendedProperties = extendedProperties
+        self.valueHandle = valueHandle
     }
 
     /// The descriptors the database lays out itself, by the property that requires each.

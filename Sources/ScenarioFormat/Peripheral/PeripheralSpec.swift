@@ -156,11 +156,14 @@ public struct ServiceSpec: Hashable {
     public var uuid: BluetoothUUID
     public var isPrimary: Bool
     public var characteristics: [CharacteristicSpec]
+    /// `handle:`: its declaration's handle (nil: right after the handles before it).
+    public var handle: UInt16?
 
-    public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [CharacteristicSpec] = []) {
+    public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [CharacteristicSpec] = [], handle: UInt16? = nil) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.characteristics = characteristics
+        self.handle = handle
     }
 }
 
@@ -178,6 +181,8 @@ public struct CharacteristicSpec: Hashable {
     public var onRead: [PeripheralAction]
     public var onSubscribe: [PeripheralAction]
     public var onUnsubscribe: [PeripheralAction]
+    /// `handle:`: its value's handle, the declaration one before (nil: right after the handles before it).
+    public var handle: UInt16?
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [], descriptors: [GATTDescriptor] = [],
                 extendedProperties: CharacteristicExtendedProperties = [],
@@ -196,7 +201,8 @@ public struct CharacteristicSpec: Hashable {
 
     /// The characteristic as the GATT database takes it.
     public var gattCharacteristic: GATTCharacteristic {
-        GATTCharacteristic(uuid: uuid, properties: properties, value: value, descriptors: descriptors, extendedProperties: extendedProperties)
+        GATTCharacteristic(uuid: uuid, properties: properties, value: value, descriptors: descriptors, extendedProperties: extendedProperties,
+                           valueHandle: handle)
     }
 
     /// The UUIDs of every descriptor the database gives it, in handle order: those its properties
@@ -213,6 +219,6 @@ public struct CharacteristicSpec: Hashable {
 extension ServiceSpec {
     /// The service as the GATT database takes it.
     public var gattService: GATTService {
-        GATTService(uuid: uuid, isPrimary: isPrimary, characteristics: characteristics.map(\.gattCharacteristic))
+        GATTService(uuid: uuid, isPrimary: isPrimary, characteristics: characteristics.map(\.gattCharacteristic), handle: handle)
     }
 }

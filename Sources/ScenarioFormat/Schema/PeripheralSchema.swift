@@ -15,8 +15,8 @@ public struct PeripheralSchema {
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
-    static let serviceKeys = ["service", "characteristics"]
-    static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties",
+    static let serviceKeys = ["service", "characteristics", "handle"]
+    static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties", "handle",
                                      "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
 
     /// The id the scripted central has in logs and captures; a peripheral cannot take it.
@@ -278,6 +278,11 @@ public struct PeripheralSchema {
             // The characteristics of a service that cannot be used are still checked, so that
             // every mistake of the file shows at once.
             var service = ServiceSpec(uuid: uuid ?? BluetoothUUID(uuid16: 0))
+            var nodes: [YAMLNode?] = [nil]
+            if let h = m["handle"], let handle = r.integer(h, in: 1...0xFFFF, "a handle from 0x0001 to 0xFFFF") {
+                service.handle = UInt16(handle)
+                nodes[0] = h
+            }
             var seenCharacteristics: Set<BluetoothUUID> = []
             if let cs = m["characteristics"], let citems = r.sequence(cs, "a list of characteristics (- uuid: FFE1)")?.items {
                 for citem in citems {
@@ -290,11 +295,39 @@ public struct PeripheralSchema {
                     if !propertiesRead { read.unknownProperties.append((uuid, c.uuid)) }
                     if uuid != nil { triggers.append((result.count, service.characteristics.count, cm)) }
                     service.characteristics.append(c)
+                    nodes.append(c.handle == nil ? nil : cm["handle"])
                 }
             }
-            if uuid != nil { result.append(service) } else { read.unplaced += service.characteristics }
+            if uuid != nil {
+                result.append(service)
+                checkHandles(result, nodes: nodes)
+            } else { read.unplaced += service.characteristics }
         }
         return result
+    }
+
+    /// `handle:` of the last service in `services` (`nodes`: the service's, then each
+    /// characteristic's `handle:` node, nil where it has none): each must leave room for what comes
+    /// before it, the GAP and GATT services first (0x0001–0x0009). Reported where it is written.
+    private func checkHandles(_ services: [ServiceSpec], nodes: [YAMLNode?]) {
+        guard nodes.contains(where: { $0 != nil }) else { return }
+        do {
+            _ = try GATTDatabase(services: services.map(\.gattService))
+        } catch let GATTDatabaseError.handleTaken(uuid, wanted, next) {
+            let service = services[services.count - 1]
+            let node: YAMLNode?
+            if service.handle == wanted && service.uuid == uuid { node = nodes[0] } else {
+                let k = service.characteristics.firstIndex { $0.uuid == uuid && $0.handle == wanted }
+                node = k.flatMap { nodes[$0 + 1] }
+            }
+            guard let node else { return }
+            let lowest = String(next, radix: 16, uppercase: true)
+            r.error(at: node.mark, found: "handle \(SchemaReader.found(node)), which the attributes laid out before it already reach",
+                    expected: "a handle of 0x\(String(repeating: "0", count: max(0, 4 - lowest.count)) + lowest) or more",
+                    hint: "handles are laid out in the order written, the GAP and GATT services first (0x0001–0x0009); a characteristic's declaration takes the handle before its value, and its descriptors the ones after")
+        } catch {
+            return
+        }
     }
 
     /// The services every peripheral serves already, with what a file does instead.
@@ -354,8 +387,12 @@ public struct PeripheralSchema {
         if let v = m["value"], let bytes = r.attributeBytes(v) { value = bytes }
         let descriptors = DescriptorSchema(r: r)
         let extended = descriptors.extendedProperties(m, properties: properties)
-        return (CharacteristicSpec(uuid: uuid, properties: properties, value: value,
-                                   descriptors: descriptors.descriptors(m, properties: properties, extended: extended),
-                                   extendedProperties: extended), propertiesRead)
+        var spec = CharacteristicSpec(uuid: uuid, properties: properties, value: value,
+                                      descriptors: descriptors.descriptors(m, properties: properties, extended: extended),
+                                      extendedProperties: extended)
+        if let h = m["handle"], let handle = r.integer(h, in: 2...0xFFFF, "a value handle from 0x0002 to 0xFFFF (its declaration takes the one before)") {
+            spec.handle = UInt16(handle)
+        }
+        return (spec, propertiesRead)
     }
 }

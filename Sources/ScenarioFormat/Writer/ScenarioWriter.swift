@@ -106,7 +106,15 @@ struct ScenarioDocument {
         let characteristics = s.characteristics.enumerated().map { c, spec in
             site(characteristic(spec, of: id, service: index, index: c), .characteristic(id, service: index, c))
         }
-        return .mapping([("service", .scalar(s.uuid.description)), ("characteristics", .sequence(characteristics, .block))], .block)
+        var fields: [(key: String, value: YAMLOut)] = [("service", .scalar(s.uuid.description))]
+        if let h = s.handle { fields.append(("handle", .scalar(Self.handle(h)))) }
+        return .mapping(fields + [("characteristics", .sequence(characteristics, .block))], .block)
+    }
+
+    /// `0x0842`.
+    static func handle(_ h: UInt16) -> String {
+        let digits = String(h, radix: 16, uppercase: true)
+        return "0x" + String(repeating: "0", count: 4 - digits.count) + digits
     }
 
     func characteristic(_ c: CharacteristicSpec, of id: String, service s: Int, index: Int) -> YAMLOut {
@@ -114,6 +122,7 @@ struct ScenarioDocument {
             ("uuid", .scalar(c.uuid.description)),
             ("properties", .sequence(c.properties.names.map { .scalar($0) }, .flow)),
         ]
+        if let h = c.handle { entries.append(("handle", .scalar(Self.handle(h)))) }
         if !c.value.isEmpty { entries.append(("value", .scalar(ScalarText.value(c.value)))) }
         if !c.extendedProperties.isEmpty {
             entries.append(("extended-properties", .sequence(c.extendedProperties.names.map { .scalar($0) }, .flow)))
