@@ -151,6 +151,11 @@ final class MidConnectionTests: XCTestCase {
         let again = try HCIStreamAnalysis.analyse(CaptureFile.decode(centralCapture(replay)))
         let notified = again.connections[0].att.filter { $0.bytes.first == 0x1B }.map(\.bytes.count)
         XCTAssertEqual(notified.filter { $0 == 203 }.count, 3, "\(notified)")
+        // At the capture's handles: the rebuilt service keeps them.
+        XCTAssertEqual(p.services[0].handle, 0x000E)
+        XCTAssertEqual(characteristics.map(\.handle), [0x0010, 0x0012, 0x0015])
+        let handles = Set(again.connections[0].att.filter { $0.bytes.first == 0x1B || $0.bytes.first == 0x52 }.map { UInt16($0.bytes[1]) | UInt16($0.bytes[2]) << 8 })
+        XCTAssertEqual(handles, [0x0010, 0x0012, 0x0015])
     }
 
     func testAnAppUsingItsGATTCacheReplaysWithGattCache() throws {
