@@ -53,7 +53,13 @@ struct ImportedScenario {
                     if case let .mtu(_, server?) = op.kind { servers.append(server) }
                 }
             }
-            guard let first = servers.first else { continue }
+            guard let first = servers.first else {
+                // No exchange in the capture, but PDUs longer than the lab peripheral's 247 (the
+                // replay exchanges their size, `StepBuilder.exchangeMissingMTU`): it must take them.
+                let largest = peripherals[p].connections.flatMap { transcript.connections[$0].att.map(\.bytes.count) }.max() ?? 0
+                if largest > 247 { peripherals[p].mtu = min(517, largest) }
+                continue
+            }
             if servers.contains(where: { $0 != first }) {
                 peripherals[p].notes.append("its Exchange MTU Responses gave different receive MTUs (\(servers.map(String.init).joined(separator: ", "))); the scenario gives it the first")
             }

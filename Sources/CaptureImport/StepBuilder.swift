@@ -371,6 +371,7 @@ struct StepBuilder {
             lines[lines.count - 1] = .step(draft)
         }
         expect(.connected(peripherals[p].id))
+        exchangeMissingMTU(c, p, at: timed.start)
         if connection.startedBeforeCapture { resumeMidConnection(c, p, at: timed.start) }
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
     }
@@ -383,13 +384,6 @@ struct StepBuilder {
     private mutating func resumeMidConnection(_ c: Int, _ p: Int, at mark: CaptureMark) {
         let id = peripherals[p].id
         let session = importing.sessions[c]
-        let hasExchange = session.operations.contains { if case .mtu = $0.kind { return true } else { return false } }
-        let largest = importing.transcript.connections[c].att.map(\.bytes.count).max() ?? 0
-        if !hasExchange, largest > 23 {
-            let mtu = min(517, largest)
-            comment(mark, "the capture starts inside this connection with ATT PDUs of up to \(largest) octets: its ATT_MTU was at least \(mtu); the replay exchanges that")
-            add(.exchangeMTU(peripheral: id, mtu: mtu))
-        }
         var configured: Set<UInt16> = []
         for op in session.operations {
             if case let .configure(handle, _) = op.kind { configured.insert(handle) }
@@ -405,6 +399,21 @@ struct StepBuilder {
             comment(mark, "\(n.indication ? "indications" : "notifications") of \(ref) arrive without the capture showing the app subscribing (it did before the capture started): the replay subscribes")
             add(.subscribe(peripheral: id, characteristic: ref), subscription: kind)
         }
+    }
+
+    /// ATT PDUs longer than the default ATT_MTU of 23 (Core 5.4, Vol 3, Part F, 3.2.8) on a
+    /// connection whose capture shows no Exchange MTU: it happened where the capture cannot show
+    /// it (before the capture started, or in records it lost), and the replay exchanges the
+    /// largest PDU's size right after connecting, so that no value is cut to 20 octets.
+    private mutating func exchangeMissingMTU(_ c: Int, _ p: Int, at mark: CaptureMark) {
+        let session = importing.sessions[c]
+        guard !session.operations.contains(where: { if case .mtu = $0.kind { return true } else { return false } }) else { return }
+        let largest = importing.transcript.connections[c].att.map(\.bytes.count).max() ?? 0
+        guard largest > 23 else { return }
+        let mtu = min(517, largest)
+        let why = importing.transcript.connections[c].startedBeforeCapture ? "the capture starts inside this connection" : "the capture shows no Exchange MTU on this connection"
+        comment(mark, "\(why), and it carries ATT PDUs of up to \(largest) octets: its ATT_MTU was at least \(mtu); the replay exchanges that")
+        add(.exchangeMTU(peripheral: peripherals[p].id, mtu: mtu))
     }
 
     /// A scan's or an initiator's duty cycle (LE_Scan_Interval, LE_Scan_Window in 0.625 ms units,
