@@ -291,6 +291,8 @@ extension ImportedScenario {
             var slowest: [OperationKey: (time: Int64, interval: Int64)] = [:]
             var late: Set<OperationKey> = []
             for c in peripherals[p].connections {
+                // What the replay sends on connecting that the capture does not show comes first.
+                sequence += setupRequests(of: c)
                 for (index, x) in sessions[c].exchanges.enumerated() {
                     if x.superseded { continue }
                     let op = x.operation

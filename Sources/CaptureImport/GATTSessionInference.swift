@@ -92,9 +92,10 @@ extension GATTSession {
                 loose.append((handle, properties))
             }
         }
-        if let first = loose.first, let last = loose.last {
+        if let first = loose.first {
             let start = first.0 - 2
-            let end = last.0 + (cccds.contains(last.0 + 1) ? 1 : 0)
+            // Up to the last value, or its CCCD (right after it, where the lab lays it out too).
+            let end = loose.map { $0.0 + ($0.1 & 0x30 != 0 ? 1 : 0) }.max() ?? first.0
             database.services.append(DiscoveredDatabase.Service(uuid: Self.placeholderUUID(handle: start), start: start, end: end, characteristics: []))
             database.services.sort { $0.start < $1.start }
             let s = database.services.firstIndex { $0.start == start }!

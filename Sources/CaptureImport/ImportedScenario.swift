@@ -400,6 +400,59 @@ struct ImportedScenario {
         return (u.interval, u.latency, u.supervisionTimeout)
     }
 
+    /// What the replay's central does right after connecting `c` because the capture shows its
+    /// effects but not the requests: `mtu`, the ATT_MTU to exchange when PDUs longer than the
+    /// default 23 octets (Core 5.4, Vol 3, Part F, 3.2.8) come with no Exchange MTU in the
+    /// capture (it happened before the capture started, or in records it lost); `subscriptions`,
+    /// on a connection the capture started inside, the characteristics notified or indicated
+    /// whose CCCD write the capture never shows, by value handle.
+    struct ConnectionSetup {
+        var mtu: Int?
+        var subscriptions: [(handle: UInt16, configuration: GATTClientConfiguration)] = []
+    }
+
+    func setup(of c: Int) -> ConnectionSetup {
+        var setup = ConnectionSetup()
+        let session = sessions[c]
+        let connection = transcript.connections[c]
+        if !session.operations.contains(where: { if case .mtu = $0.kind { return true } else { return false } }) {
+            let largest = connection.att.map(\.bytes.count).max() ?? 0
+            if largest > 23 { setup.mtu = min(517, largest) }
+        }
+        guard connection.startedBeforeCapture else { return setup }
+        let p = owner[c]
+        var configured: Set<UInt16> = []
+        for op in session.operations {
+            if case let .configure(handle, _) = op.kind { configured.insert(handle) }
+        }
+        var seen: Set<UInt16> = []
+        for n in session.notifications where !seen.contains(n.handle) {
+            guard let (_, ch) = peripherals[p].database.characteristic(valueHandle: n.handle),
+                  !ch.descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration && configured.contains($0.handle) }),
+                  peripherals[p].reference(n.handle) != nil else { continue }
+            seen.insert(n.handle)
+            let both = session.notifications.contains { $0.handle == n.handle && $0.indication != n.indication }
+            setup.subscriptions.append((n.handle, both ? [.notification, .indication] : n.indication ? .indication : .notification))
+        }
+        return setup
+    }
+
+    /// The requests `setup(of:)` adds, as the peripheral receives them (for the flaws, which count
+    /// requests): Exchange MTU, then a Write Request to each CCCD, at the handle after the value
+    /// where the capture does not show it.
+    func setupRequests(of c: Int) -> [ATTPDU] {
+        let setup = setup(of: c)
+        var out: [ATTPDU] = []
+        if let mtu = setup.mtu { out.append(.exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: UInt16(mtu)))) }
+        let p = owner[c]
+        for s in setup.subscriptions {
+            let cccd = peripherals[p].database.characteristic(valueHandle: s.handle)?.characteristic.descriptors
+                .first { $0.uuid == .clientCharacteristicConfiguration }?.handle ?? s.handle + 1
+            out.append(.writeRequest(ATTWriteRequest(handle: cccd, value: s.configuration.littleEndianBytes)))
+        }
+        return out
+    }
+
     /// The parameters connection `c` was made with (LE Connection Complete), for the replay's
     /// connect step to ask for, so that its connection events (how many notifications arrive in a
     /// window, how long an answer waits) follow the capture's; nil when they are the lab central's
@@ -428,8 +481,13 @@ struct ImportedScenario {
     func timeline() -> [Timed] {
         var items: [Timed] = []
         for (i, scan) in transcript.scans.enumerated() {
-            let end = scan.end ?? transcript.connections.compactMap { $0.requested ?? $0.established }.first { $0 > scan.start }
-                ?? CaptureMark(record: scan.start.record, time: transcript.endTime)
+            // A scan step runs for its whole length, so one the phone kept running while it
+            // connected (Android scans on beside its links) ends at the connection request; what
+            // it heard after is listed (`StepBuilder.scan`).
+            let request = transcript.connections.filter { !$0.capturedOnPeripheral && !$0.startedBeforeCapture }
+                .compactMap { $0.requested ?? $0.established }.first { $0 > scan.start }
+            var end = scan.end ?? request ?? CaptureMark(record: scan.start.record, time: transcript.endTime)
+            if let request, request < end { end = request }
             items.append(Timed(item: .scan(i), start: scan.start, end: end))
         }
         for (c, connection) in transcript.connections.enumerated() {

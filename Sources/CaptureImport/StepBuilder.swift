@@ -282,7 +282,12 @@ struct StepBuilder {
     }
 
     private mutating func scan(_ i: Int, _ timed: ImportedScenario.Timed) {
-        let reports = importing.transcript.reports.filter { $0.scan == i }
+        let all = importing.transcript.reports.filter { $0.scan == i }
+        let reports = all.filter { $0.mark <= timed.end }
+        if reports.count < all.count, let first = all.first(where: { $0.mark > timed.end }) {
+            let devices = Set(all.filter { $0.mark > timed.end }.map(\.address)).count
+            notes.append("\(timed.end): the scan went on while the central connected (until \(importing.transcript.scans[i].end.map(\.description) ?? "the end of the capture")); its \(all.count - reports.count) advertising report\(all.count - reports.count == 1 ? "" : "s") from \(devices) device\(devices == 1 ? "" : "s") after the connection request (first at \(first.mark)) are not reproduced: the scenario's scan ends there")
+        }
         var seen: [Int] = []
         for r in reports {
             if let p = peripherals.firstIndex(where: { $0.address == ImportedPeripheral.normalized(r.address) }), !seen.contains(p) { seen.append(p) }
@@ -371,49 +376,26 @@ struct StepBuilder {
             lines[lines.count - 1] = .step(draft)
         }
         expect(.connected(peripherals[p].id))
-        exchangeMissingMTU(c, p, at: timed.start)
-        if connection.startedBeforeCapture { resumeMidConnection(c, p, at: timed.start) }
+        resume(c, p, at: timed.start)
         advertising[p] = false   // a legacy advertiser stops once connected (Core 5.4, Vol 6, Part B, 4.4.2)
     }
 
-    /// The capture started inside connection `c`: what the app had done on it before shows only in
-    /// what followed. ATT PDUs longer than the default ATT_MTU of 23 mean an exchange happened:
-    /// the replay exchanges the largest PDU's size. Notifications and indications of a
-    /// characteristic that the capture never shows the app subscribing to mean it had subscribed:
-    /// the replay subscribes.
-    private mutating func resumeMidConnection(_ c: Int, _ p: Int, at mark: CaptureMark) {
+    /// What the app had done on connection `c` before the capture shows it (`ImportedScenario.setup`):
+    /// an MTU exchange, subscriptions.
+    private mutating func resume(_ c: Int, _ p: Int, at mark: CaptureMark) {
         let id = peripherals[p].id
-        let session = importing.sessions[c]
-        var configured: Set<UInt16> = []
-        for op in session.operations {
-            if case let .configure(handle, _) = op.kind { configured.insert(handle) }
+        let setup = importing.setup(of: c)
+        if let mtu = setup.mtu {
+            let why = importing.transcript.connections[c].startedBeforeCapture ? "the capture starts inside this connection" : "the capture shows no Exchange MTU on this connection"
+            comment(mark, "\(why), and it carries ATT PDUs of up to \(mtu) octets: its ATT_MTU was at least \(mtu); the replay exchanges that")
+            add(.exchangeMTU(peripheral: id, mtu: mtu))
         }
-        var subscribed: Set<UInt16> = []
-        for n in session.notifications where !subscribed.contains(n.handle) {
-            guard let (_, ch) = peripherals[p].database.characteristic(valueHandle: n.handle),
-                  !ch.descriptors.contains(where: { $0.uuid == .clientCharacteristicConfiguration && configured.contains($0.handle) }),
-                  let ref = peripherals[p].reference(n.handle) else { continue }
-            subscribed.insert(n.handle)
-            let both = session.notifications.contains { $0.handle == n.handle && $0.indication != n.indication }
-            let kind: GATTClientConfiguration = both ? [.notification, .indication] : n.indication ? .indication : .notification
-            comment(mark, "\(n.indication ? "indications" : "notifications") of \(ref) arrive without the capture showing the app subscribing (it did before the capture started): the replay subscribes")
-            add(.subscribe(peripheral: id, characteristic: ref), subscription: kind)
+        for s in setup.subscriptions {
+            guard let ref = peripherals[p].reference(s.handle) else { continue }
+            let what = s.configuration == .indication ? "indications" : "notifications"
+            comment(mark, "\(what) of \(ref) arrive without the capture showing the app subscribing (it did before the capture started): the replay subscribes")
+            add(.subscribe(peripheral: id, characteristic: ref), subscription: s.configuration)
         }
-    }
-
-    /// ATT PDUs longer than the default ATT_MTU of 23 (Core 5.4, Vol 3, Part F, 3.2.8) on a
-    /// connection whose capture shows no Exchange MTU: it happened where the capture cannot show
-    /// it (before the capture started, or in records it lost), and the replay exchanges the
-    /// largest PDU's size right after connecting, so that no value is cut to 20 octets.
-    private mutating func exchangeMissingMTU(_ c: Int, _ p: Int, at mark: CaptureMark) {
-        let session = importing.sessions[c]
-        guard !session.operations.contains(where: { if case .mtu = $0.kind { return true } else { return false } }) else { return }
-        let largest = importing.transcript.connections[c].att.map(\.bytes.count).max() ?? 0
-        guard largest > 23 else { return }
-        let mtu = min(517, largest)
-        let why = importing.transcript.connections[c].startedBeforeCapture ? "the capture starts inside this connection" : "the capture shows no Exchange MTU on this connection"
-        comment(mark, "\(why), and it carries ATT PDUs of up to \(largest) octets: its ATT_MTU was at least \(mtu); the replay exchanges that")
-        add(.exchangeMTU(peripheral: peripherals[p].id, mtu: mtu))
     }
 
     /// A scan's or an initiator's duty cycle (LE_Scan_Interval, LE_Scan_Window in 0.625 ms units,
