@@ -29,7 +29,7 @@ public enum CaptureImporter {
     public static func importCapture(_ bytes: [UInt8], source: String) throws -> Result {
         let file = try CaptureFile.decode(bytes)
         let transcript = try HCIStreamAnalysis.analyse(file)
-        let sessions = transcript.connections.map { GATTSession.analyse($0.att) }
+        let sessions = transcript.connections.map { GATTSession.analyse($0.att, resumed: $0.startedBeforeCapture) }
         var imported = ImportedScenario(transcript: transcript, sessions: sessions, source: source, format: file.format,
                                         recordCount: file.recordCount)
         let (scenario, comments) = imported.build()

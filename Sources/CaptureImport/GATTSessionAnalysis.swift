@@ -106,6 +106,8 @@ public struct GATTSession: Sendable {
     /// Handles of Client Characteristic Configuration descriptors the central wrote by handle,
     /// without discovering them (`inferUndiscovered`).
     public var cccds: Set<UInt16> = []
+    /// On a connection the capture started inside: answers to requests sent before it.
+    public var answersBeforeCapture = 0
 
     /// Whether `pdu` is one of the discovery requests (Part G, 4.4–4.7).
     static func isDiscovery(_ pdu: ATTPDU) -> Bool {
@@ -121,7 +123,9 @@ public struct GATTSession: Sendable {
     /// Reads `records` (one connection's ATT PDUs, in capture order). Never fails: a PDU that does
     /// not decode, or an answer to nothing, is kept for the scenario writer (a peripheral's damaged
     /// answer may be the very bug being imported) or noted.
-    public static func analyse(_ records: [ATTRecord]) -> GATTSession {
+    /// `resumed`: the capture started inside the connection, so answers may come to requests
+    /// sent before it (`answersBeforeCapture`).
+    public static func analyse(_ records: [ATTRecord], resumed: Bool = false) -> GATTSession {
         var session = GATTSession()
         var pending: Int?                  // index into exchanges of the outstanding request
         var discovery: Int?                // index of the discovery operation in progress
@@ -135,6 +139,7 @@ public struct GATTSession: Sendable {
         var rediscoveryStart: UInt16 = 0              // the Service Changed whose re-discovery is running
         var awaitingRediscovery: Int?      // a Service Changed whose re-discovery may start with the next request
         var peripheralMTURequest: (mark: CaptureMark, mtu: UInt16)?   // the peripheral's Exchange MTU Request, unanswered
+        var harvested: [BluetoothUUID] = []    // services the answers to requests before the capture listed
 
         func closeDiscovery() {
             discovery = nil
@@ -376,6 +381,23 @@ public struct GATTSession: Sendable {
                 continue
             }
             guard let p = pending else {
+                if resumed, session.exchanges.isEmpty {
+                    // The answer to a request sent before the capture started: what it tells of the
+                    // database is kept (a primary service discovery's Read By Group Type Response,
+                    // the usual first answer of a resumed log), nothing is replayed.
+                    session.answersBeforeCapture += 1
+                    if case let .readByGroupTypeResponse(resp) = pdu {
+                        for e in resp.entries where e.value.count == 2 || e.value.count == 16 {
+                            var rd = ByteReader(e.value)
+                            if let uuid = try? rd.readUUID(width: e.value.count) {
+                                session.database.addService(uuid, start: e.handle, end: e.endGroupHandle)
+                                harvested.append(uuid)
+                            }
+                        }
+                    }
+                    session.notes.append("\(record.mark): \(pdu.opcode.name), the answer to a request sent before the capture started; not reproduced\(pdu.opcode == .readByGroupTypeResponse ? " (the services it lists are declared)" : "")")
+                    continue
+                }
                 session.unsolicited.append(UnsolicitedPDU(mark: record.mark, bytes: record.bytes))
                 continue
             }
@@ -505,6 +527,10 @@ public struct GATTSession: Sendable {
         }
         if let p = pending, session.exchanges[p].serviceChange == nil {
             session.exchanges[p].operation = operation(for: p, rejected: nil, unanswered: true, at: session.exchanges[p].sent)
+        }
+        // The discovery the capture caught in the middle found what the answers before it listed too.
+        if let i = session.operations.firstIndex(where: { if case .discover = $0.kind { return true } else { return false } }) {
+            session.operations[i].found = harvested.filter { !session.operations[i].found.contains($0) } + session.operations[i].found
         }
         session.inferUndiscovered()
         return session

@@ -49,8 +49,20 @@ extension GATTSession {
     func early(_ mark: CaptureMark) -> Bool { firstDiscovery.map { mark < $0 } ?? true }
 
     /// Adds to `database` what the traffic shows of handles discovery did not find (see above).
+    ///
+    /// The central's reads and writes count at any time: an app reads or writes only handles it
+    /// knows (from its cache, or a discovery the capture lost). Notifications count before the
+    /// first discovery, or for a handle the app also used: after a discovery, one of a handle the
+    /// app never found nor used is a peripheral's flaw, which the app ignores.
     mutating func inferUndiscovered() {
-        let notified = Dictionary(grouping: notifications.filter { early($0.mark) }, by: \.handle)
+        var used: Set<UInt16> = []
+        for op in operations {
+            switch op.kind {
+            case let .read(handle, _), let .write(handle, _, _): used.insert(handle); used.insert(handle &- 1)
+            default: continue
+            }
+        }
+        let notified = Dictionary(grouping: notifications.filter { early($0.mark) || used.contains($0.handle) }, by: \.handle)
         var uses: [UInt16: UInt8] = [:]              // value handle → properties octet
         func use(_ handle: UInt16, _ property: UInt8) {
             guard database.characteristic(valueHandle: handle) == nil else { return }
@@ -61,7 +73,7 @@ extension GATTSession {
             if list.contains(where: { !$0.indication }) { use(handle, 0x10) }
         }
         // CCCDs written by handle: the value handle before them notified (or indicated).
-        for k in operations.indices where early(operations[k].start) {
+        for k in operations.indices {
             guard case let .write(handle, value, false) = operations[k].kind, value.count == 2, value[1] == 0, value[0] <= 3,
                   handle > 1, database.characteristic(valueHandle: handle) == nil, notified[handle] == nil else { continue }
             let valueHandle = handle - 1
@@ -71,7 +83,7 @@ extension GATTSession {
             if !known { use(valueHandle, (value[0] & 0x01 != 0 ? 0x10 : 0) | (value[0] & 0x02 != 0 ? 0x20 : 0) | 0) }
             cccds.insert(handle)
         }
-        for op in operations where early(op.start) {
+        for op in operations {
             switch op.kind {
             case let .read(handle, _): use(handle, 0x02)
             case let .write(handle, _, command): use(handle, command ? 0x04 : 0x08)
