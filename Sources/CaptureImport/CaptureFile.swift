@@ -49,6 +49,9 @@ public struct CaptureFile: Sendable {
     /// Link type 187: connection handles whose ATT traffic was placed assuming the capturing host
     /// is the GATT client (the capture shows no LE Connection Complete giving its role).
     public var assumedClientHandles: [UInt16] = []
+    /// What a tolerant reading (`decode(_:strict: false)`) could not read and left out, or read in
+    /// part, in file order: see `SkippedRecord`. Always listed in the import's "Not reproduced".
+    public var skipped: [SkippedRecord] = []
 
     /// Keeps time from running backwards or leaping: see `clockAdjustments`.
     mutating func smoothClock() {
@@ -66,7 +69,13 @@ public struct CaptureFile: Sendable {
     /// Reads a btsnoop (datalinks 1001, 1002, 2001), PacketLogger, pcap or pcapng file (link types
     /// 187, 201, 254). A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
-    public static func decode(_ bytes: [UInt8]) throws -> CaptureFile {
+    ///
+    /// `strict: false` reads what can be read instead (TolerantReading.swift): a record whose
+    /// packet does not decode is skipped, a broken framing ends the reading with the records before
+    /// it, and each is listed in `skipped`. Only a file that is none of the formats (or whose first
+    /// record cannot be read) still throws.
+    public static func decode(_ bytes: [UInt8], strict: Bool = true) throws -> CaptureFile {
+        if !strict { return try decodeTolerantly(bytes) }
         if PcapReader.looksLikePcap(bytes) {
             do { return try PcapHCI.captureFile(PcapReader.decode(bytes)) } catch let error as PcapError { throw CaptureError.pcap(error) }
         }
@@ -93,6 +102,10 @@ public struct CaptureFile: Sendable {
     static func decodeBTSnoop(_ bytes: [UInt8]) throws -> CaptureFile {
         let file: BTSnoopFile
         do { file = try BTSnoopReader.decode(bytes) } catch let error as BTSnoopError { throw CaptureError.btsnoop(error) }
+        return fromBTSnoop(file)
+    }
+
+    static func fromBTSnoop(_ file: BTSnoopFile) -> CaptureFile {
         var packets: [Packet] = []
         var offset = 16
         let origin = file.records.first?.timestamp ?? 0
@@ -111,12 +124,20 @@ public struct CaptureFile: Sendable {
     static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
         let origin = file.records.first?.unixMicroseconds ?? 0
         var packets: [Packet] = []
+        var unknown: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {
-            guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else { continue }
+            guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else {
+                if !record.type.isKnown {
+                    unknown.append(SkippedRecord(record: index + 1, offset: record.offset, outcome: .skipped,
+                                                 reason: "its record type, \(record.type), is none PacketLogger is known to write"))
+                }
+                continue
+            }
             packets.append(Packet(record: index + 1, offset: record.offset, time: record.unixMicroseconds - origin,
                                   direction: direction, frame: frame, missingOctets: 0))
         }
         var capture = CaptureFile(format: .packetLogger(bigEndian: file.bigEndian), recordCount: file.records.count, packets: packets)
+        capture.skipped = unknown
         capture.smoothClock()
         return capture
     }
