@@ -58,6 +58,19 @@ public struct SkippedRecord: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// `3 records skipped, 1 kept without its trailing octets, the rest of the file from offset
+    /// 5120 not read`.
+    public static func counts(_ list: [SkippedRecord]) -> String {
+        let kept = list.filter(\.isKept).count
+        let unread = list.first { if case .restOfFileNotRead = $0.outcome { return true } else { return false } }
+        let dropped = list.count - kept - (unread == nil ? 0 : 1)
+        var parts: [String] = []
+        if dropped > 0 { parts.append("\(dropped) record\(dropped == 1 ? "" : "s") skipped") }
+        if kept > 0 { parts.append("\(kept) kept without \(kept == 1 ? "its" : "their") trailing octets") }
+        if let unread { parts.append("the rest of the file from offset \(unread.offset) not read") }
+        return parts.joined(separator: ", ")
+    }
+
     public var description: String {
         let place = record.map { "record \($0) at offset \(offset)" } ?? "offset \(offset)"
         switch outcome {
