@@ -161,6 +161,8 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case noPackets(records: Int)
     /// The capture shows nothing to import: no scan, no connection, no advertising of its own.
     case nothingToImport(packets: Int)
+    /// The capture shows scanning, but no device: no advertising report, no connection.
+    case nothingHeard(packets: Int, scans: Int)
 
     /// The byte offset in the file the error refers to.
     public var offset: Int {
@@ -169,7 +171,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .packetLogger(e): return e.offset
         case let .pcap(e): return e.offset
         case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
-        case .noPackets, .nothingToImport: return 0
+        case .noPackets, .nothingToImport, .nothingHeard: return 0
         }
     }
 
@@ -187,6 +189,9 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
             return "the capture holds no HCI packets (\(records) record\(records == 1 ? "" : "s"))"
         case let .nothingToImport(packets):
             return "the capture's \(packets) HCI packets hold no scan, no connection and no advertising: nothing to import"
+        case let .nothingHeard(packets, scans):
+            return "the capture's \(packets) HCI packets show \(scans) scan\(scans == 1 ? "" : "s") but no advertising report and no connection: "
+                + "no peripheral to declare, nothing to import (blelab import --summary shows what is there)"
         }
     }
 }

@@ -41,6 +41,10 @@ public enum CaptureImporter {
         var imported = ImportedScenario(transcript: transcript, sessions: sessions, source: source, format: file.format,
                                         recordCount: file.recordCount)
         let (scenario, comments) = imported.build()
+        // A scenario declares at least one peripheral: scans that heard nothing give none.
+        guard !scenario.peripherals.isEmpty else {
+            throw CaptureError.nothingHeard(packets: file.packets.count, scans: transcript.scans.count)
+        }
         return Result(yaml: ScenarioWriter.write(scenario, comments: comments), scenario: scenario, comments: comments, file: file,
                       transcript: transcript, sessions: sessions, peripheralIDs: imported.peripherals.map(\.id))
     }

@@ -51,6 +51,9 @@ public struct CaptureSummary: Sendable {
         /// Handles the ATT traffic used, in order.
         public var handlesUsed: [UInt16]
         public var errors: [ATTErrorSeen]
+        /// Attribute Not Found answering a discovery request: how each discovery procedure ends
+        /// (Core 5.4, Vol 3, Part G, 4.4.1, 4.6.1, 4.7.1), not an error of the peripheral.
+        public var discoveryEnds: Int
         /// Notifications and indications: their times (microseconds).
         public var valueTimes: [Int64]
         public var clientMTU: UInt16?
@@ -121,6 +124,8 @@ public struct CaptureSummary: Sendable {
         var times: [Int64] = []
         var clientMTU: UInt16?
         var serverMTU: UInt16?
+        var discoveryEnds = 0
+        var readByTypeDiscovers = false
         func count(_ handle: UInt16, _ body: (inout Operations) -> Void) {
             if ops[handle] == nil {
                 ops[handle] = Operations(handle: handle)
@@ -145,7 +150,15 @@ public struct CaptureSummary: Sendable {
                 times.append(record.mark.time)
             case let .exchangeMTURequest(r): clientMTU = r.clientRxMTU
             case let .exchangeMTUResponse(r): serverMTU = r.serverRxMTU
+            case let .readByTypeRequest(r):
+                readByTypeDiscovers = r.attributeType == .characteristic || r.attributeType == .include
             case let .errorResponse(e):
+                let discovery = [ATTOpcode.readByGroupTypeRequest, .findByTypeValueRequest, .findInformationRequest].contains(e.requestOpcode)
+                    || (e.requestOpcode == .readByTypeRequest && readByTypeDiscovers)
+                if discovery && e.error == .attributeNotFound {
+                    discoveryEnds += 1
+                    continue
+                }
                 if let i = errors.firstIndex(where: { $0.request == e.requestOpcode && $0.handle == e.handle && $0.code == e.error }) {
                     errors[i].count += 1
                 } else {
@@ -155,7 +168,7 @@ public struct CaptureSummary: Sendable {
             }
         }
         return Link(connection: c, session: session, operations: used.compactMap { ops[$0] }, handlesUsed: used, errors: errors,
-                    valueTimes: times, clientMTU: clientMTU, serverMTU: serverMTU)
+                    discoveryEnds: discoveryEnds, valueTimes: times, clientMTU: clientMTU, serverMTU: serverMTU)
     }
 
     /// The most notifications and indications in any one-second window [t, t + 1 s) starting at
@@ -314,6 +327,9 @@ extension CaptureSummary {
             let mean = tenths.map { "\($0 / 10).\($0 % 10)/s" } ?? "all at once"
             out.append("     notifications and indications: \(n) from \(CaptureMark.seconds(first)) to \(CaptureMark.seconds(last)), "
                        + "mean \(mean), peak \(peak.count) in 1 s (from \(CaptureMark.seconds(peak.start)))")
+        }
+        if l.discoveryEnds > 0 {
+            out.append("     discovery ended with Attribute Not Found \(l.discoveryEnds) time\(l.discoveryEnds == 1 ? "" : "s") (as the procedures end)")
         }
         for e in l.errors {
             out.append("     ATT error: \(e.request.name) handle 0x\(hex(e.handle)): \(e.code)" + (e.count > 1 ? " ×\(e.count)" : "") + ", first at \(e.first)")
