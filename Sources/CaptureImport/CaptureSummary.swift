@@ -267,7 +267,14 @@ extension CaptureSummary {
             switch r.accepted {
             case true?: answer = "accepted"
             case false?: answer = "rejected" + (r.rejection.map { " (\($0.name))" } ?? "")
-            case nil: answer = "no answer seen"
+            case nil:
+                // The capturing host's own LE Connection Update ends with the next LE Connection
+                // Update Complete (Core 5.4, Vol 4, Part E, 7.8.18).
+                if r.kind == .hciCommand, let done = c.parameterUpdates.first(where: { r.mark < $0.mark }) {
+                    answer = done.status == .success ? "completed at \(done.mark)" : "failed at \(done.mark), \(done.status.name)"
+                } else {
+                    answer = "no answer seen"
+                }
             }
             out.append("     \(who) asked at \(r.mark) via \(how): interval \(Self.milliseconds(Int64(r.intervalMin) * 1250))"
                        + "..\(Self.milliseconds(Int64(r.intervalMax) * 1250)) ms, latency \(r.latency), timeout \(Int(r.supervisionTimeout) * 10) ms: \(answer)")
