@@ -109,14 +109,23 @@ public struct CaptureFile: Sendable {
         var packets: [Packet] = []
         var offset = 16
         let origin = file.records.first?.timestamp ?? 0
+        var empty: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {
             defer { offset += 24 + record.data.count }
-            guard let frame = record.h4Frame, !frame.isEmpty else { continue }
+            guard let frame = record.h4Frame, !frame.isEmpty else {
+                // An H4 record (1002) always starts with its packet indicator; other datalinks'
+                // records without a packet (monitor index and note records) are not packets.
+                if file.datalink == .hciUART && record.data.isEmpty {
+                    empty.append(SkippedRecord(record: index + 1, offset: offset, outcome: .skipped, reason: "the record is empty (no H4 packet indicator)"))
+                }
+                continue
+            }
             let (time, overflow) = record.timestamp.subtractingReportingOverflow(origin)
             packets.append(Packet(record: index + 1, offset: offset, time: overflow ? 0 : time, direction: record.direction,
                                   frame: frame, missingOctets: Int(record.originalLength) - record.data.count))
         }
         var capture = CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
+        capture.skipped = empty
         capture.smoothClock()
         return capture
     }

@@ -127,11 +127,10 @@ public struct CaptureSummary: Sendable {
         var discoveryEnds = 0
         var readByTypeDiscovers = false
         func count(_ handle: UInt16, _ body: (inout Operations) -> Void) {
-            if ops[handle] == nil {
-                ops[handle] = Operations(handle: handle)
-                used.append(handle)
-            }
-            body(&ops[handle]!)
+            var o = ops[handle] ?? Operations(handle: handle)
+            if ops[handle] == nil { used.append(handle) }
+            body(&o)
+            ops[handle] = o
         }
         for record in c.att {
             guard let pdu = try? ATTPDU(decoding: record.bytes) else { continue }
@@ -180,7 +179,8 @@ public struct CaptureSummary: Sendable {
         var end = 0
         for (i, t) in sorted.enumerated() {
             if end < i { end = i }
-            while end < sorted.count && sorted[end] < t + 1_000_000 { end += 1 }
+            let (limit, overflow) = t.addingReportingOverflow(1_000_000)
+            while end < sorted.count && (overflow || sorted[end] < limit) { end += 1 }
             if end - i > best.count { best = (end - i, t) }
         }
         return best
@@ -201,7 +201,7 @@ extension CaptureSummary {
         out.append("")
         out.append("Devices seen: \(devices.count)" + (devices.isEmpty ? " (no advertising reports)" : ""))
         for d in devices {
-            var line = "  \(d.name.map { "\"\($0)\"" } ?? "(no name)")  \(Self.describe(d.address))"
+            var line = "  \(d.name.map(Self.quoted) ?? "(no name)")  \(Self.describe(d.address))"
             if let low = d.rssiMin, let high = d.rssiMax { line += "  RSSI \(low)..\(high) dBm" } else { line += "  RSSI n/a" }
             line += d.connectable ? "  connectable" : "  not connectable"
             line += "  \(d.reports) report\(plural(d.reports))"
@@ -215,7 +215,7 @@ extension CaptureSummary {
         }
         if let own = ownAdvertising {
             let name = (try? AdvertisingData(decoding: own.data))?.localName ?? (own.scanResponse.flatMap { try? AdvertisingData(decoding: $0) })?.localName
-            out.append("  the capturing host advertised itself\(name.map { " as \"\($0)\"" } ?? "") from \(own.enabled)"
+            out.append("  the capturing host advertised itself\(name.map { " as \(Self.quoted($0))" } ?? "") from \(own.enabled)"
                        + (own.interval.map { ", every \(Self.milliseconds($0)) ms" } ?? "") + (own.connectable ? ", connectable" : ", not connectable"))
         }
 
@@ -249,7 +249,7 @@ extension CaptureSummary {
         var out: [String] = []
         let peerName = devices.first { $0.address == c.peer }?.name
         let role = c.capturedOnPeripheral ? "the capturing host was the peripheral; the peer is the central" : "the capturing host was the central"
-        out.append("  #\(number) handle 0x\(hex(c.handle)) with \(Self.describe(c.peer))\(peerName.map { " \"\($0)\"" } ?? ""): \(role)")
+        out.append("  #\(number) handle 0x\(hex(c.handle)) with \(Self.describe(c.peer))\(peerName.map { " " + Self.quoted($0) } ?? ""): \(role)")
         out.append("     established \(c.established)" + (c.requested.map { " (asked at \($0))" } ?? ""))
         out.append("     parameters: \(Self.parameters(c.interval, c.latency, c.supervisionTimeout))")
         for u in c.parameterUpdates {
@@ -383,6 +383,10 @@ extension CaptureSummary {
         }
         return "handle 0x\(hex(handle))"
     }
+
+    /// A name a device advertised, in quotes, with control characters escaped (`"a\nb"`): one
+    /// line, whatever the device sent.
+    static func quoted(_ name: String) -> String { String(reflecting: name) }
 
     /// `C0:11:22:33:44:55/random (static)`.
     static func describe(_ address: LEAddress) -> String {
