@@ -238,6 +238,36 @@ final class TolerantReadingTests: XCTestCase {
         }
     }
 
+    // MARK: Records of the file's framing that hold no packet
+
+    /// pcapng: a packet block naming an interface its section never described, and one too short
+    /// for link type 201's direction header; btsnoop 1002: a record with no octet at all. The
+    /// blocks' and records' lengths hold, so each is skipped by its length and the rest is read.
+    func testPacketBlocksAndRecordsWithoutAPacketAreSkippedByTheirLength() throws {
+        let (whole, offsets) = Self.write(frames, as: .pcapng)
+        let badInterface = PcapTests.epb(interface: 5, timestamp: UInt64(frames[1].time), PcapTests.phdr(.hostToController, [0x01]), false)
+        let tooShort = PcapTests.epb(interface: 0, timestamp: UInt64(frames[1].time), [0, 0, 0], false)
+        let at = offsets[1]
+        let bytes = Array(whole[0..<at]) + badInterface + tooShort + Array(whole[at...])
+        let result = try CaptureImporter.importCapture(bytes, source: "capture")
+        XCTAssertEqual(result.file.skipped, [
+            SkippedRecord(record: nil, offset: at, outcome: .skipped, reason: "pcapng: block 4 at offset \(at) names interface 5, but its section describes 1"),
+            SkippedRecord(record: 2, offset: at + badInterface.count, outcome: .skipped, reason: "3 octets, too short for link type 201 (BLUETOOTH_HCI_H4_WITH_PHDR)'s header (needs 5)"),
+        ])
+        XCTAssertEqual(result.file.packets.count, frames.count)
+        XCTAssertEqual(result.scenario.peripherals, try cleanImport(frames, .pcapng).scenario.peripherals)
+        XCTAssertThrowsError(try CaptureImporter.importCapture(bytes, source: "capture", strict: true)) { error in
+            XCTAssertEqual(error as? CaptureError, .pcap(.unknownInterface(block: 4, interface: 5, interfaces: 1, at: at)))
+        }
+
+        var empty = frames
+        empty.insert(Frame(time: frames[1].time, direction: .controllerToHost, bytes: []), at: 1)
+        let (btsnoop, starts) = Self.write(empty, as: .btsnoop)
+        let strict = try CaptureImporter.importCapture(btsnoop, source: "capture", strict: true)
+        XCTAssertEqual(strict.file.skipped, [SkippedRecord(record: 2, offset: starts[1], outcome: .skipped, reason: "the record is empty (no H4 packet indicator)")])
+        XCTAssertTrue(strict.yaml.contains("#   - record 2 at offset \(starts[1]) skipped: the record is empty (no H4 packet indicator)"))
+    }
+
     // MARK: The command line
 
     /// `blelab import` lists what it skipped on standard error (counts, the first five, a pointer
