@@ -298,7 +298,13 @@ extension CaptureSummary {
         let db = l.session.database
         if db.services.isEmpty {
             let handles = l.handlesUsed.sorted().map { "0x" + hex($0) }
-            out.append("     GATT database: not discovered in the capture" + (handles.isEmpty ? "" : ": handles used \(handles.joined(separator: ", "))"))
+            let used = handles.isEmpty ? "" : ": handles used \(handles.joined(separator: ", "))"
+            // An app that connects again usually keeps the database it discovered before.
+            if let earlier = links.prefix(number - 1).lastIndex(where: { $0.connection.peer == c.peer && !$0.session.database.services.isEmpty }) {
+                out.append("     GATT database: not discovered again on this connection (as on #\(earlier + 1))" + used)
+            } else {
+                out.append("     GATT database: not discovered in the capture" + used)
+            }
         } else {
             out.append("     GATT database (as discovery showed it):")
             for s in db.services {
