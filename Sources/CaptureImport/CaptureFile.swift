@@ -108,7 +108,9 @@ public struct CaptureFile: Sendable {
     static func fromBTSnoop(_ file: BTSnoopFile) -> CaptureFile {
         var packets: [Packet] = []
         var offset = 16
-        let origin = file.records.first?.timestamp ?? 0
+        // Time counts from the first packet: index and note records may be much older (an earlier
+        // logging session), and would put every packet more than a day "late".
+        let origin = (file.records.first { $0.h4Frame?.isEmpty == false } ?? file.records.first)?.timestamp ?? 0
         var empty: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {
             defer { offset += 24 + record.data.count }
@@ -131,7 +133,9 @@ public struct CaptureFile: Sendable {
     }
 
     static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
-        let origin = file.records.first?.unixMicroseconds ?? 0
+        // Time counts from the first packet: PacketLogger's note and config records may be days
+        // older (iOS writes them when logging is set up), and would put every packet "late".
+        let origin = (file.records.first { $0.type.hciPacket != nil } ?? file.records.first)?.unixMicroseconds ?? 0
         var packets: [Packet] = []
         var unknown: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {

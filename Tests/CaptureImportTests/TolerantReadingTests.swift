@@ -268,6 +268,21 @@ final class TolerantReadingTests: XCTestCase {
         XCTAssertTrue(strict.yaml.contains("#   - record 2 at offset \(starts[1]) skipped: the record is empty (no H4 packet indicator)"))
     }
 
+    // MARK: Time
+
+    /// iOS writes PacketLogger's note and config records when logging is set up, days before the
+    /// packets (a real iPhone capture's notes are 5.8 days older): time counts from the first
+    /// packet, so the packets keep their spacing instead of each being "more than a day late".
+    func testTimeCountsFromTheFirstPacketNotFromOlderNotes() throws {
+        let sixDays: Int64 = 6 * 86_400 * 1_000_000
+        var withNote = frames
+        withNote.insert(Frame(time: frames[0].time - sixDays, direction: .controllerToHost, bytes: [0x00] + Array("note".utf8), rawType: 0xFC), at: 0)
+        let file = try CaptureFile.decode(Self.write(withNote, as: .packetLogger).bytes)
+        XCTAssertEqual(file.clockAdjustments, [])
+        XCTAssertEqual(file.packets.first?.time, 0)
+        XCTAssertEqual(file.packets.map(\.time), try CaptureFile.decode(Self.write(frames, as: .packetLogger).bytes).packets.map(\.time))
+    }
+
     // MARK: The command line
 
     /// `blelab import` lists what it skipped on standard error (counts, the first five, a pointer
