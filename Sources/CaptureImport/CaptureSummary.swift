@@ -14,6 +14,8 @@ public struct CaptureSummary: Sendable {
         public var address: LEAddress
         /// The first Complete (or Shortened) Local Name in its advertising data or scan responses.
         public var name: String?
+        /// The service UUIDs its advertising data and scan responses listed, first seen first.
+        public var services: [BluetoothUUID] = []
         public var rssiMin: Int8?
         public var rssiMax: Int8?
         public var connectable: Bool
@@ -98,8 +100,9 @@ public struct CaptureSummary: Sendable {
                 devices[i].rssiMin = min(devices[i].rssiMin ?? rssi, rssi)
                 devices[i].rssiMax = max(devices[i].rssiMax ?? rssi, rssi)
             }
-            if devices[i].name == nil, let ad = try? AdvertisingData(decoding: r.data), let name = ad.localName, !name.isEmpty {
-                devices[i].name = name
+            if let ad = try? AdvertisingData(decoding: r.data) {
+                if devices[i].name == nil, let name = ad.localName, !name.isEmpty { devices[i].name = name }
+                for uuid in ad.serviceUUIDs where !devices[i].services.contains(uuid) { devices[i].services.append(uuid) }
             }
         }
         var notes = t.notes
@@ -203,6 +206,7 @@ extension CaptureSummary {
         for d in devices {
             var line = "  \(d.name.map(Self.quoted) ?? "(no name)")  \(Self.describe(d.address))"
             if let low = d.rssiMin, let high = d.rssiMax { line += "  RSSI \(low)..\(high) dBm" } else { line += "  RSSI n/a" }
+            if !d.services.isEmpty { line += "  services " + d.services.map(\.description).joined(separator: ", ") }
             line += d.connectable ? "  connectable" : "  not connectable"
             line += "  \(d.reports) report\(plural(d.reports))"
             if d.scanResponses > 0 { line += " (\(d.scanResponses) scan response\(plural(d.scanResponses)))" }

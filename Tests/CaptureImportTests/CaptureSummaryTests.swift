@@ -25,7 +25,7 @@ final class CaptureSummaryTests: XCTestCase {
         // hm10: address C0:11:22:33:44:55/random (two top bits set: static), RSSI -48 ± 2 dB of noise.
         let hm10 = try XCTUnwrap(lines(text, containing: "\"HMSoft\"").first, text)
         XCTAssertTrue(hm10.hasPrefix("  \"HMSoft\"  C0:11:22:33:44:55/random (static)  RSSI -"), hm10)
-        XCTAssertTrue(hm10.contains(" dBm  connectable  "), hm10)
+        XCTAssertTrue(hm10.contains(" dBm  services FFE0  connectable  "), hm10)
         XCTAssertTrue(hm10.contains(" scan response"), hm10)
         XCTAssertEqual(lines(text, containing: "\"Smart_Curtain\"").count, 1, text)
         XCTAssertTrue(text.contains("Connections: 1\n"), text)
