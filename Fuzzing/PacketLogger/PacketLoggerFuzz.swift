@@ -7,5 +7,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = fuzzBytes(data, size)
     _ = PacketLoggerReader.looksLikePacketLogger(bytes)
     _ = try? PacketLoggerReader.decode(bytes)
+    _ = (try? PacketLoggerReader.decodeReadable(bytes)).map { $0.stop?.description }
     return 0
 }

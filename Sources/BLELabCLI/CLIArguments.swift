@@ -6,7 +6,7 @@ public enum CLICommand: Equatable {
     case run(RunArguments)
     case validate(paths: [String])
     case list(ListArguments)
-    /// `import CAPTURE [-o FILE]` (ImportCommand.swift).
+    /// `import CAPTURE [-o FILE] [--strict] [--summary]` (ImportCommand.swift).
     case importCapture(ImportArguments)
     /// `verdicts [LABEL=]JUNIT…` (VerdictsCommand.swift).
     case verdicts(VerdictsArguments)
@@ -281,7 +281,8 @@ public enum Help {
       run [PATHS…]       run scenarios (files, or folders searched for *.yaml; default scenarios/)
       validate [PATHS…]  check scenario files without running them; every error is printed
       list [PATHS…]      list scenarios: name, tags, file (--controllers: how many the vhci tier needs)
-      import CAPTURE     write a scenario from a capture: btsnoop, PacketLogger, pcap(ng) (-o FILE; default stdout)
+      import CAPTURE     write a scenario from a capture: btsnoop, PacketLogger, pcap(ng) (-o FILE; default stdout;
+                         --summary: what the capture holds; --strict: stop at the first damaged record)
       verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
       --version          the version, and the git commit blelab was built from
 

@@ -1,20 +1,30 @@
 import CaptureImport
 import ScenarioFormat
 
-/// `blelab import CAPTURE [-o FILE]`: the capture's central side as a scenario (docs/import.md).
+/// `blelab import CAPTURE [-o FILE] [--strict]`: the capture's central side as a scenario;
+/// `blelab import --summary CAPTURE`: what the capture holds, as text (docs/import.md).
 public struct ImportArguments: Equatable {
     public var capture: String
     /// Nil: standard output.
     public var output: String?
+    /// Stop at the first record that does not decode, as `blelab import` did before it read
+    /// damaged captures tolerantly.
+    public var strict: Bool
+    /// Print what the capture holds instead of writing a scenario.
+    public var summary: Bool
 
-    public init(capture: String, output: String? = nil) {
+    public init(capture: String, output: String? = nil, strict: Bool = false, summary: Bool = false) {
         self.capture = capture
         self.output = output
+        self.strict = strict
+        self.summary = summary
     }
 
     static func parse(_ arguments: [String]) throws -> CLICommand {
         var capture: String?
         var output: String?
+        var strict = false
+        var summary = false
         var index = 0
         var onlyPaths = false
         while index < arguments.count {
@@ -32,8 +42,11 @@ public struct ImportArguments: Equatable {
                     }
                     if inline == nil { index += 1 }
                     output = value
+                case "--strict", "--summary":
+                    guard inline == nil else { throw UsageError("option \(name) takes no value") }
+                    if name == "--strict" { strict = true } else { summary = true }
                 default:
-                    let hint = Spelling.suggestion(for: name, in: ["--output", "--help"]).map { "; \($0)" } ?? ""
+                    let hint = Spelling.suggestion(for: name, in: ["--output", "--strict", "--summary", "--help"]).map { "; \($0)" } ?? ""
                     throw UsageError("unknown option '\(name)' for import\(hint); see 'blelab import --help'")
                 }
                 continue
@@ -42,13 +55,14 @@ public struct ImportArguments: Equatable {
             capture = argument
         }
         guard let capture else { throw UsageError("import needs a capture file: blelab import CAPTURE [-o FILE]") }
-        return .importCapture(ImportArguments(capture: capture, output: output))
+        return .importCapture(ImportArguments(capture: capture, output: output, strict: strict, summary: summary))
     }
 }
 
 extension Help {
     public static let importCapture = """
-    usage: blelab import CAPTURE [-o FILE]
+    usage: blelab import CAPTURE [-o FILE] [--strict]
+           blelab import --summary CAPTURE [-o FILE] [--strict]
 
     Reads a capture (the central's, or a peripheral's) and writes a scenario that replays it: the
     peripherals as they advertised and as discovery found them (services, characteristics,
@@ -60,8 +74,22 @@ extension Help {
     1001, 1002, 2001), Apple PacketLogger (.pklg), or pcapng / pcap as Wireshark saves them (link
     types 187, 201, 254: HCI; air captures, 251, 256, 272, are not read yet), recognised by content.
 
+    A damaged capture is read as far as it can be: a record whose packet does not decode (cut
+    short, wrong lengths, an unknown packet type) is skipped, a complete packet followed by extra
+    octets is kept without them, and where the file's framing breaks the records before it are
+    kept. Each is listed (record number, byte offset, why) in the scenario's "Not reproduced"
+    header, and the first few on standard error.
+
     options:
-      -o, --output FILE  write the scenario to FILE (default: standard output)
+      -o, --output FILE  write the scenario (or the summary) to FILE (default: standard output)
+      --summary          print what the capture holds instead of a scenario: format, records and
+                         time span; devices seen (name, address, RSSI range, connectable, reports);
+                         connections (parameters, updates and who asked, disconnect reasons); each
+                         GATT database as discovery showed it; operations per characteristic
+                         (reads, write requests and commands, notifications, indications);
+                         notifications per second; ATT errors; what was skipped or not reproduced.
+                         Works on captures with nothing to import
+      --strict           stop at the first record that does not decode (exit 2), naming it
       -h, --help         this text
 
     exit status: 0 written, 2 the capture cannot be read (the error names the byte offset) or usage
@@ -76,12 +104,16 @@ extension BLELabCLI {
             return .badInput
         }
         let name = arguments.capture.split(separator: "/").last.map(String.init) ?? arguments.capture
-        let result: CaptureImporter.Result
-        do { result = try CaptureImporter.importCapture(bytes, source: name) } catch let error as CaptureError {
+        let file: CaptureFile
+        do { file = try CaptureFile.decode(bytes, strict: arguments.strict) } catch {
             console.err("blelab: \(arguments.capture): \(error)\n")
             return .badInput
-        } catch {
+        }
+        if arguments.summary { return summarise(file, name: name, arguments) }
+        let result: CaptureImporter.Result
+        do { result = try CaptureImporter.importCapture(file, source: name) } catch {
             console.err("blelab: \(arguments.capture): \(error)\n")
+            reportSkipped(file.skipped, arguments, rest: "blelab import --summary lists them all")
             return .badInput
         }
         // The scenario must load as any user's file does; if it does not, that is the importer's
@@ -95,6 +127,7 @@ extension BLELabCLI {
             console.err("blelab: \(error)\n")
             return .badInput
         }
+        reportSkipped(file.skipped, arguments, rest: "the scenario's header lists them all under \"Not reproduced\"")
         if let path = arguments.output {
             do { try writeFile(Array(result.yaml.utf8), path) } catch {
                 console.err("blelab: \(error)\n")
@@ -106,5 +139,34 @@ extension BLELabCLI {
             console.out(result.yaml)
         }
         return .passed
+    }
+
+    /// `--summary`: the text on standard output or in `-o FILE`.
+    private func summarise(_ file: CaptureFile, name: String, _ arguments: ImportArguments) -> Status {
+        let text: String
+        do { text = try CaptureSummary.make(file, source: name).text } catch {
+            console.err("blelab: \(arguments.capture): \(error)\n")
+            return .badInput
+        }
+        if let path = arguments.output {
+            do { try writeFile(Array(text.utf8), path) } catch {
+                console.err("blelab: \(error)\n")
+                return .badInput
+            }
+            console.err("blelab: wrote \(path): the summary of \(arguments.capture)\n")
+        } else {
+            console.out(text)
+        }
+        return .passed
+    }
+
+    /// What a tolerant reading skipped, on standard error: the counts, the first few, and where
+    /// the rest are.
+    private func reportSkipped(_ skipped: [SkippedRecord], _ arguments: ImportArguments, rest: String) {
+        guard !skipped.isEmpty else { return }
+        let shown = 5
+        console.err("blelab: \(arguments.capture): \(SkippedRecord.counts(skipped)) (--strict stops at the first instead):\n")
+        for s in skipped.prefix(shown) { console.err("  \(s)\n") }
+        if skipped.count > shown { console.err("  … and \(skipped.count - shown) more: \(rest)\n") }
     }
 }

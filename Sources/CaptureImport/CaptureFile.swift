@@ -49,6 +49,9 @@ public struct CaptureFile: Sendable {
     /// Link type 187: connection handles whose ATT traffic was placed assuming the capturing host
     /// is the GATT client (the capture shows no LE Connection Complete giving its role).
     public var assumedClientHandles: [UInt16] = []
+    /// What a tolerant reading (`decode(_:strict: false)`) could not read and left out, or read in
+    /// part, in file order: see `SkippedRecord`. Always listed in the import's "Not reproduced".
+    public var skipped: [SkippedRecord] = []
 
     /// Keeps time from running backwards or leaping: see `clockAdjustments`.
     mutating func smoothClock() {
@@ -66,7 +69,13 @@ public struct CaptureFile: Sendable {
     /// Reads a btsnoop (datalinks 1001, 1002, 2001), PacketLogger, pcap or pcapng file (link types
     /// 187, 201, 254). A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
-    public static func decode(_ bytes: [UInt8]) throws -> CaptureFile {
+    ///
+    /// `strict: false` reads what can be read instead (TolerantReading.swift): a record whose
+    /// packet does not decode is skipped, a broken framing ends the reading with the records before
+    /// it, and each is listed in `skipped`. Only a file that is none of the formats (or whose first
+    /// record cannot be read) still throws.
+    public static func decode(_ bytes: [UInt8], strict: Bool = true) throws -> CaptureFile {
+        if !strict { return try decodeTolerantly(bytes) }
         if PcapReader.looksLikePcap(bytes) {
             do { return try PcapHCI.captureFile(PcapReader.decode(bytes)) } catch let error as PcapError { throw CaptureError.pcap(error) }
         }
@@ -93,32 +102,55 @@ public struct CaptureFile: Sendable {
     static func decodeBTSnoop(_ bytes: [UInt8]) throws -> CaptureFile {
         let file: BTSnoopFile
         do { file = try BTSnoopReader.decode(bytes) } catch let error as BTSnoopError { throw CaptureError.btsnoop(error) }
+        return fromBTSnoop(file)
+    }
+
+    static func fromBTSnoop(_ file: BTSnoopFile) -> CaptureFile {
         var packets: [Packet] = []
         var offset = 16
-        let origin = file.records.first?.timestamp ?? 0
+        // Time counts from the first packet: index and note records may be much older (an earlier
+        // logging session), and would put every packet more than a day "late".
+        let origin = (file.records.first { $0.h4Frame?.isEmpty == false } ?? file.records.first)?.timestamp ?? 0
+        var empty: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {
             defer { offset += 24 + record.data.count }
-            guard let frame = record.h4Frame, !frame.isEmpty else { continue }
+            guard let frame = record.h4Frame, !frame.isEmpty else {
+                // An H4 record (1002) always starts with its packet indicator; other datalinks'
+                // records without a packet (monitor index and note records) are not packets.
+                if file.datalink == .hciUART && record.data.isEmpty {
+                    empty.append(SkippedRecord(record: index + 1, offset: offset, outcome: .skipped, reason: "the record is empty (no H4 packet indicator)"))
+                }
+                continue
+            }
             let (time, overflow) = record.timestamp.subtractingReportingOverflow(origin)
             packets.append(Packet(record: index + 1, offset: offset, time: overflow ? 0 : time, direction: record.direction,
                                   frame: frame, missingOctets: Int(record.originalLength) - record.data.count))
         }
         var capture = CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
+        capture.skipped = empty
         capture.smoothClock()
         return capture
     }
 
     static func fromPacketLogger(_ file: PacketLoggerFile) -> CaptureFile {
-        // Time starts at the first HCI packet: iOS writes its header notes (device, firmware,
-        // chipset) with the time logging was configured, which may be days before the packets.
-        let origin = file.records.first(where: { $0.h4Frame != nil && $0.type.hciPacket != nil })?.unixMicroseconds ?? 0
+        // Time counts from the first packet: PacketLogger's note and config records may be days
+        // older (iOS writes them when logging is set up), and would put every packet "late".
+        let origin = (file.records.first { $0.type.hciPacket != nil } ?? file.records.first)?.unixMicroseconds ?? 0
         var packets: [Packet] = []
+        var unknown: [SkippedRecord] = []
         for (index, record) in file.records.enumerated() {
-            guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else { continue }
+            guard let frame = record.h4Frame, let (_, direction) = record.type.hciPacket else {
+                if !record.type.isKnown {
+                    unknown.append(SkippedRecord(record: index + 1, offset: record.offset, outcome: .skipped,
+                                                 reason: "its record type, \(record.type), is none PacketLogger is known to write"))
+                }
+                continue
+            }
             packets.append(Packet(record: index + 1, offset: record.offset, time: record.unixMicroseconds - origin,
                                   direction: direction, frame: frame, missingOctets: 0))
         }
         var capture = CaptureFile(format: .packetLogger(bigEndian: file.bigEndian), recordCount: file.records.count, packets: packets)
+        capture.skipped = unknown
         capture.smoothClock()
         return capture
     }
@@ -142,6 +174,8 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case noPackets(records: Int)
     /// The capture shows nothing to import: no scan, no connection, no advertising of its own.
     case nothingToImport(packets: Int)
+    /// The capture shows scanning, but no device: no advertising report, no connection.
+    case nothingHeard(packets: Int, scans: Int)
 
     /// The byte offset in the file the error refers to.
     public var offset: Int {
@@ -150,7 +184,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .packetLogger(e): return e.offset
         case let .pcap(e): return e.offset
         case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
-        case .noPackets, .nothingToImport: return 0
+        case .noPackets, .nothingToImport, .nothingHeard: return 0
         }
     }
 
@@ -168,6 +202,9 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
             return "the capture holds no HCI packets (\(records) record\(records == 1 ? "" : "s"))"
         case let .nothingToImport(packets):
             return "the capture's \(packets) HCI packets hold no scan, no connection and no advertising: nothing to import"
+        case let .nothingHeard(packets, scans):
+            return "the capture's \(packets) HCI packets show \(scans) scan\(scans == 1 ? "" : "s") but no advertising report and no connection: "
+                + "no peripheral to declare, nothing to import (blelab import --summary shows what is there)"
         }
     }
 }

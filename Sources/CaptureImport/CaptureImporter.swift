@@ -25,14 +25,26 @@ public enum CaptureImporter {
     }
 
     /// Imports the capture `bytes`; `source` names it in the scenario (the file's name). Throws
-    /// `CaptureError` for anything unreadable, with the byte offset.
-    public static func importCapture(_ bytes: [UInt8], source: String) throws -> Result {
-        let file = try CaptureFile.decode(bytes)
-        let transcript = try HCIStreamAnalysis.analyse(file)
+    /// `CaptureError` for anything unreadable, with the byte offset. By default the reading is
+    /// tolerant (`CaptureFile.decode(_:strict:)`): records that do not decode are skipped and
+    /// listed under "Not reproduced"; `strict: true` makes the first of them the error.
+    public static func importCapture(_ bytes: [UInt8], source: String, strict: Bool = false) throws -> Result {
+        try importCapture(CaptureFile.decode(bytes, strict: strict), source: source)
+    }
+
+    /// Imports a capture already read (`CaptureFile.decode`); its `skipped` records lead the
+    /// "Not reproduced" list.
+    public static func importCapture(_ file: CaptureFile, source: String) throws -> Result {
+        var transcript = try HCIStreamAnalysis.analyse(file)
+        transcript.notes.insert(contentsOf: file.skippedNotes, at: 0)
         let sessions = transcript.connections.map { GATTSession.analyse($0.att, resumed: $0.startedBeforeCapture) }
         var imported = ImportedScenario(transcript: transcript, sessions: sessions, source: source, format: file.format,
                                         recordCount: file.recordCount)
         let (scenario, comments) = imported.build()
+        // A scenario declares at least one peripheral: scans that heard nothing give none.
+        guard !scenario.peripherals.isEmpty else {
+            throw CaptureError.nothingHeard(packets: file.packets.count, scans: transcript.scans.count)
+        }
         return Result(yaml: ScenarioWriter.write(scenario, comments: comments), scenario: scenario, comments: comments, file: file,
                       transcript: transcript, sessions: sessions, peripheralIDs: imported.peripherals.map(\.id))
     }

@@ -244,7 +244,9 @@ public enum HCIStreamAnalysis {
         var fromCentral: Bool
     }
 
-    public static func analyse(_ file: CaptureFile) throws -> HCITranscript {
+    /// `requiringContent: false` (`blelab import --summary`): a capture with no packets, or
+    /// nothing to import, gives what there is instead of `noPackets` or `nothingToImport`.
+    public static func analyse(_ file: CaptureFile, requiringContent: Bool = true) throws -> HCITranscript {
         var t = HCITranscript()
         t.packetCount = file.packets.count
         if let first = file.clockAdjustments.first {
@@ -257,7 +259,7 @@ public enum HCIStreamAnalysis {
         if !file.assumedClientHandles.isEmpty {
             t.notes.append("the H4 capture (link type 187) has no direction and shows no connection event for handle\(file.assumedClientHandles.count == 1 ? "" : "s") " + file.assumedClientHandles.map { "0x" + String($0, radix: 16) }.joined(separator: ", ") + ": its ATT traffic was placed taking the capturing host as the GATT client")
         }
-        guard !file.packets.isEmpty else { throw CaptureError.noPackets(records: file.recordCount) }
+        guard !file.packets.isEmpty || !requiringContent else { throw CaptureError.noPackets(records: file.recordCount) }
         var scanning: Int?                                   // index of the open scan window
         // The connection attempt in progress: LE (Extended) Create Connection's mark, peer and
         // initiator duty cycle, and the host's LE Create Connection Cancel.
@@ -573,7 +575,7 @@ public enum HCIStreamAnalysis {
                 t.notes.append("\(dropped.count) connection\(dropped.count == 1 ? "" : "s") in which the capturing host was the peripheral (first at \(dropped[0].established)) are left out: the scenario is the central's side")
                 t.connections.removeAll(where: \.capturedOnPeripheral)
             }
-        } else if t.ownAdvertising == nil && t.connections.isEmpty {
+        } else if requiringContent && t.ownAdvertising == nil && t.connections.isEmpty {
             throw CaptureError.nothingToImport(packets: file.packets.count)
         }
         return t

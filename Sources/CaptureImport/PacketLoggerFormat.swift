@@ -47,6 +47,12 @@ public struct PacketLoggerRecordType: RawRepresentable, Hashable, Sendable, Cust
         }
     }
 
+    /// One of the types PacketLogger writes (the list above, as Wireshark's wiretap/packetlogger.c
+    /// knows them): 0x00-0x03, 0x08-0x0B, 0xF7-0xFE. Another type is a damaged record.
+    public var isKnown: Bool {
+        (0x00...0x03).contains(rawValue) || (0x08...0x0B).contains(rawValue) || (0xF7...0xFE).contains(rawValue)
+    }
+
     /// The record type that carries an HCI packet of `type` in `direction`, if PacketLogger has one.
     public static func carrying(_ type: H4PacketType, direction: HCIDirection) -> PacketLoggerRecordType? {
         let sent = direction == .hostToController
@@ -173,6 +179,15 @@ public enum PacketLoggerReader {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> PacketLoggerFile {
+        let (file, stop) = try decodeReadable(bytes)
+        if let stop { throw stop }
+        return file
+    }
+
+    /// Reads what can be read: a file that is no PacketLogger file (empty, or a first record
+    /// length that makes sense in neither byte order) throws; a defect in a record ends the
+    /// reading there, and is returned with the records before it.
+    public static func decodeReadable(_ bytes: [UInt8]) throws -> (file: PacketLoggerFile, stop: PacketLoggerError?) {
         guard !bytes.isEmpty else { throw PacketLoggerError.empty }
         guard bytes.count >= 4 else { throw PacketLoggerError.truncatedRecordHeader(available: bytes.count, at: 0) }
         let be = uint32(bytes, at: 0, bigEndian: true)
@@ -187,6 +202,15 @@ public enum PacketLoggerReader {
         }
         var records: [PacketLoggerRecord] = []
         var offset = 0
+        do {
+            try readRecords(bytes, bigEndian: bigEndian, from: &offset, into: &records)
+        } catch let error as PacketLoggerError {
+            return (PacketLoggerFile(bigEndian: bigEndian, records: records), error)
+        }
+        return (PacketLoggerFile(bigEndian: bigEndian, records: records), nil)
+    }
+
+    static func readRecords(_ bytes: [UInt8], bigEndian: Bool, from offset: inout Int, into records: inout [PacketLoggerRecord]) throws {
         while offset < bytes.count {
             let remaining = bytes.count - offset
             guard remaining >= 13 else { throw PacketLoggerError.truncatedRecordHeader(available: remaining, at: offset) }
@@ -205,7 +229,6 @@ public enum PacketLoggerReader {
                                               data: Array(bytes[dataStart..<dataStart + dataLength])))
             offset = dataStart + dataLength
         }
-        return PacketLoggerFile(bigEndian: bigEndian, records: records)
     }
 }
 

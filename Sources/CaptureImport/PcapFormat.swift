@@ -246,6 +246,26 @@ public enum PcapReader {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> PcapFile {
+        let readable = try decodeReadable(bytes)
+        if let first = readable.skipped.first ?? readable.stop { throw first }
+        return readable.file
+    }
+
+    /// What `decodeReadable` could read, and what it could not.
+    public struct Readable: Sendable {
+        public var file: PcapFile
+        /// pcapng packet blocks whose own fields are wrong while the block's length holds (an
+        /// interface the section has not described, a captured length beyond the block): each was
+        /// skipped, by its length, and the reading went on. In file order, all before `stop`.
+        public var skipped: [PcapError]
+        /// The defect that ended the reading (a record or block length past the end of the file, a
+        /// block whose length is not repeated at its end…): nothing after it was read.
+        public var stop: PcapError?
+    }
+
+    /// Reads what can be read: a defect of the file header (or the first Section Header Block)
+    /// throws; see `Readable` for the rest. `decode` throws the first defect of either kind.
+    public static func decodeReadable(_ bytes: [UInt8]) throws -> Readable {
         if bytes.count >= 4, uint32(bytes, 0, bigEndian: true) == sectionHeaderType { return try decodePcapng(bytes) }
         return try decodePcap(bytes)
     }
@@ -262,7 +282,7 @@ public enum PcapReader {
 
     // MARK: pcap
 
-    static func decodePcap(_ bytes: [UInt8]) throws -> PcapFile {
+    static func decodePcap(_ bytes: [UInt8]) throws -> Readable {
         guard bytes.count >= 24 else { throw PcapError.truncatedHeader(format: "pcap", available: bytes.count, needed: 24) }
         let magic = uint32(bytes, 0, bigEndian: true)
         guard let (bigEndian, nanoseconds) = pcapMagic(magic) else { throw PcapError.notPcap(magic: magic) }
@@ -273,20 +293,26 @@ public enum PcapReader {
         var packets: [PcapPacket] = []
         var offset = 24
         var record = 0
+        var stop: PcapError?
         while offset < bytes.count {
             record += 1
             let remaining = bytes.count - offset
-            guard remaining >= 16 else { throw PcapError.truncatedRecordHeader(record: record, available: remaining, at: offset) }
+            guard remaining >= 16 else {
+                stop = PcapError.truncatedRecordHeader(record: record, available: remaining, at: offset)
+                break
+            }
             let seconds = uint32(bytes, offset, bigEndian: bigEndian)
             let fraction = uint32(bytes, offset + 4, bigEndian: bigEndian)
             let captured = uint32(bytes, offset + 8, bigEndian: bigEndian)
             let original = uint32(bytes, offset + 12, bigEndian: bigEndian)
             guard captured <= UInt32(maximumPacketLength), captured <= original else {
-                throw PcapError.badRecordLength(record: record, captured: captured, original: original, at: offset)
+                stop = PcapError.badRecordLength(record: record, captured: captured, original: original, at: offset)
+                break
             }
             let start = offset + 16
             guard Int(captured) <= bytes.count - start else {
-                throw PcapError.truncatedRecordData(record: record, needed: Int(captured), available: bytes.count - start, at: offset)
+                stop = PcapError.truncatedRecordData(record: record, needed: Int(captured), available: bytes.count - start, at: offset)
+                break
             }
             let micros = Int64(seconds) * 1_000_000 + Int64(nanoseconds ? fraction / 1000 : fraction)
             packets.append(PcapPacket(number: record, block: record, offset: offset, linkType: linkType, interface: 0,
@@ -294,8 +320,9 @@ public enum PcapReader {
                                       data: Array(bytes[start..<start + Int(captured)])))
             offset = start + Int(captured)
         }
-        return PcapFile(kind: .pcap(bigEndian: bigEndian, nanoseconds: nanoseconds), linkTypes: [linkType],
-                        blockCount: record, packets: packets)
+        return Readable(file: PcapFile(kind: .pcap(bigEndian: bigEndian, nanoseconds: nanoseconds), linkTypes: [linkType],
+                                       blockCount: record, packets: packets),
+                        skipped: [], stop: stop)
     }
 
     // MARK: pcapng
@@ -336,7 +363,7 @@ public enum PcapReader {
         }
     }
 
-    static func decodePcapng(_ bytes: [UInt8]) throws -> PcapFile {
+    static func decodePcapng(_ bytes: [UInt8]) throws -> Readable {
         var packets: [PcapPacket] = []
         var linkTypes: [PcapLinkType] = []
         var interfaces: [Interface] = []
@@ -344,123 +371,145 @@ public enum PcapReader {
         var inSection = false
         var offset = 0
         var block = 0
+        var skipped: [PcapError] = []
+        var stop: PcapError?
+        // Set once the block's length (and its copy at the end) holds: a defect after that is the
+        // block's own, and a packet block can be skipped by its length.
+        var end: Int?
+        var isPacketBlock = false
         while offset < bytes.count {
             block += 1
-            let remaining = bytes.count - offset
-            guard remaining >= 12 else { throw PcapError.truncatedBlock(block: block, needed: 12, available: remaining, at: offset) }
-            let type = uint32(bytes, offset, bigEndian: true)
-            if type == sectionHeaderType {
-                // The byte-order magic decides how this block's own length reads.
-                let magic = uint32(bytes, offset + 8, bigEndian: true)
-                if magic == 0x1A2B_3C4D {
-                    bigEndian = true
-                } else if magic == 0x4D3C_2B1A {
-                    bigEndian = false
-                } else {
-                    throw PcapError.badByteOrderMagic(block: block, found: magic, at: offset)
-                }
-            } else if !inSection {
-                throw PcapError.noSectionHeader(at: offset)
-            }
-            let blockType = uint32(bytes, offset, bigEndian: bigEndian)
-            let length = uint32(bytes, offset + 4, bigEndian: bigEndian)
-            guard length >= 12, length % 4 == 0, length <= UInt32(maximumBlockLength) else {
-                throw PcapError.badBlockLength(block: block, type: blockType, length: length, at: offset)
-            }
-            guard Int(length) <= remaining else {
-                throw PcapError.truncatedBlock(block: block, needed: Int(length), available: remaining, at: offset)
-            }
-            let end = offset + Int(length)
-            let trailer = uint32(bytes, end - 4, bigEndian: bigEndian)
-            guard trailer == length else { throw PcapError.blockLengthMismatch(block: block, first: length, last: trailer, at: offset) }
-            let body = offset + 8
-            let bodyEnd = end - 4
-            let bodyLength = bodyEnd - body
-            func need(_ n: Int) throws {
-                guard bodyLength >= n else { throw PcapError.badBlockLength(block: block, type: blockType, length: length, at: offset) }
-            }
-
-            switch blockType {
-            case sectionHeaderType:
-                try need(16)
-                let major = uint16(bytes, body + 4, bigEndian: bigEndian)
-                let minor = uint16(bytes, body + 6, bigEndian: bigEndian)
-                guard major == 1 else {
-                    throw PcapError.unsupportedSectionVersion(block: block, major: major, minor: minor, at: offset)
-                }
-                inSection = true
-                interfaces = []   // interface numbers restart with each section
-            case 1:   // Interface Description Block
-                try need(8)
-                var interface = Interface(linkType: PcapLinkType(rawValue: UInt32(uint16(bytes, body, bigEndian: bigEndian))),
-                                          snaplen: uint32(bytes, body + 4, bigEndian: bigEndian))
-                try forEachOption(bytes, from: body + 8, to: bodyEnd, bigEndian: bigEndian, block: block) { code, value in
-                    switch code {
-                    case 9 where value.count >= 1:   // if_tsresol
-                        let raw = bytes[value.lowerBound]
-                        let binary = raw & 0x80 != 0
-                        let n = raw & 0x7F
-                        guard binary ? n <= 63 : n <= 19 else {
-                            throw PcapError.badTimestampResolution(block: block, value: raw, at: value.lowerBound)
-                        }
-                        interface.binary = binary
-                        interface.resolution = n
-                    case 14 where value.count >= 8:   // if_tsoffset, signed seconds
-                        let first = UInt64(uint32(bytes, value.lowerBound, bigEndian: bigEndian))
-                        let second = UInt64(uint32(bytes, value.lowerBound + 4, bigEndian: bigEndian))
-                        interface.offsetSeconds = Int64(bitPattern: bigEndian ? first << 32 | second : second << 32 | first)
-                    default: break
+            end = nil
+            isPacketBlock = false
+            do {
+                let remaining = bytes.count - offset
+                guard remaining >= 12 else { throw PcapError.truncatedBlock(block: block, needed: 12, available: remaining, at: offset) }
+                let type = uint32(bytes, offset, bigEndian: true)
+                if type == sectionHeaderType {
+                    // The byte-order magic decides how this block's own length reads.
+                    let magic = uint32(bytes, offset + 8, bigEndian: true)
+                    if magic == 0x1A2B_3C4D {
+                        bigEndian = true
+                    } else if magic == 0x4D3C_2B1A {
+                        bigEndian = false
+                    } else {
+                        throw PcapError.badByteOrderMagic(block: block, found: magic, at: offset)
                     }
+                } else if !inSection {
+                    throw PcapError.noSectionHeader(at: offset)
                 }
-                interfaces.append(interface)
-                if !linkTypes.contains(interface.linkType) { linkTypes.append(interface.linkType) }
-            case 6, 2:   // Enhanced Packet Block, obsolete Packet Block
-                try need(20)
-                let id = blockType == 6 ? Int(uint32(bytes, body, bigEndian: bigEndian)) : Int(uint16(bytes, body, bigEndian: bigEndian))
-                guard id < interfaces.count else {
-                    throw PcapError.unknownInterface(block: block, interface: id, interfaces: interfaces.count, at: offset)
+                let blockType = uint32(bytes, offset, bigEndian: bigEndian)
+                let length = uint32(bytes, offset + 4, bigEndian: bigEndian)
+                guard length >= 12, length % 4 == 0, length <= UInt32(maximumBlockLength) else {
+                    throw PcapError.badBlockLength(block: block, type: blockType, length: length, at: offset)
                 }
-                let ts = UInt64(uint32(bytes, body + 4, bigEndian: bigEndian)) << 32 | UInt64(uint32(bytes, body + 8, bigEndian: bigEndian))
-                let captured = uint32(bytes, body + 12, bigEndian: bigEndian)
-                let original = uint32(bytes, body + 16, bigEndian: bigEndian)
-                let number = packets.count + 1
-                guard captured <= UInt32(maximumPacketLength), captured <= original else {
-                    throw PcapError.badRecordLength(record: number, captured: captured, original: original, at: offset)
+                guard Int(length) <= remaining else {
+                    throw PcapError.truncatedBlock(block: block, needed: Int(length), available: remaining, at: offset)
                 }
-                let start = body + 20
-                guard Int(captured) <= bodyEnd - start else {
-                    throw PcapError.truncatedRecordData(record: number, needed: Int(captured), available: bodyEnd - start, at: offset)
+                let blockEnd = offset + Int(length)
+                let trailer = uint32(bytes, blockEnd - 4, bigEndian: bigEndian)
+                guard trailer == length else { throw PcapError.blockLengthMismatch(block: block, first: length, last: trailer, at: offset) }
+                end = blockEnd
+                isPacketBlock = blockType == 6 || blockType == 2 || blockType == 3
+                let body = offset + 8
+                let bodyEnd = blockEnd - 4
+                let bodyLength = bodyEnd - body
+                func need(_ n: Int) throws {
+                    guard bodyLength >= n else { throw PcapError.badBlockLength(block: block, type: blockType, length: length, at: offset) }
                 }
-                let interface = interfaces[id]
-                packets.append(PcapPacket(number: number, block: block, offset: offset, linkType: interface.linkType,
-                                          interface: id, unixMicroseconds: interface.microseconds(ts),
-                                          originalLength: Int(original), data: Array(bytes[start..<start + Int(captured)])))
-            case 3:   // Simple Packet Block: interface 0, captured = min(original, snaplen) (pcapng §4.4)
-                try need(4)
-                guard !interfaces.isEmpty else {
-                    throw PcapError.unknownInterface(block: block, interface: 0, interfaces: 0, at: offset)
+
+                switch blockType {
+                case sectionHeaderType:
+                    try need(16)
+                    let major = uint16(bytes, body + 4, bigEndian: bigEndian)
+                    let minor = uint16(bytes, body + 6, bigEndian: bigEndian)
+                    guard major == 1 else {
+                        throw PcapError.unsupportedSectionVersion(block: block, major: major, minor: minor, at: offset)
+                    }
+                    inSection = true
+                    interfaces = []   // interface numbers restart with each section
+                case 1:   // Interface Description Block
+                    try need(8)
+                    var interface = Interface(linkType: PcapLinkType(rawValue: UInt32(uint16(bytes, body, bigEndian: bigEndian))),
+                                              snaplen: uint32(bytes, body + 4, bigEndian: bigEndian))
+                    try forEachOption(bytes, from: body + 8, to: bodyEnd, bigEndian: bigEndian, block: block) { code, value in
+                        switch code {
+                        case 9 where value.count >= 1:   // if_tsresol
+                            let raw = bytes[value.lowerBound]
+                            let binary = raw & 0x80 != 0
+                            let n = raw & 0x7F
+                            guard binary ? n <= 63 : n <= 19 else {
+                                throw PcapError.badTimestampResolution(block: block, value: raw, at: value.lowerBound)
+                            }
+                            interface.binary = binary
+                            interface.resolution = n
+                        case 14 where value.count >= 8:   // if_tsoffset, signed seconds
+                            let first = UInt64(uint32(bytes, value.lowerBound, bigEndian: bigEndian))
+                            let second = UInt64(uint32(bytes, value.lowerBound + 4, bigEndian: bigEndian))
+                            interface.offsetSeconds = Int64(bitPattern: bigEndian ? first << 32 | second : second << 32 | first)
+                        default: break
+                        }
+                    }
+                    interfaces.append(interface)
+                    if !linkTypes.contains(interface.linkType) { linkTypes.append(interface.linkType) }
+                case 6, 2:   // Enhanced Packet Block, obsolete Packet Block
+                    try need(20)
+                    let id = blockType == 6 ? Int(uint32(bytes, body, bigEndian: bigEndian)) : Int(uint16(bytes, body, bigEndian: bigEndian))
+                    guard id < interfaces.count else {
+                        throw PcapError.unknownInterface(block: block, interface: id, interfaces: interfaces.count, at: offset)
+                    }
+                    let ts = UInt64(uint32(bytes, body + 4, bigEndian: bigEndian)) << 32 | UInt64(uint32(bytes, body + 8, bigEndian: bigEndian))
+                    let captured = uint32(bytes, body + 12, bigEndian: bigEndian)
+                    let original = uint32(bytes, body + 16, bigEndian: bigEndian)
+                    let number = packets.count + 1
+                    guard captured <= UInt32(maximumPacketLength), captured <= original else {
+                        throw PcapError.badRecordLength(record: number, captured: captured, original: original, at: offset)
+                    }
+                    let start = body + 20
+                    guard Int(captured) <= bodyEnd - start else {
+                        throw PcapError.truncatedRecordData(record: number, needed: Int(captured), available: bodyEnd - start, at: offset)
+                    }
+                    let interface = interfaces[id]
+                    packets.append(PcapPacket(number: number, block: block, offset: offset, linkType: interface.linkType,
+                                              interface: id, unixMicroseconds: interface.microseconds(ts),
+                                              originalLength: Int(original), data: Array(bytes[start..<start + Int(captured)])))
+                case 3:   // Simple Packet Block: interface 0, captured = min(original, snaplen) (pcapng §4.4)
+                    try need(4)
+                    guard !interfaces.isEmpty else {
+                        throw PcapError.unknownInterface(block: block, interface: 0, interfaces: 0, at: offset)
+                    }
+                    let original = uint32(bytes, body, bigEndian: bigEndian)
+                    let snaplen = interfaces[0].snaplen == 0 ? UInt32.max : interfaces[0].snaplen
+                    let number = packets.count + 1
+                    let captured = min(original, snaplen)
+                    guard captured <= UInt32(maximumPacketLength) else {
+                        throw PcapError.badRecordLength(record: number, captured: captured, original: original, at: offset)
+                    }
+                    let start = body + 4
+                    guard Int(captured) <= bodyEnd - start else {
+                        throw PcapError.truncatedRecordData(record: number, needed: Int(captured), available: bodyEnd - start, at: offset)
+                    }
+                    packets.append(PcapPacket(number: number, block: block, offset: offset, linkType: interfaces[0].linkType,
+                                              interface: 0, unixMicroseconds: nil, originalLength: Int(original),
+                                              data: Array(bytes[start..<start + Int(captured)])))
+                default:
+                    break   // name resolution, statistics, secrets, custom and unknown blocks: skipped by their length
                 }
-                let original = uint32(bytes, body, bigEndian: bigEndian)
-                let snaplen = interfaces[0].snaplen == 0 ? UInt32.max : interfaces[0].snaplen
-                let number = packets.count + 1
-                let captured = min(original, snaplen)
-                guard captured <= UInt32(maximumPacketLength) else {
-                    throw PcapError.badRecordLength(record: number, captured: captured, original: original, at: offset)
+                offset = blockEnd
+            } catch let error as PcapError {
+                // The first Section Header Block is the file's header: without it nothing is pcapng.
+                guard block > 1 else { throw error }
+                if let end, isPacketBlock {
+                    skipped.append(error)
+                    offset = end
+                    continue
                 }
-                let start = body + 4
-                guard Int(captured) <= bodyEnd - start else {
-                    throw PcapError.truncatedRecordData(record: number, needed: Int(captured), available: bodyEnd - start, at: offset)
-                }
-                packets.append(PcapPacket(number: number, block: block, offset: offset, linkType: interfaces[0].linkType,
-                                          interface: 0, unixMicroseconds: nil, originalLength: Int(original),
-                                          data: Array(bytes[start..<start + Int(captured)])))
-            default:
-                break   // name resolution, statistics, secrets, custom and unknown blocks: skipped by their length
+                stop = error
+                break
             }
-            offset = end
         }
         guard block > 0 else { throw PcapError.truncatedHeader(format: "pcapng", available: 0, needed: 28) }
-        return PcapFile(kind: .pcapng, linkTypes: linkTypes, blockCount: block, packets: packets)
+        return Readable(file: PcapFile(kind: .pcapng, linkTypes: linkTypes, blockCount: block, packets: packets), skipped: skipped, stop: stop)
     }
 
     /// Calls `body` with each option's code and value range until opt_endofopt or the end.

@@ -21,7 +21,10 @@ import Transport
 ///   (L2CAP signaling, SMP, an unknown opcode) and SCO/ISO cannot be placed: it is left out and
 ///   listed in `CaptureFile.undirectedRecords`, which the import reports under "Not reproduced".
 public enum PcapHCI {
-    public static func captureFile(_ file: PcapFile) throws -> CaptureFile {
+    /// `strict: false`: a packet too short for its link type's header is skipped and listed in
+    /// `CaptureFile.skipped` instead of ending the import.
+    public static func captureFile(_ file: PcapFile, strict: Bool = true) throws -> CaptureFile {
+        var skipped: [SkippedRecord] = []
         var packets: [CaptureFile.Packet] = []
         var undirected: [Int] = []
         var assumed: Set<UInt16> = []
@@ -40,18 +43,27 @@ public enum PcapHCI {
             lastTime = absolute
             let (time, overflow) = absolute.subtractingReportingOverflow(origin)
             let data = packet.data
-            func short(_ needed: Int) -> PcapError {
-                .truncatedLinkHeader(linkType, record: packet.number, length: data.count, needed: needed, at: packet.offset)
+            /// Strict: the error; else the packet is listed as skipped.
+            func tooShort(_ needed: Int) throws {
+                if strict { throw PcapError.truncatedLinkHeader(linkType, record: packet.number, length: data.count, needed: needed, at: packet.offset) }
+                skipped.append(SkippedRecord(record: packet.number, offset: packet.offset, outcome: .skipped,
+                                             reason: "\(data.count) octets, too short for link type \(linkType)'s header (needs \(needed))"))
             }
             let frame: [UInt8]
             var direction: HCIDirection?
             switch linkType {
             case .bluetoothHCIH4WithPHDR:
-                guard data.count >= 5 else { throw short(5) }
+                guard data.count >= 5 else {
+                    try tooShort(5)
+                    continue
+                }
                 direction = data[3] & 0x01 != 0 ? .controllerToHost : .hostToController
                 frame = Array(data[4...])
             case .bluetoothLinuxMonitor:
-                guard data.count >= 4 else { throw short(4) }
+                guard data.count >= 4 else {
+                    try tooShort(4)
+                    continue
+                }
                 let index = UInt16(data[0]) << 8 | UInt16(data[1])
                 let opcode = BTSnoopMonitorOpcode(rawValue: UInt16(data[2]) << 8 | UInt16(data[3]))
                 guard let (type, carried) = opcode.hciPacket else { continue }
@@ -59,7 +71,10 @@ public enum PcapHCI {
                 direction = carried
                 frame = [type.rawValue] + data[4...]
             default:   // 187
-                guard data.count >= 1 else { throw short(1) }
+                guard data.count >= 1 else {
+                    try tooShort(1)
+                    continue
+                }
                 frame = data
                 direction = h4Direction(frame, hostIsCentral: &hostIsCentral, lastStart: &lastStart, assumed: &assumed)
             }
@@ -80,6 +95,7 @@ public enum PcapHCI {
         var capture = CaptureFile(format: format, recordCount: file.packets.count, packets: packets)
         capture.undirectedRecords = undirected
         capture.assumedClientHandles = assumed.sorted()
+        capture.skipped = skipped
         capture.smoothClock()
         return capture
     }

@@ -116,6 +116,15 @@ public enum BTSnoopReader {
     static let recordHeaderLength = 24
 
     public static func decode(_ bytes: [UInt8]) throws -> BTSnoopFile {
+        let (file, stop) = try decodeReadable(bytes)
+        if let stop { throw stop }
+        return file
+    }
+
+    /// Reads what can be read: a defect of the file header throws (the file is no btsnoop file
+    /// this reader knows); a defect in a record (a header or data cut short, a length no record
+    /// can have) ends the reading there, and is returned with the records before it.
+    public static func decodeReadable(_ bytes: [UInt8]) throws -> (file: BTSnoopFile, stop: BTSnoopError?) {
         guard bytes.count >= headerLength else {
             if !bytes.isEmpty, !magic.starts(with: bytes.prefix(magic.count)) {
                 throw BTSnoopError.wrongMagic(found: Array(bytes.prefix(magic.count)), at: 0)
@@ -130,6 +139,15 @@ public enum BTSnoopReader {
 
         var records: [BTSnoopRecord] = []
         var offset = headerLength
+        do {
+            try readRecords(bytes, datalink: datalink, from: &offset, into: &records)
+        } catch let error as BTSnoopError {
+            return (BTSnoopFile(datalink: datalink, records: records), error)
+        }
+        return (BTSnoopFile(datalink: datalink, records: records), nil)
+    }
+
+    static func readRecords(_ bytes: [UInt8], datalink: BTSnoopDatalink, from offset: inout Int, into records: inout [BTSnoopRecord]) throws {
         while offset < bytes.count {
             let remaining = bytes.count - offset
             guard remaining >= recordHeaderLength else {
@@ -156,7 +174,6 @@ public enum BTSnoopReader {
                                          originalLength: original, data: data))
             offset = dataStart + Int(included)
         }
-        return BTSnoopFile(datalink: datalink, records: records)
     }
 
     /// Reads and decodes the file at `path`. I/O failures throw `BTSnoopFileError` (with the path),

@@ -5,7 +5,8 @@ import ScenarioFormat
 import Transport
 import XCTest
 
-/// Unreadable captures: each gives a typed error naming the byte offset, and `blelab import` exits 2.
+/// Unreadable captures: each gives a typed error naming the byte offset, and `blelab import
+/// --strict` exits 2 (TolerantReadingTests: what `blelab import` does without `--strict`).
 final class MalformedCaptureTests: XCTestCase {
     var capture: [UInt8] = []
     /// Where each record of `capture` starts.
@@ -24,7 +25,7 @@ final class MalformedCaptureTests: XCTestCase {
 
     private func error(_ bytes: [UInt8]) -> CaptureError? {
         do {
-            _ = try CaptureImporter.importCapture(bytes, source: "bad")
+            _ = try CaptureImporter.importCapture(bytes, source: "bad", strict: true)
             return nil
         } catch {
             return error as? CaptureError
@@ -100,9 +101,16 @@ final class MalformedCaptureTests: XCTestCase {
         let path = directory + "/cut.btsnoop"
         try FileText.write(Array(capture.prefix(recordStarts[2] + 10)), to: path)
         let cli = CLIHarness()
-        XCTAssertEqual(cli.run(["import", path]), .badInput)
+        XCTAssertEqual(cli.run(["import", "--strict", path]), .badInput)
         XCTAssertEqual(cli.out, "")
         XCTAssertEqual(cli.err, "blelab: \(path): btsnoop: record header truncated at offset \(recordStarts[2]): 10 of 24 octets\n")
+        // Without --strict the two records before the cut are read: they show nothing to import,
+        // and the cut is listed after the error.
+        XCTAssertEqual(cli.run(["import", path]), .badInput)
+        XCTAssertEqual(cli.out, "")
+        XCTAssertTrue(cli.err.hasPrefix("blelab: \(path): the capture's 2 HCI packets hold no scan"), cli.err)
+        XCTAssertTrue(cli.err.contains("record 3 at offset \(recordStarts[2]) and the rest of the file (10 octets) not read: "
+                                       + "btsnoop: record header truncated at offset \(recordStarts[2]): 10 of 24 octets"), cli.err)
         XCTAssertEqual(cli.run(["import", directory + "/missing.btsnoop"]), .badInput)
         XCTAssertTrue(cli.err.contains("missing.btsnoop"), cli.err)
     }
