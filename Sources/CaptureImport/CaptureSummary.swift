@@ -254,8 +254,12 @@ extension CaptureSummary {
         let peerName = devices.first { $0.address == c.peer }?.name
         let role = c.capturedOnPeripheral ? "the capturing host was the peripheral; the peer is the central" : "the capturing host was the central"
         out.append("  #\(number) handle 0x\(hex(c.handle)) with \(Self.describe(c.peer))\(peerName.map { " " + Self.quoted($0) } ?? ""): \(role)")
-        out.append("     established \(c.established)" + (c.requested.map { " (asked at \($0))" } ?? ""))
-        out.append("     parameters: \(Self.parameters(c.interval, c.latency, c.supervisionTimeout))")
+        if c.startedBeforeCapture {
+            out.append("     already open when the capture starts: its first ATT PDU at \(c.established); the peer's address and the parameters are not in the capture")
+        } else {
+            out.append("     established \(c.established)" + (c.requested.map { " (asked at \($0))" } ?? ""))
+            out.append("     parameters: \(Self.parameters(c.interval, c.latency, c.supervisionTimeout))")
+        }
         for u in c.parameterUpdates {
             out.append("     update at \(u.mark): " + (u.status == .success ? Self.parameters(u.interval, u.latency, u.supervisionTimeout) : "failed, \(u.status.name)"))
         }
@@ -310,11 +314,12 @@ extension CaptureSummary {
                 out.append("     GATT database: not discovered in the capture" + used)
             }
         } else {
-            out.append("     GATT database (as discovery showed it):")
+            let rebuilt = db.services.contains { $0.inferred || $0.characteristics.contains(where: \.inferred) }
+            out.append(rebuilt ? "     GATT database (as discovery showed it; * rebuilt from the traffic, placeholder UUIDs):" : "     GATT database (as discovery showed it):")
             for s in db.services {
-                out.append("       service \(s.uuid) (handles 0x\(hex(s.start))..0x\(hex(s.end)))")
+                out.append("       \(s.inferred ? "*" : "")service \(s.uuid) (handles 0x\(hex(s.start))..0x\(hex(s.end)))")
                 for ch in s.characteristics {
-                    var line = "         characteristic \(ch.uuid) value handle 0x\(hex(ch.valueHandle)) [\(Self.properties(ch.properties))]"
+                    var line = "         \(ch.inferred ? "*" : "")characteristic \(ch.uuid) value handle 0x\(hex(ch.valueHandle)) [\(Self.properties(ch.properties))]"
                     if !ch.descriptors.isEmpty {
                         line += " descriptors " + ch.descriptors.map { "\($0.uuid) 0x\(hex($0.handle))" }.joined(separator: ", ")
                     }

@@ -158,6 +158,15 @@ final class MidConnectionTests: XCTestCase {
         XCTAssertEqual(handles, [0x0010, 0x0012, 0x0015])
     }
 
+    func testTheSummaryOfAResumedCaptureSaysWhatIsNotInIt() throws {
+        let text = try CaptureSummary.make(CaptureFile.decode(midConnectionCapture()), source: "ios.btsnoop").text
+        XCTAssertTrue(text.contains("Connections: 1"), text)
+        XCTAssertTrue(text.contains("already open when the capture starts: its first ATT PDU at record 1"), text)
+        XCTAssertTrue(text.contains("*characteristic B1E1AB00-0000-4000-8000-000000000012 value handle 0x0012 [notify]"), text)
+        XCTAssertTrue(text.contains("*characteristic B1E1AB00-0000-4000-8000-000000000015 value handle 0x0015 [notify] descriptors 2902 0x0016"), text)
+        XCTAssertFalse(text.contains("parameters: interval"), text)
+    }
+
     func testAnAppUsingItsGATTCacheReplaysWithGattCache() throws {
         let (result, scenario) = try importAndLoad(cachedHandleCapture(), source: "cached.btsnoop")
         let yaml = result.yaml
