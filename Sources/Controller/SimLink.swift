@@ -94,6 +94,8 @@ final class SimLink {
     let centralHandle: UInt16
     let peripheralHandle: UInt16
     let createdAt: Instant
+    /// Numbers the connection for `SimAir.observer`.
+    var airNumber = 0
 
     private(set) var intervalUnits: UInt16
     private(set) var latency: UInt16
@@ -409,6 +411,10 @@ final class SimLink {
             guard var frame = queue.popFirst()?.frame else { break }
             sent += 1
             if isDropping, shouldDrop(frame, fromCentral: fromCentral) { continue }
+            if air.observer != nil {
+                air.observe(.data(link: airNumber, fromCentral: fromCentral, aclFrame: frame, payloadOctets: payload, event: lastProcessed,
+                                  rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
+            }
             Self.rewriteHeader(&frame, handle: handle)
             receiver.deliverACL(frame)
         }
@@ -439,6 +445,8 @@ final class SimLink {
     /// host the reason given in Disconnect (Vol 4, Part E, 7.1.6). What is still queued on either
     /// side (behind the LL_TERMINATE_IND, or the peer's not sent by then) is discarded.
     private func terminate(_ t: Termination) {
+        air.observe(.control(link: airNumber, fromCentral: t.byCentral, pdu: .terminate(errorCode: t.reason.rawValue), acknowledged: true,
+                             event: lastProcessed, rssi: air.sniffedRSSI(t.byCentral ? central : peripheral)))
         close()
         if t.byCentral {
             central.sendDisconnectionComplete(handle: centralHandle, reason: .connectionTerminatedByLocalHost)
