@@ -49,6 +49,10 @@ public struct CaptureFile: Sendable {
     /// Link type 187: connection handles whose ATT traffic was placed assuming the capturing host
     /// is the GATT client (the capture shows no LE Connection Complete giving its role).
     public var assumedClientHandles: [UInt16] = []
+    /// An air capture (link types 251, 256, 272, read by `AirCaptureHCI`): what its link-layer
+    /// packets held that the HCI view made of them leaves out (bad CRCs, retransmissions, other
+    /// centrals' connections, encryption), for "Not reproduced".
+    public var airNotes: [String] = []
 
     /// Keeps time from running backwards or leaping: see `clockAdjustments`.
     mutating func smoothClock() {
@@ -64,11 +68,15 @@ public struct CaptureFile: Sendable {
     }
 
     /// Reads a btsnoop (datalinks 1001, 1002, 2001), PacketLogger, pcap or pcapng file (link types
-    /// 187, 201, 254). A defect is a
+    /// 187, 201, 254, and the air captures' 251, 256, 272: `AirCaptureHCI`). A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
     public static func decode(_ bytes: [UInt8]) throws -> CaptureFile {
         if PcapReader.looksLikePcap(bytes) {
-            do { return try PcapHCI.captureFile(PcapReader.decode(bytes)) } catch let error as PcapError { throw CaptureError.pcap(error) }
+            do {
+                let file = try PcapReader.decode(bytes)
+                if file.packets.first?.linkType.isAir ?? file.linkTypes.contains(where: \.isAir) { return try AirCaptureHCI.captureFile(file) }
+                return try PcapHCI.captureFile(file)
+            } catch let error as PcapError { throw CaptureError.pcap(error) }
         }
         let magic = BTSnoopMagic.bytes
         if bytes.count >= magic.count ? Array(bytes[0..<magic.count]) == magic : (!bytes.isEmpty && magic.starts(with: bytes)) {
