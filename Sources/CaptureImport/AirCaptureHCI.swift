@@ -73,6 +73,8 @@ public enum AirCaptureHCI {
         var crcInit: UInt32?
         /// Microseconds.
         var interval: Int64
+        /// The supervision timeout, microseconds.
+        var timeout: Int64 = 32_000_000
         var anchorBase: Int64
         var counterBase: Int64
         var pendingUpdate: (instantTime: Int64, counter: Int64, interval: UInt16, latency: UInt16, timeout: UInt16, windowOffset: UInt16)?
@@ -93,8 +95,11 @@ public enum AirCaptureHCI {
         var activeScan = false
         var scanning = false
         var scanParametersSent = false
-        /// The central made a connection: it scans again only when its SCAN_REQs show it.
+        /// The central made a connection: it scans again only when its SCAN_REQs show it (from
+        /// the packets in `scanOpens` to those in `scanCloses`, indices in `packets`).
         var connectedOnce = false
+        var scanOpens: Set<Int> = []
+        var scanCloses: Set<Int> = []
         var links: [UInt32: Link] = [:]
         var nextHandle: UInt16 = 0x0040
         var badCRC: [Int] = []
@@ -113,8 +118,19 @@ public enum AirCaptureHCI {
 
         mutating func run() throws {
             findCentral()
-            for a in packets {
+            for (i, a) in packets.enumerated() {
                 applyDueUpdates(before: a)
+                if a.isAdvertising, !a.crcFailed, let pdu = try? AdvertisingChannelPDU(decoding: a.pdu),
+                   pdu.pduType == .advInd || pdu.pduType == .advDirectInd, let advertiser = pdu.address(at: 0, random: pdu.txAdd) {
+                    peripheralAdvertisesAgain(advertiser, a)
+                }
+                if scanOpens.contains(i) { startScan(a) }
+                defer {
+                    if scanCloses.contains(i), scanning {
+                        emit(.command(.leSetScanEnable(enable: false, filterDuplicates: false)), .hostToController, a)
+                        scanning = false
+                    }
+                }
                 if a.crcFailed {
                     badCRC.append(a.record)
                     continue
@@ -155,10 +171,34 @@ public enum AirCaptureHCI {
                 if pdu.pduType == .scanReq, scanner == nil { scanner = pdu.address(at: 0, random: pdu.txAdd) }
             }
             if central == nil { central = scanner }
-            activeScan = packets.contains { a in
-                guard a.isAdvertising, let pdu = try? AdvertisingChannelPDU(decoding: a.pdu), pdu.pduType == .scanReq else { return false }
-                return pdu.address(at: 0, random: pdu.txAdd) == central
+            // The central's SCAN_REQs after its first CONNECT_IND, in stretches (no gap over 1.5 s, no
+            // CONNECT_IND of its own between): each is a scan, from the advertising PDU the first one
+            // answers to the SCAN_RSP after the last.
+            var connected = false
+            var stretch: (first: Int, last: Int)?
+            func closeStretch() {
+                guard let s = stretch else { return }
+                let open = s.first > 0 && packets[s.first - 1].isAdvertising ? s.first - 1 : s.first
+                scanOpens.insert(open)
+                let next = s.last + 1
+                let isResponse = next < packets.count && packets[next].isAdvertising
+                    && (try? AdvertisingChannelPDU(decoding: packets[next].pdu))?.pduType == .scanRsp
+                scanCloses.insert(isResponse ? next : s.last)
+                stretch = nil
             }
+            for (i, a) in packets.enumerated() where a.isAdvertising && !a.crcFailed {
+                guard let pdu = try? AdvertisingChannelPDU(decoding: a.pdu) else { continue }
+                if pdu.pduType == .connectInd, pdu.address(at: 0, random: pdu.txAdd) == central {
+                    closeStretch()
+                    connected = true
+                } else if pdu.pduType == .scanReq, pdu.address(at: 0, random: pdu.txAdd) == central {
+                    activeScan = true
+                    guard connected else { continue }
+                    if let s = stretch, a.time - packets[s.last].time > 1_500_000 { closeStretch() }
+                    stretch = (stretch?.first ?? i, i)
+                }
+            }
+            closeStretch()
         }
 
         mutating func startScan(_ a: AirPacket) {
@@ -206,7 +246,6 @@ public enum AirCaptureHCI {
                      .controllerToHost, a)
             case .scanReq:
                 guard pdu.payload.count >= 12 else { throw short("SCAN_REQ", 12) }
-                if pdu.address(at: 0, random: pdu.txAdd) == central { startScan(a) }
             case .connectInd:
                 let c: ConnectIndication
                 do { c = try ConnectIndication(decoding: pdu) } catch {
@@ -227,6 +266,9 @@ public enum AirCaptureHCI {
                                               anchorBase: anchor, counterBase: 0, established: true)
                 return
             }
+            for aa in links.keys.sorted() where links[aa]!.ours && links[aa]!.established && links[aa]!.peripheral == c.advertiser {
+                lost(aa, a)
+            }
             if scanning {
                 emit(.command(.leSetScanEnable(enable: false, filterDuplicates: false)), .hostToController, a)
                 scanning = false
@@ -241,7 +283,34 @@ public enum AirCaptureHCI {
                 handle: handle, role: .central, peer: c.advertiser, connectionInterval: c.interval, peripheralLatency: c.latency,
                 supervisionTimeout: c.timeout, centralClockAccuracy: c.sca)))), .controllerToHost, a)
             links[c.accessAddress] = Link(handle: handle, ours: true, peripheral: c.advertiser, crcInit: c.crcInit,
-                                          interval: max(1, Int64(c.interval)) * 1250, anchorBase: anchor, counterBase: 0, established: true)
+                                          interval: max(1, Int64(c.interval)) * 1250, timeout: Int64(c.timeout) * 10_000,
+                                          anchorBase: anchor, counterBase: 0, established: true)
+        }
+
+        /// A connectable advertising PDU from a peripheral the central is connected to, more than the
+        /// supervision timeout after the link's last packet: the link was lost (a legacy advertiser
+        /// stops advertising while connected, Vol 6, Part B, 4.4.2).
+        mutating func peripheralAdvertisesAgain(_ advertiser: LEAddress, _ a: AirPacket) {
+            for aa in links.keys.sorted() {
+                guard let link = links[aa], link.ours, link.established, link.peripheral == advertiser else { continue }
+                if a.time - (link.lastTime ?? link.anchorBase) >= link.timeout { lost(aa, a) }
+            }
+        }
+
+        /// The link ended without LL_TERMINATE_IND (the air shows none: its supervision timer ran
+        /// out, Vol 6, Part B, 4.5.2): Disconnection Complete with Connection Timeout (0x08), at the
+        /// packet that shows it.
+        mutating func lost(_ aa: UInt32, _ a: AirPacket) {
+            guard var link = links[aa] else { return }
+            // When its supervision timeout ran out, if that was before this packet; never before what came earlier.
+            let due = (link.lastTime ?? link.anchorBase) + link.timeout
+            let time = max(out.last?.time ?? 0, min(a.time - 1, due))
+            emit(.event(.disconnectionComplete(DisconnectionComplete(handle: link.handle, reason: .connectionTimeout))), .controllerToHost, a,
+                 time: time)
+            link.ours = false
+            link.pendingUpdate = nil
+            links[aa] = link
+            note("the capture shows no LL_TERMINATE_IND for the link to \(link.peripheral.map { "\($0.address)" } ?? "?") (connection 0x\(String(link.handle, radix: 16))): it was taken to have timed out (0x08) at record \(a.record), where the peripheral advertised or was connected again")
         }
 
         /// The connection event of a packet at `t` on `link` (the sniffer's counter when it gives one).
@@ -263,6 +332,7 @@ public enum AirCaptureHCI {
                 link.anchorBase = u.instantTime + Int64(u.windowOffset) * 1250
                 link.counterBase = u.counter
                 link.interval = max(1, Int64(u.interval)) * 1250
+                link.timeout = Int64(u.timeout) * 10_000
                 links[aa] = link
                 guard link.ours, link.established else { continue }
                 emit(.event(.leMeta(.connectionUpdateComplete(LEConnectionUpdateComplete(
