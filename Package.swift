@@ -116,6 +116,7 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         ("btsnoop", "BTSnoop", ["Transport"]),
         ("packetlogger", "PacketLogger", ["CaptureImport"]),
         ("pcap", "Pcap", ["CaptureImport"]),
+        ("air", "Air", ["CaptureImport", "Controller"]),
         ("dbus", "DBus", ["DBus"]),
         ("capture-import", "CaptureImport", ["CaptureImport"]),
         ("host", "Host", ["GAP", "HCI", "Transport", "BLERuntime"]),
