@@ -49,7 +49,9 @@ public enum AirCaptureHCI {
             let absolute = packet.unixMicroseconds ?? lastTime ?? origin
             lastTime = absolute
             let (time, overflow) = absolute.subtractingReportingOverflow(origin)
-            if let air = try AirLinkHeader.read(packet, time: overflow ? 0 : time) { airPackets.append(air) }
+            // Within ±2^50 µs (35 years) of the first packet, so that the timing arithmetic below never overflows.
+            let bounded = overflow ? 0 : min(max(time, -(1 << 50)), 1 << 50)
+            if let air = try AirLinkHeader.read(packet, time: bounded) { airPackets.append(air) }
         }
         var synthesis = Synthesis(packets: airPackets)
         try synthesis.run()

@@ -145,3 +145,46 @@ final class AirCaptureTests: XCTestCase {
     }
 }
 
+
+/// Damaged air captures, made with a seeded generator from the fixture in each link type and from
+/// a sim air capture: octets flipped anywhere, records cut. Each either imports or is a
+/// `CaptureError`; none traps or hangs (the test finishing is the proof).
+final class AirCaptureDamageTests: XCTestCase {
+    func testDamagedAirCapturesImportOrFailWithATypedError() throws {
+        var bases = [251, 256, 272].map { AirFixture.file(linkType: UInt32($0), pcapng: false) }
+        bases.append(AirFixture.file(linkType: 256, pcapng: true))
+        var state: UInt64 = 0x5EED
+        func next() -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int(truncatingIfNeeded: (z ^ (z >> 31)) >> 1)
+        }
+        var imported = 0, refused = 0
+        for base in bases {
+            for round in 0..<150 {
+                var bytes = base
+                if round % 5 == 4 {
+                    bytes.removeLast(1 + next() % max(1, bytes.count - 24))
+                } else {
+                    for _ in 0..<(1 + round % 4) {
+                        let i = 24 + next() % (bytes.count - 24)
+                        bytes[i] ^= UInt8(truncatingIfNeeded: 1 + next() % 255)
+                    }
+                }
+                do {
+                    _ = try CaptureImporter.importCapture(bytes, source: "damaged.pcap")
+                    imported += 1
+                } catch is CaptureError {
+                    refused += 1
+                } catch {
+                    XCTFail("not a CaptureError: \(error)")
+                }
+            }
+        }
+        XCTAssertEqual(imported + refused, 600)
+        XCTAssertGreaterThan(imported, 0)
+        XCTAssertGreaterThan(refused, 0)
+    }
+}
