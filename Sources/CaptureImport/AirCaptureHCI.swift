@@ -387,7 +387,10 @@ public enum AirCaptureHCI {
             }
             link.last[fromCentral] = (pdu.sn, pdu.llid, pdu.payload)
             if pdu.llid == DataChannelPDU.llidContinuation && pdu.payload.isEmpty { return }   // empty PDU
-            if link.encryptedFrom != nil || a.encrypted { return }
+            if link.encryptedFrom != nil || a.encrypted {
+                note("connection 0x\(String(link.handle, radix: 16)) is encrypted from record \(link.encryptedFrom ?? a.record): what it carried from there is not reproduced (the lab's links are not encrypted)")
+                return
+            }
             switch pdu.llid {
             case DataChannelPDU.llidStart, DataChannelPDU.llidContinuation:
                 let boundary: PacketBoundary = pdu.llid == DataChannelPDU.llidContinuation ? .continuing

@@ -20,8 +20,9 @@ import BLEWire
 ///   layer's acknowledgement scheme sets them (4.5.9), a PDU the peer did not receive repeating its SN.
 /// - CRC-24 over each PDU (3.1.1); the pseudo-header's flags: dewhitened, signal power valid,
 ///   reference access address valid (data), CRC checked and valid, and the direction for data PDUs.
-/// - timestamps from the virtual clock: each packet at the time of its event, or later when the
-///   packet before it is still on the air (1 Mb/s: 8 µs per octet, then T_IFS 150 µs).
+/// - timestamps from the virtual clock (time zero 2000-01-01T00:00:00Z, as in the btsnoop
+///   captures): each packet at the time of its event, or later when the packet before it is still
+///   on the air (1 Mb/s: 8 µs per octet, then T_IFS 150 µs).
 ///
 /// Deterministic: the same run gives the same bytes.
 public final class AirRecorder: AirObserver {
@@ -144,8 +145,11 @@ public final class AirRecorder: AirObserver {
         records.append((start, packet))
     }
 
+    /// Lab time zero as Unix seconds: 2000-01-01T00:00:00Z, as in the lab's btsnoop captures.
+    static let labEpochSeconds: Int64 = 946_684_800
+
     /// The capture: a pcap file (little-endian, microsecond timestamps, version 2.4, snaplen 65535,
-    /// link type 256).
+    /// link type 256); lab time zero is 2000-01-01T00:00:00Z, as in the btsnoop captures.
     public func pcap() -> [UInt8] {
         var out: [UInt8] = []
         func u32(_ v: UInt32) { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
@@ -159,7 +163,7 @@ public final class AirRecorder: AirObserver {
         u32(256)
         for (nanoseconds, data) in records {
             let micros = max(0, nanoseconds) / 1_000
-            u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
+            u32(UInt32(truncatingIfNeeded: Self.labEpochSeconds + micros / 1_000_000))
             u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
             u32(UInt32(data.count))
             u32(UInt32(data.count))
