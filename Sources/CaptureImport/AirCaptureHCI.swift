@@ -451,8 +451,14 @@ public enum AirCaptureHCI {
                 note("connection 0x\(String(link.handle, radix: 16)) started encryption (LL_ENC_REQ at record \(a.record)): the lab's links are not encrypted, and what the link carried once encrypted is not reproduced")
             case .startEncryptionRequest:
                 link.encryptedFrom = a.record
+            case .connectionParameters, .rejectExtended:
+                break   // the other direction's: not part of a procedure the central's host sees
             default:
-                break
+                // LL_LENGTH_REQ/RSP, LL_VERSION_IND, feature and PHY exchanges…: the lab's link layer has its own.
+                let name = "\(pdu)"
+                if !noted.contains(where: { $0.hasPrefix(name + " ") }) {
+                    note("\(name) (first at record \(a.record)) is a link-layer exchange the lab's controllers make their own way: not reproduced")
+                }
             }
         }
     }

@@ -87,6 +87,11 @@ enum AirFixture {
         t = anchor0 + 8 * 30_000 + 2 * 50_000
         data(t, 10, fromCentral: true, llid: start, writeRequest)
         data(t + 400, 10, fromCentral: false, llid: start, writeResponse)
+        // A data length exchange (Vol 6, Part B, 5.1.9): read, not reproduced.
+        data(t + 800, 10, fromCentral: true, llid: control,
+             LLControlPDU.length(response: false, maxRxOctets: 251, maxRxTime: 2120, maxTxOctets: 251, maxTxTime: 2120).encoded)
+        data(t + 1_200, 10, fromCentral: false, llid: control,
+             LLControlPDU.length(response: true, maxRxOctets: 251, maxRxTime: 2120, maxTxOctets: 251, maxTxTime: 2120).encoded)
         // Event 11: the central ends the link (Remote User Terminated Connection).
         t += 50_000
         data(t, 11, fromCentral: true, llid: control, LLControlPDU.terminate(errorCode: 0x13).encoded)

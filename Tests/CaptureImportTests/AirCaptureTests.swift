@@ -88,6 +88,8 @@ final class AirCaptureTests: XCTestCase {
                 XCTAssertEqual(c.reason, .connectionTerminatedByLocalHost, label)
                 XCTAssertTrue(t.notes.contains { $0.hasPrefix("1 link-layer packet (first record 12) failed the CRC check") }, "\(label): \(t.notes)")
                 XCTAssertTrue(t.notes.contains { $0.hasPrefix("1 retransmitted data PDU") }, "\(label): \(t.notes)")
+                XCTAssertTrue(t.notes.contains { $0.hasPrefix("LL_LENGTH_REQ (first at record 17) is a link-layer exchange") }, "\(label): \(t.notes)")
+                XCTAssertTrue(t.notes.contains { $0.hasPrefix("LL_LENGTH_RSP (first at record 18)") }, "\(label): \(t.notes)")
             }
         }
     }
