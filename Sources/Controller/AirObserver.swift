@@ -22,8 +22,13 @@ public enum AirTransmission: Sendable {
     case connectRequest(link: Int, initiator: LEAddress, advertiser: LEAddress, interval: UInt16, latency: UInt16, timeout: UInt16,
                         windowOffset: UInt16, rssi: Int8)
     /// One ACL packet a side's link layer sent in connection event `event` (the H4 frame its host
-    /// gave: the observer splits it into data PDUs of `payloadOctets`).
-    case data(link: Int, fromCentral: Bool, aclFrame: [UInt8], payloadOctets: Int, event: Int64, rssi: Int8)
+    /// gave: the observer splits it into data PDUs of `payloadOctets`), from its PDU `fromPDU` on
+    /// (the ones before went out under loss, as `dataAttempt`s).
+    case data(link: Int, fromCentral: Bool, aclFrame: [UInt8], payloadOctets: Int, fromPDU: Int, event: Int64, rssi: Int8)
+    /// Under loss: one transmission of PDU `index` of an ACL packet; `acknowledged` false when it
+    /// was lost (it is sent again, with the same SN).
+    case dataAttempt(link: Int, fromCentral: Bool, aclFrame: [UInt8], payloadOctets: Int, index: Int, acknowledged: Bool, event: Int64,
+                     rssi: Int8)
     /// An LL control PDU; `acknowledged` false when the peer did not receive it (it is sent again).
     case control(link: Int, fromCentral: Bool, pdu: LLControlPDU, acknowledged: Bool, event: Int64, rssi: Int8)
 }

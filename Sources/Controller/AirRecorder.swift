@@ -11,8 +11,8 @@ import BLEWire
 /// - each ACL packet split into data PDUs of the link's payload size (LLID 0b10 for the PDU that
 ///   starts an L2CAP message, 0b01 for the others) and the LL control PDUs of the procedures the
 ///   sim runs (LL_CONNECTION_UPDATE_IND, LL_CONNECTION_PARAM_REQ, LL_REJECT_EXT_IND,
-///   LL_TERMINATE_IND). Empty PDUs of idle connection events are not written (the sim does not
-///   run idle events).
+///   LL_TERMINATE_IND). Under loss every transmission is written, a lost one again with the same
+///   SN. Empty PDUs of idle connection events are not written (the sim does not run idle events).
 /// - access address 0x8E89BED6 and CRCInit 0x555555 on advertising channels; per connection an
 ///   access address, CRCInit and hop increment drawn from the recorder's own seeded stream (so the
 ///   sim's draws are untouched); data channel = (event + 1) × hop mod 37 (Channel Selection
@@ -61,23 +61,37 @@ public final class AirRecorder: AirObserver {
                                                timeout: timeout, hop: c.hop)
             write(channel: 37, rssi: rssi, accessAddress: LinkLayer.advertisingAccessAddress, pdu: indication.pdu.encoded,
                   crcInit: LinkLayer.advertisingCRCInit, direction: nil, at: time)
-        case let .data(link, fromCentral, frame, payloadOctets, event, rssi):
-            guard frame.count >= 5 else { return }
-            let l2cap = Array(frame[5...])
-            let starts = (frame[2] >> 4) & 0x03 != 0b01
-            let size = max(1, payloadOctets)
-            var offset = 0
-            repeat {
-                let end = min(l2cap.count, offset + size)
-                let llid = offset == 0 && starts ? DataChannelPDU.llidStart : DataChannelPDU.llidContinuation
-                dataPDU(link: link, fromCentral: fromCentral, llid: llid, payload: Array(l2cap[offset..<end]), acknowledged: true,
-                        event: event, rssi: rssi, at: time)
-                offset = end
-            } while offset < l2cap.count
+        case let .data(link, fromCentral, frame, payloadOctets, fromPDU, event, rssi):
+            let pdus = Self.fragments(frame, payloadOctets: payloadOctets)
+            for (llid, payload) in pdus.dropFirst(max(0, fromPDU)) {
+                dataPDU(link: link, fromCentral: fromCentral, llid: llid, payload: payload, acknowledged: true, event: event, rssi: rssi, at: time)
+            }
+        case let .dataAttempt(link, fromCentral, frame, payloadOctets, index, acknowledged, event, rssi):
+            let pdus = Self.fragments(frame, payloadOctets: payloadOctets)
+            guard pdus.indices.contains(index) else { return }
+            dataPDU(link: link, fromCentral: fromCentral, llid: pdus[index].llid, payload: pdus[index].payload, acknowledged: acknowledged,
+                    event: event, rssi: rssi, at: time)
         case let .control(link, fromCentral, pdu, acknowledged, event, rssi):
             dataPDU(link: link, fromCentral: fromCentral, llid: DataChannelPDU.llidControl, payload: pdu.encoded,
                     acknowledged: acknowledged, event: event, rssi: rssi, at: time)
         }
+    }
+
+    /// The data PDUs of an ACL packet (H4 frame): LLID 0b10 for the one that starts an L2CAP
+    /// message (the packet's PB flag is not 0b01, continuing), 0b01 for the others (Vol 6, Part B, 2.4).
+    static func fragments(_ frame: [UInt8], payloadOctets: Int) -> [(llid: UInt8, payload: [UInt8])] {
+        guard frame.count >= 5 else { return [] }
+        let l2cap = Array(frame[5...])
+        let starts = (frame[2] >> 4) & 0x03 != 0b01
+        let size = max(1, payloadOctets)
+        var out: [(llid: UInt8, payload: [UInt8])] = []
+        var offset = 0
+        repeat {
+            let end = min(l2cap.count, offset + size)
+            out.append((offset == 0 && starts ? DataChannelPDU.llidStart : DataChannelPDU.llidContinuation, Array(l2cap[offset..<end])))
+            offset = end
+        } while offset < l2cap.count
+        return out
     }
 
     private func dataPDU(link: Int, fromCentral: Bool, llid: UInt8, payload: [UInt8], acknowledged: Bool, event: Int64, rssi: Int8,

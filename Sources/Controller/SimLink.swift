@@ -388,11 +388,19 @@ final class SimLink {
         var sent = 0
         while budget > 0, sent < limit, let head = queue.first, head.readyAt <= now {
             let pdus = Self.pduCount(head.frame, payload: payload)
+            var begun = 0
             if lossy {
                 var state = fromCentral ? fromCentralState : fromPeripheralState
                 while state.headPDUsAcknowledged < pdus && budget > 0 {
                     budget -= 1
-                    if transmissionLost(fromCentral: fromCentral) {
+                    let lost = transmissionLost(fromCentral: fromCentral)
+                    if air.observer != nil {
+                        // Under loss each transmission is on the air, a lost one sent again with its SN.
+                        air.observe(.dataAttempt(link: airNumber, fromCentral: fromCentral, aclFrame: head.frame, payloadOctets: payload,
+                                                 index: state.headPDUsAcknowledged, acknowledged: !lost, event: lastProcessed,
+                                                 rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
+                    }
+                    if lost {
                         lostTransmissions += 1
                         air.faultRecord.lostTransmissions += 1
                     } else {
@@ -406,14 +414,16 @@ final class SimLink {
             } else {
                 budget -= pdus
                 // A packet begun under loss that ends after the loss was lifted.
+                begun = fromCentral ? fromCentralState.headPDUsAcknowledged : fromPeripheralState.headPDUsAcknowledged
                 if fromCentral { fromCentralState.headPDUsAcknowledged = 0 } else { fromPeripheralState.headPDUsAcknowledged = 0 }
             }
             guard var frame = queue.popFirst()?.frame else { break }
             sent += 1
             if isDropping, shouldDrop(frame, fromCentral: fromCentral) { continue }
-            if air.observer != nil {
-                air.observe(.data(link: airNumber, fromCentral: fromCentral, aclFrame: frame, payloadOctets: payload, event: lastProcessed,
-                                  rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
+            if !lossy, air.observer != nil {
+                // Its PDUs not yet on the air (all of them, unless begun under loss).
+                air.observe(.data(link: airNumber, fromCentral: fromCentral, aclFrame: frame, payloadOctets: payload, fromPDU: begun,
+                                  event: lastProcessed, rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
             }
             Self.rewriteHeader(&frame, handle: handle)
             receiver.deliverACL(frame)

@@ -31,7 +31,7 @@ final class AirRecorderTests: XCTestCase {
                                          windowOffset: 0, rssi: -40), at: t0)
         // An ACL packet of 40 L2CAP octets (PB 0b00, first): two data PDUs, 27 + 13.
         let l2cap = [UInt8](repeating: 0xAB, count: 40)
-        recorder.observe(.data(link: 1, fromCentral: true, aclFrame: [0x02, 0x40, 0x00, 40, 0] + l2cap, payloadOctets: 27, event: 0, rssi: -40),
+        recorder.observe(.data(link: 1, fromCentral: true, aclFrame: [0x02, 0x40, 0x00, 40, 0] + l2cap, payloadOctets: 27, fromPDU: 0, event: 0, rssi: -40),
                          at: t0 + .milliseconds(2))
         // A control PDU the peripheral missed, sent again.
         let update = LLControlPDU.connectionUpdate(windowSize: 1, windowOffset: 0, interval: 40, latency: 0, timeout: 600, instant: 7)
