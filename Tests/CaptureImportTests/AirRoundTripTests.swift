@@ -15,9 +15,10 @@ import XCTest
 /// is printed.
 final class AirRoundTripTests: XCTestCase {
     /// Replays that must pass: the seeds, a connection update, the link layer's parameter request,
-    /// a link loss and reconnection, a power-off, several notifications.
+    /// a link loss and reconnection, a power-off, several notifications, a lossy link (its lost
+    /// transmissions are on the air, sent again with the same SN, and read once).
     static let mustReplay = ["hm10-serial", "heart-rate", "ble-scanner", "link-connection-update", "link-parameter-requests",
-                             "link-loss-reconnect", "air-power-off", "link-notification-burst"]
+                             "link-loss-reconnect", "air-power-off", "link-notification-burst", "link-lossy-serial"]
 
     func run(_ scenario: Scenario, air: Bool = true, captures: Bool = false) -> ScenarioResult {
         var options = RunOptions(keepsCaptures: captures)
@@ -45,6 +46,9 @@ final class AirRoundTripTests: XCTestCase {
             }
             imported += 1
             XCTAssertEqual(result.file.format, .pcap(linkType: .bluetoothLELLWithPHDR, nanoseconds: false), file)
+            if name == "link-lossy-serial" {
+                XCTAssertTrue(result.transcript.notes.contains { $0.contains("retransmitted data PDUs") }, "\(result.transcript.notes)")
+            }
             let replay = run(loaded, air: false)
             if replay.passed { replayed += 1 }
             if Self.mustReplay.contains(name) {
