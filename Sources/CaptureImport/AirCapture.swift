@@ -54,6 +54,13 @@ struct AirPacket {
     var encrypted = false
 
     var isAdvertising: Bool { accessAddress == LinkLayer.advertisingAccessAddress }
+
+    /// An advertising packet whose CRC holds: the capture's verdict when it checked, else CRC-24
+    /// with CRCInit 0x555555 (Vol 6, Part B, 3.1.1).
+    var advertisingCRCHolds: Bool {
+        if crcChecked { return !crcFailed }
+        return !crcFailed && LinkLayer.crcMatches(pdu, crc: crc, initial: LinkLayer.advertisingCRCInit)
+    }
 }
 
 enum AirLinkHeader {

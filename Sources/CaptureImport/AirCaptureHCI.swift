@@ -122,7 +122,8 @@ public enum AirCaptureHCI {
             findCentral()
             for (i, a) in packets.enumerated() {
                 applyDueUpdates(before: a)
-                if a.isAdvertising, !a.crcFailed, let pdu = try? AdvertisingChannelPDU(decoding: a.pdu),
+                if a.isAdvertising, a.advertisingCRCHolds,
+                   let pdu = try? AdvertisingChannelPDU(decoding: a.pdu),
                    pdu.pduType == .advInd || pdu.pduType == .advDirectInd, let advertiser = pdu.address(at: 0, random: pdu.txAdd) {
                     peripheralAdvertisesAgain(advertiser, a)
                 }
@@ -138,7 +139,7 @@ public enum AirCaptureHCI {
                     continue
                 }
                 if a.isAdvertising {
-                    if !a.crcChecked, !LinkLayer.crcMatches(a.pdu, crc: a.crc, initial: LinkLayer.advertisingCRCInit) {
+                    if !a.advertisingCRCHolds {
                         badCRC.append(a.record)
                         continue
                     }
@@ -151,7 +152,7 @@ public enum AirCaptureHCI {
                 notes.append("\(badCRC.count) link-layer packet\(badCRC.count == 1 ? "" : "s") (first record \(first)) failed the CRC check: skipped")
             }
             if retransmissions > 0 {
-                notes.append("\(retransmissions) retransmitted data PDU\(retransmissions == 1 ? "" : "s") (the same SN and payload again) were read once")
+                notes.append("\(retransmissions) retransmitted data PDU\(retransmissions == 1 ? "" : "s") (the same SN and payload again) \(retransmissions == 1 ? "was" : "were") read once")
             }
             if let f = foreignConnections.first {
                 notes.append("\(foreignConnections.count) connection\(foreignConnections.count == 1 ? "" : "s") of another central (first \(f.initiator.address) to \(f.advertiser.address) at record \(f.record)) left out: the scenario is \(central.map { "\($0.address)" } ?? "the first central")'s side")
@@ -164,7 +165,7 @@ public enum AirCaptureHCI {
         /// The initiator of the first CONNECT_IND, else the scanner of the first SCAN_REQ; and whether it scanned actively.
         mutating func findCentral() {
             var scanner: LEAddress?
-            for a in packets where a.isAdvertising && !a.crcFailed {
+            for a in packets where a.isAdvertising && a.advertisingCRCHolds {
                 guard let pdu = try? AdvertisingChannelPDU(decoding: a.pdu) else { continue }
                 if pdu.pduType == .connectInd, let c = try? ConnectIndication(decoding: pdu) {
                     central = c.initiator
@@ -188,7 +189,7 @@ public enum AirCaptureHCI {
                 scanCloses.insert(isResponse ? next : s.last)
                 stretch = nil
             }
-            for (i, a) in packets.enumerated() where a.isAdvertising && !a.crcFailed {
+            for (i, a) in packets.enumerated() where a.isAdvertising && a.advertisingCRCHolds {
                 guard let pdu = try? AdvertisingChannelPDU(decoding: a.pdu) else { continue }
                 if pdu.pduType == .connectInd, pdu.address(at: 0, random: pdu.txAdd) == central {
                     closeStretch()
