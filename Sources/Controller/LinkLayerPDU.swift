@@ -139,6 +139,31 @@ public struct AdvertisingChannelPDU: Hashable, Sendable {
     public var pduType: PDUType? { PDUType(rawValue: type) }
 }
 
+extension AdvertisingChannelPDU: CustomStringConvertible {
+    /// `ADV_IND TxAdd 0, 12 octets`, in the specification's names (Vol 6, Part B, 2.3).
+    public var description: String {
+        let names = ["ADV_IND", "ADV_DIRECT_IND", "ADV_NONCONN_IND", "SCAN_REQ", "SCAN_RSP", "CONNECT_IND", "ADV_SCAN_IND", "ADV_EXT_IND",
+                     "AUX_CONNECT_RSP"]
+        let name = Int(type) < names.count ? names[Int(type)] : "PDU type 0x" + String(type, radix: 16)
+        return "\(name) TxAdd \(txAdd ? 1 : 0) RxAdd \(rxAdd ? 1 : 0), \(payload.count) octets"
+    }
+}
+
+extension DataChannelPDU: CustomStringConvertible {
+    /// `LL data start SN 0 NESN 1, 27 octets`, `LL control LL_TERMINATE_IND SN 1 NESN 0` (Vol 6, Part B, 2.4).
+    public var description: String {
+        let sequence = "SN \(sn ? 1 : 0) NESN \(nesn ? 1 : 0)\(moreData ? " MD" : "")"
+        switch llid {
+        case Self.llidControl:
+            let control = (try? LLControlPDU(decoding: payload)).map { "\($0)" } ?? "(malformed)"
+            return "LL control \(control) \(sequence)"
+        case Self.llidStart: return "LL data start \(sequence), \(payload.count) octets"
+        case Self.llidContinuation: return payload.isEmpty ? "empty PDU \(sequence)" : "LL data continuation \(sequence), \(payload.count) octets"
+        default: return "LLID 0b00 (reserved) \(sequence), \(payload.count) octets"
+        }
+    }
+}
+
 /// CONNECT_IND's LLData (Vol 6, Part B, 2.3.3.1): AA (4), CRCInit (3), WinSize (1), WinOffset (2),
 /// Interval (2), Latency (2), Timeout (2), ChM (5), Hop (5 bits) and SCA (3 bits); after InitA
 /// and AdvA (6 each).

@@ -47,6 +47,9 @@ final class AirCaptureTests: XCTestCase {
         XCTAssertEqual(try LLControlPDU(decoding: [0x0C, 0x0D, 0x59, 0x00, 0x01, 0x00]),
                        .version(versionNumber: 0x0D, companyID: 0x0059, subversion: 1))
 
+        XCTAssertEqual(data.description, "LL control LL_TERMINATE_IND SN 0 NESN 1 MD")
+        XCTAssertEqual(DataChannelPDU(llid: 0b01, nesn: false, sn: true, payload: []).description, "empty PDU SN 1 NESN 0")
+        XCTAssertEqual(pdu.description, "CONNECT_IND TxAdd 1 RxAdd 0, 34 octets")
         XCTAssertThrowsError(try DataChannelPDU(decoding: [0x02, 0x05, 0x01])) { error in
             XCTAssertEqual(error as? LinkLayerError, .lengthMismatch(what: "a data PDU", declared: 5, available: 1))
         }
