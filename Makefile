@@ -68,7 +68,8 @@ e2e: deps
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_DIR) && mkdir -p $(E2E_DIR)
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab run scenarios \
-		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --capture $(E2E_DIR)/captures
+		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --capture $(E2E_DIR)/captures \
+		--capture-air $(E2E_DIR)/air
 
 # Figures, one per line, `name: value unit`. Release build; never part of `make test`.
 bench: deps
@@ -249,14 +250,14 @@ soak: deps
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= $(BUILD_DIR)/fuzz
 FUZZ_TARGETS ?= h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario \
-	btsnoop packetlogger pcap dbus capture-import host
+	btsnoop packetlogger pcap air dbus capture-import host
 FUZZ_SWIFT = BLELAB_FUZZ=1 $(SWIFT) build --build-path $(FUZZ_DIR) -c release \
 	--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address $(SWIFT_FLAGS)
 fuzz-build: deps
 	@for t in $(FUZZ_TARGETS); do echo "fuzz-build: fuzz-$$t"; $(FUZZ_SWIFT) --product fuzz-$$t >$(FUZZ_DIR).log 2>&1 \
 		|| { cat $(FUZZ_DIR).log; exit 1; }; done
 fuzz-seeds:
-	$(PYTHON3) tools/fuzz-seeds.py $(FUZZ_DIR)/seeds Tests/TransportTests/Fixtures $(wildcard $(E2E_DIR)/captures)
+	$(PYTHON3) tools/fuzz-seeds.py $(FUZZ_DIR)/seeds Tests/TransportTests/Fixtures $(wildcard $(E2E_DIR)/captures) $(wildcard $(E2E_DIR)/air)
 fuzz: fuzz-build fuzz-seeds
 	FUZZ_DIR=$(FUZZ_DIR) FUZZ_BIN=$$($(FUZZ_SWIFT) --show-bin-path) tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 fuzz-smoke:

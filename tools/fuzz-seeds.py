@@ -4,7 +4,7 @@
     tools/fuzz-seeds.py OUT_DIR [CAPTURE_OR_DIR ...]
 
 Captures are btsnoop files (the tests' fixtures, and the sim's captures of every scenario when
-`make e2e` left them in build/e2e/captures); scenarios are every .yaml under scenarios/ and the
+`make e2e` left them in build/e2e/captures) and air captures (`*.air.pcap`, in build/e2e/air); scenarios are every .yaml under scenarios/ and the
 scenario tests' fixtures. OUT_DIR/<target>/ gets one file per seed; nothing is committed.
 
 Harnesses that take a sequence of messages (h4, l2cap, gatt-client, gatt-server, host) read
@@ -232,13 +232,93 @@ def pcapng(records, link_type=201, big_endian=True, simple=False):
     return bytes(out)
 
 
+def air_records(path):
+    """(seconds, microseconds, packet) per record of an air capture `blelab run --capture-air` wrote
+    (pcap, little-endian, link type 256: a 10-octet pseudo-header, then the link-layer packet)."""
+    data = open(path, "rb").read()
+    if len(data) < 24 or struct.unpack("<I", data[:4])[0] != 0xA1B2C3D4 or struct.unpack("<I", data[20:24])[0] != 256:
+        return []
+    out, i = [], 24
+    while i + 16 <= len(data):
+        sec, usec, incl, _orig = struct.unpack("<IIII", data[i:i + 16])
+        out.append((sec, usec, data[i + 16:i + 16 + incl]))
+        i += 16 + incl
+    return out
+
+
+def crc24(pdu, init):
+    """CRC-24 of an LE PDU (Core Vol 6 Part B 3.1.1), as stored after it."""
+    state = init
+    for octet in pdu:
+        for i in range(8):
+            feedback = ((state >> 23) ^ (octet >> i)) & 1
+            state = (state << 1) & 0xFFFFFF
+            if feedback:
+                state ^= 0x00065B
+    rev = lambda b: int("{:08b}".format(b)[::-1], 2)
+    return bytes([rev((state >> 16) & 0xFF), rev((state >> 8) & 0xFF), rev(state & 0xFF)])
+
+
+def builtin_air_records():
+    """A tiny air capture when no `make e2e` left any: ADV_IND, CONNECT_IND, an ATT request and an
+    LL_TERMINATE_IND, in link type 256."""
+    adv_aa, aa, crc_init = 0x8E89BED6, 0x50657B27, 0x123456
+    advertiser, initiator = bytes.fromhex("112233445566"), bytes.fromhex("0155443322c1")
+    def packet(access, pdu, init, direction=None):
+        flags = 0x0C03 | ((0x10 | (2 if direction else 3) << 7) if direction is not None else 0)
+        phdr = bytes([0 if access == adv_aa else 5, 0xCE, 0, 0]) + struct.pack("<IH", 0 if access == adv_aa else access, flags)
+        return phdr + struct.pack("<I", access) + pdu + crc24(pdu, init)
+    adv = bytes([0x00, 9]) + advertiser + bytes([2, 1, 6])
+    lldata = struct.pack("<I", aa) + crc_init.to_bytes(3, "little") + bytes([1]) + struct.pack("<HHHH", 0, 24, 0, 500) \
+        + bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 7])
+    connect = bytes([0x45, 34]) + initiator + advertiser + lldata
+    request = bytes([0x02, 11, 7, 0, 4, 0, 0x10, 1, 0, 0xFF, 0xFF, 0, 0x28])
+    terminate = bytes([0x0B, 2, 0x02, 0x13])
+    return [(0, 0, packet(adv_aa, adv, 0x555555)), (0, 400, packet(adv_aa, connect, 0x555555)),
+            (0, 2002, packet(aa, request, crc_init, True)), (0, 32002, packet(aa, terminate, crc_init, True))]
+
+
+def air_files(records):
+    """An air capture in each container and link type: pcap 256 (as written), pcapng 256, pcap 251
+    (the pseudo-header dropped) and pcap 272 (the nRF Sniffer's header in its place)."""
+    def pcap_file(link_type, packets):
+        out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, link_type))
+        for sec, usec, data in packets:
+            out += struct.pack("<IIII", sec, usec, len(data), len(data)) + data
+        return bytes(out)
+
+    def block(kind, body):
+        body += bytes(-len(body) % 4)
+        return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+    ng = bytearray(block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+    ng += block(1, struct.pack("<HHI", 256, 0, 262144))
+    for sec, usec, data in records:
+        t = sec * 1_000_000 + usec
+        ng += block(6, struct.pack("<IIIII", 0, t >> 32, t & 0xFFFFFFFF, len(data), len(data)) + data)
+
+    def nordic(data):
+        phdr, packet = data[:10], data[10:]
+        flags = struct.unpack("<H", phdr[8:10])[0]
+        crc_ok = 1 if flags & 0x0800 or not flags & 0x0400 else 0
+        central = 2 if (flags >> 7) & 7 == 2 else 0
+        header = bytes([6, 10 + len(packet), 2, 0, 0, 6])
+        return bytes([0]) + header + bytes([10, crc_ok | central, 37, (-struct.unpack("<b", phdr[1:2])[0]) & 0xFF, 0, 0, 0, 0, 0, 0]) + packet
+
+    return [pcap_file(256, records), bytes(ng), pcap_file(251, [(s, u, d[10:]) for s, u, d in records]),
+            pcap_file(272, [(s, u, nordic(d)) for s, u, d in records])]
+
+
 def main():
     out_dir = sys.argv[1]
-    captures = []
+    captures, airs = [], []
     for arg in sys.argv[2:] or [os.path.join(ROOT, "Tests/TransportTests/Fixtures")]:
         if os.path.isdir(arg):
             for base, _, files in os.walk(arg):
                 captures += [os.path.join(base, f) for f in sorted(files) if f.endswith(".btsnoop")]
+                airs += [os.path.join(base, f) for f in sorted(files) if f.endswith(".air.pcap")]
+        elif arg.endswith(".air.pcap") and os.path.exists(arg):
+            airs.append(arg)
         elif os.path.exists(arg):
             captures.append(arg)
     yamls = []
@@ -307,6 +387,17 @@ def main():
             if len(blob) % 2 != (1 if central else 0):
                 blob += b"\0"
             add("host", blob)
+    # Air captures (`blelab run --capture-air`, which `make e2e` writes to build/e2e/air), each in
+    # every container and link type; a built-in one when there are none.
+    for records in [air_records(p) for p in sorted(airs)] + [builtin_air_records()]:
+        if not records:
+            continue
+        for i, blob in enumerate(air_files(records)):
+            add("air", blob)
+            add("air", air_files(records[:40])[i])
+            if i == 0:
+                add("capture-import", blob)
+                add("pcap", blob)
     # Whatever the captures lacked: a server's typical answers and a client's typical requests.
     add("gatt-client", messages([bytes.fromhex(h) for h in (
         "03 f7 00", "11 06 01 00 05 00 00 18 06 00 09 00 01 18", "01 10 0a 00 0a",

@@ -21,7 +21,7 @@ seconds=${1:?usage: tools/fuzz.sh SECONDS [TARGET ...]}
 shift
 FUZZ_DIR=${FUZZ_DIR:-build/fuzz}
 BIN=${FUZZ_BIN:?FUZZ_BIN: the directory of the fuzz-* executables}
-ALL="h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario btsnoop packetlogger dbus capture-import host"
+ALL="h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario btsnoop packetlogger pcap air dbus capture-import host"
 targets=${*:-$ALL}
 tally=$FUZZ_DIR/tally
 mkdir -p "$FUZZ_DIR" && touch "$tally"

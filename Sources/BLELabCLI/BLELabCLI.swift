@@ -152,11 +152,21 @@ public struct BLELabCLI {
                 + "micro-VM, see docs/bluez.md)\nblelab: nothing was run\n")
             return .badInput
         }
+        if arguments.captureAir != nil, backend.tier != .sim {
+            console.err("blelab: --capture-air records the sim's air, and only the sim has one: on --transport \(arguments.transport) "
+                + "the radio is a real or external controller's (use --capture for its HCI, or a sniffer)\nblelab: nothing was run\n")
+            return .badInput
+        }
+        if arguments.captureAir != nil, backend.tier != .sim {
+            console.err("blelab: --capture-air records the sim's air, and only the sim has one: on --transport \(arguments.transport) "
+                + "the radio is a real or external controller's (use --capture for its HCI, or a sniffer)\nblelab: nothing was run\n")
+            return .badInput
+        }
         guard let scenarios = load(arguments.paths) else {
             console.err("blelab: nothing was run\n")
             return .badInput
         }
-        if let directory = arguments.capture {
+        for directory in [arguments.capture, arguments.captureAir].compactMap({ $0 }) {
             do { try makeDirectory(directory) } catch {
                 console.err("blelab: \(error)\nblelab: nothing was run\n")
                 return .badInput
@@ -187,6 +197,7 @@ public struct BLELabCLI {
         defer { backend.shutDown() }
         let runner = ScenarioRunner(backend: backend, roles: roles)
         var captureNames = arguments.capture.map { CaptureNames(files: selected.map(\.file), directory: $0) }
+        var airNames = arguments.captureAir.map { CaptureNames(files: selected.map(\.file), directory: $0) }
         if !roles.isEmpty { console.err("blelab: \(roles.description); BLELab's devices on \(backend.description)\n") }
         let repeats = max(1, arguments.repeatCount)
         let total = selected.count * repeats
@@ -197,8 +208,9 @@ public struct BLELabCLI {
             let base = arguments.seed ?? scenario.seed ?? Scenario.defaultSeed
             for repetition in 1...repeats {
                 reporter.willRun(scenario.name, position: runs.count, total: total, elapsed: wallClock() - start)
-                let options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
+                var options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
                                          recordsTimeline: arguments.json != nil)
+                options.capturesAir = arguments.captureAir != nil
                 let began = wallClock()
                 var result = runner.run(scenario, options: options)
                 var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
@@ -207,6 +219,11 @@ public struct BLELabCLI {
                         guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
                     }
                     result.captures = []   // written: no need to keep them
+                    run.result = result
+                }
+                if airNames != nil, let air = result.airCapture {
+                    if !write(air, to: airNames!.airPath(for: run)) { status = .badInput }
+                    result.airCapture = nil
                     run.result = result
                 }
                 reporter.finished(run)

@@ -52,6 +52,8 @@ public struct RunArguments: Equatable {
     public var shard: Shard?
     public var junit: String?
     public var capture: String?
+    /// `--capture-air DIR`: a sniffer's pcap of the sim's air per scenario run.
+    public var captureAir: String?
     public var json: String?
     public var transport = "sim"
     /// `--central bluez[:hciN]`: another stack in the central's seat.
@@ -148,7 +150,7 @@ public enum CLIArguments {
         return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
     }
 
-    static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--json", "--transport",
+    static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--capture-air", "--json", "--transport",
                              "--central", "--peripheral", "--quiet", "--verbose", "--help"]
 
     /// The loop `run` and `list` share: operands (and everything after `--`) go to `paths`; each
@@ -213,6 +215,7 @@ public enum CLIArguments {
                 run.shard = shard
             case "--junit": run.junit = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--capture": run.capture = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--capture-air": run.captureAir = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--json": run.json = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--transport": run.transport = try cursor.value(for: name, inline: inline)
             case "--central": run.central = try nonEmpty(cursor.value(for: name, inline: inline), name)
@@ -321,6 +324,9 @@ public enum Help {
       --junit FILE     write a JUnit XML report (one testcase per scenario run)
       --json FILE      write a machine-readable timeline of every run
       --capture DIR    write one btsnoop capture per device per scenario run
+      --capture-air DIR  write what a sniffer would have seen on the sim's air, one pcap
+                       (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR, 256) per scenario run:
+                       DIR/<file>[.run<k>].air.pcap; sim only (other tiers have no air: exit 2)
       --transport T    where the controllers are (default sim); T is one of:
     \(underOption(transports.helpLines))
       --central S      put another stack, or a program outside the lab, in the central's seat;

@@ -72,7 +72,10 @@ extension Help {
 
     CAPTURE is btsnoop (Android's btsnoop_hci.log, btmon -w, blelab run --capture: datalinks
     1001, 1002, 2001), Apple PacketLogger (.pklg), or pcapng / pcap as Wireshark saves them (link
-    types 187, 201, 254: HCI; air captures, 251, 256, 272, are not read yet), recognised by content.
+    types 187, 201, 254: HCI), recognised by content. An air capture (a sniffer's link-layer
+    packets: link types 251, 256 with its pseudo-header, 272 from the nRF Sniffer; blelab run
+    --capture-air) is read as its central's HCI would have shown it, both sides of each connection
+    from the air; bad CRCs, retransmissions and encrypted links are listed as not reproduced.
 
     A damaged capture is read as far as it can be: a record whose packet does not decode (cut
     short, wrong lengths, an unknown packet type) is skipped, a complete packet followed by extra

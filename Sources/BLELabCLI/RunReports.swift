@@ -191,6 +191,21 @@ public struct CaptureNames {
         self.bases = bases
     }
 
+    /// Where `run`'s air capture goes (`--capture-air`): `DIR/<file>[.run<k>].air.pcap`.
+    public mutating func airPath(for run: ScenarioRun) -> String {
+        let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)
+        let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
+        let stem = "\(directory)/\(base)\(repetition).air"
+        var path = stem + ".pcap"
+        var n = 2
+        while taken.contains(path) {
+            path = "\(stem)-\(n).pcap"
+            n += 1
+        }
+        taken.insert(path)
+        return path
+    }
+
     /// The paths of `run`'s captures, each one not handed out before.
     public mutating func paths(for run: ScenarioRun) -> [(path: String, capture: DeviceCapture)] {
         let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)

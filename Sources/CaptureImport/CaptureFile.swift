@@ -52,6 +52,10 @@ public struct CaptureFile: Sendable {
     /// What a tolerant reading (`decode(_:strict: false)`) could not read and left out, or read in
     /// part, in file order: see `SkippedRecord`. Always listed in the import's "Not reproduced".
     public var skipped: [SkippedRecord] = []
+    /// An air capture (link types 251, 256, 272, read by `AirCaptureHCI`): what its link-layer
+    /// packets held that the HCI view made of them leaves out (bad CRCs, retransmissions, other
+    /// centrals' connections, encryption), for "Not reproduced".
+    public var airNotes: [String] = []
 
     /// Keeps time from running backwards or leaping: see `clockAdjustments`.
     mutating func smoothClock() {
@@ -67,7 +71,7 @@ public struct CaptureFile: Sendable {
     }
 
     /// Reads a btsnoop (datalinks 1001, 1002, 2001), PacketLogger, pcap or pcapng file (link types
-    /// 187, 201, 254). A defect is a
+    /// 187, 201, 254, and the air captures' 251, 256, 272: `AirCaptureHCI`). A defect is a
     /// `CaptureError` naming the byte offset; nothing here traps on what a file holds.
     ///
     /// `strict: false` reads what can be read instead (TolerantReading.swift): a record whose
@@ -77,7 +81,11 @@ public struct CaptureFile: Sendable {
     public static func decode(_ bytes: [UInt8], strict: Bool = true) throws -> CaptureFile {
         if !strict { return try decodeTolerantly(bytes) }
         if PcapReader.looksLikePcap(bytes) {
-            do { return try PcapHCI.captureFile(PcapReader.decode(bytes)) } catch let error as PcapError { throw CaptureError.pcap(error) }
+            do {
+                let file = try PcapReader.decode(bytes)
+                if file.packets.first?.linkType.isAir ?? file.linkTypes.contains(where: \.isAir) { return try AirCaptureHCI.captureFile(file) }
+                return try PcapHCI.captureFile(file)
+            } catch let error as PcapError { throw CaptureError.pcap(error) }
         }
         let magic = BTSnoopMagic.bytes
         if bytes.count >= magic.count ? Array(bytes[0..<magic.count]) == magic : (!bytes.isEmpty && magic.starts(with: bytes)) {

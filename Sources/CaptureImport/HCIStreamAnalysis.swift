@@ -259,6 +259,7 @@ public enum HCIStreamAnalysis {
         if !file.assumedClientHandles.isEmpty {
             t.notes.append("the H4 capture (link type 187) has no direction and shows no connection event for handle\(file.assumedClientHandles.count == 1 ? "" : "s") " + file.assumedClientHandles.map { "0x" + String($0, radix: 16) }.joined(separator: ", ") + ": its ATT traffic was placed taking the capturing host as the GATT client")
         }
+        t.notes += file.airNotes
         guard !file.packets.isEmpty || !requiringContent else { throw CaptureError.noPackets(records: file.recordCount) }
         var scanning: Int?                                   // index of the open scan window
         // The connection attempt in progress: LE (Extended) Create Connection's mark, peer and

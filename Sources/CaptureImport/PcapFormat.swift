@@ -43,7 +43,8 @@
 //                                  big-endian (libpcap pcap_bluetooth_linux_monitor_header), then
 //                                  the bare HCI packet, as btsnoop datalink 2001
 //   251 BLUETOOTH_LE_LL, 256 BLUETOOTH_LE_LL_WITH_PHDR, 272 NORDIC_BLE: link-layer packets from an
-//                                  air sniffer, no HCI: refused for now (`PcapError.airCapture`).
+//                                  air sniffer, no HCI: read by `AirCaptureHCI` (AirCapture.swift);
+//                                  among HCI packets they are refused (`PcapError.airCapture`).
 
 /// A pcap link type (LINKTYPE_* number).
 public struct PcapLinkType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -144,7 +145,7 @@ public enum PcapError: Error, Hashable, Sendable, CustomStringConvertible {
     case badTimestampResolution(block: Int, value: UInt8, at: Int)
     /// A link type the importer does not read (not a Bluetooth HCI capture).
     case unsupportedLinkType(PcapLinkType, record: Int, at: Int)
-    /// An air capture (LE link-layer packets from a sniffer): not supported yet.
+    /// An air packet (LE link-layer, from a sniffer) among HCI packets: a file is read as one or the other.
     case airCapture(PcapLinkType, record: Int, at: Int)
     /// A packet too short for its link type's header (the direction or monitor header, an H4 indicator).
     case truncatedLinkHeader(PcapLinkType, record: Int, length: Int, needed: Int, at: Int)
@@ -204,9 +205,8 @@ public enum PcapError: Error, Hashable, Sendable, CustomStringConvertible {
             return "record \(record) at offset \(at): link type \(linkType) is not a Bluetooth HCI capture "
                 + "(the importer reads link types 187, 201 and 254)"
         case let .airCapture(linkType, record, at):
-            return "record \(record) at offset \(at): link type \(linkType) is an air capture (link-layer packets from a sniffer); "
-                + "importing air captures is not supported yet: capture the phone's HCI instead (btsnoop, PacketLogger, "
-                + "or Wireshark on link type 187, 201 or 254)"
+            return "record \(record) at offset \(at): link type \(linkType) is an air capture's (link-layer packets from a sniffer) "
+                + "in a capture read as HCI: a file is imported either as HCI or as an air capture, not both"
         case let .truncatedLinkHeader(linkType, record, length, needed, at):
             return "record \(record) at offset \(at): \(length) octets, too short for link type \(linkType) (needs \(needed))"
         case let .severalControllers(indexes):

@@ -93,7 +93,10 @@ extension CaptureFile {
             do {
                 let readable = try PcapReader.decodeReadable(bytes)
                 if readable.file.packets.isEmpty, let first = readable.skipped.first ?? readable.stop { throw first }
-                capture = try PcapHCI.captureFile(readable.file, strict: false)
+                let file = readable.file
+                // An air capture's link-layer packets: `AirCaptureHCI` skips and lists what it cannot use itself.
+                capture = try file.packets.first?.linkType.isAir ?? file.linkTypes.contains(where: \.isAir)
+                    ? AirCaptureHCI.captureFile(file) : PcapHCI.captureFile(file, strict: false)
                 framing = readable.skipped.map { SkippedRecord(record: nil, offset: $0.offset, outcome: .skipped, reason: $0.description) }
                 if let stop = readable.stop {
                     framing.append(SkippedRecord(record: nil, offset: stop.offset, outcome: .restOfFileNotRead(octets: bytes.count - stop.offset),

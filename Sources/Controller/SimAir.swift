@@ -41,6 +41,10 @@ public final class SimAir {
     public var onFault: ((FaultEvent) -> Void)?
     /// Attached controllers, in attach order (the order ties are broken in).
     public private(set) var controllers: [SimController] = []
+    /// Sees every transmission, as a sniffer would (AirObserver.swift); nil: nobody listens.
+    public var observer: AirObserver?
+    /// Connections made so far: numbers them for `observer`.
+    var linksMade = 0
 
     public init(loop: EventLoop, seed: UInt64, model: AirModel = .init()) {
         self.loop = loop
@@ -178,6 +182,17 @@ public final class SimAir {
     /// sensitivity) and the advertiser its CONNECT_IND (above the sensitivity too).
     func deliverAdvertisingEvent(_ pdu: AdvertisingPDU, from advertiser: SimController) {
         let now = loop.now
+        if observer != nil, sniffable(advertiser) {
+            let type: AdvertisingChannelPDU.PDUType
+            switch pdu.type.rawValue {
+            case 0x00: type = .advInd
+            case 0x01, 0x04: type = .advDirectInd
+            case 0x02: type = .advScanInd
+            default: type = .advNonconnInd
+            }
+            observe(.advertising(.advertising(type, advertiser: pdu.advertiser, target: pdu.target, data: pdu.data),
+                                 rssi: sniffedRSSI(advertiser)))
+        }
         for receiver in controllers where receiver.isScanning && canHear(receiver, advertiser) {
             receiver.scannerReceives(pdu, from: advertiser, at: now)
         }
@@ -208,6 +223,12 @@ public final class SimAir {
                            timeoutUnits: request.supervisionTimeout, createdAt: now,
                            firstAnchor: now + .microseconds(1250) + model.transmitWindowOffset,
                            centralHandle: initiator.freeHandle(), peripheralHandle: advertiser.freeHandle())
+        linksMade += 1
+        link.airNumber = linksMade
+        observe(.connectRequest(link: link.airNumber, initiator: centralAddress, advertiser: pdu.advertiser,
+                                interval: link.intervalUnits, latency: link.latency, timeout: link.timeoutUnits,
+                                windowOffset: UInt16(clamping: model.transmitWindowOffset.nanoseconds / 1_250_000),
+                                rssi: sniffedRSSI(initiator)))
         initiator.links.append(LinkEntry(handle: link.centralHandle, link: link, isCentral: true))
         advertiser.links.append(LinkEntry(handle: link.peripheralHandle, link: link, isCentral: false))
         // Ends that cannot hear each other from the start (a link fault of 100% loss) never

@@ -92,8 +92,17 @@ extension SimController {
         }
         guard let rssi = air.receivedReading(of: advertiser) else { return }
         report(eventType, pdu.advertiser, data: pdu.data, rssi: rssi)
-        if scanParameters.isActive, pdu.type.isScannable, air.signalReaches(self),
-           let responseRSSI = air.receivedReading(of: advertiser) {
+        guard scanParameters.isActive, pdu.type.isScannable else { return }
+        // The same draws, in the same order, as without an observer.
+        let requestHeard = air.signalReaches(self)
+        if air.observer != nil, let scanner = airAddress(ownAddressType: scanParameters.ownAddressType) {
+            air.observe(.scanRequest(.scanRequest(scanner: scanner, advertiser: pdu.advertiser), rssi: air.sniffedRSSI(self)))
+            if requestHeard {
+                air.observe(.scanResponse(.advertising(.scanRsp, advertiser: pdu.advertiser, data: pdu.scanResponse),
+                                          rssi: air.sniffedRSSI(advertiser)))
+            }
+        }
+        if requestHeard, let responseRSSI = air.receivedReading(of: advertiser) {
             report(.scanRsp, pdu.advertiser, data: pdu.scanResponse, rssi: responseRSSI)
         }
     }

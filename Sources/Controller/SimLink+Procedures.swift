@@ -72,11 +72,14 @@ extension SimLink {
             // A resend of LL_CONNECTION_UPDATE_IND (events with work are ones the peripheral listens to).
             guard heard else { break }
             budgets.central -= 1
-            if controlPDUArrives(fromCentral: true) { update = .waitingForInstant(parameters, instant: instant, delivered: true) }
+            let arrives = controlPDUArrives(fromCentral: true)
+            observeUpdate(parameters, instant: instant, acknowledged: arrives, at: k)
+            if arrives { update = .waitingForInstant(parameters, instant: instant, delivered: true) }
         case let .indicationPending(parameters)?:
             budgets.central -= 1
             let instant = k + air.model.connectionUpdateInstantOffset * (Int64(latency) + 1)
             let delivered = heard && controlPDUArrives(fromCentral: true)
+            observeUpdate(parameters, instant: instant, acknowledged: delivered, at: k)
             update = .waitingForInstant(parameters, instant: instant, delivered: delivered)
             if delivered {
                 procedureTimer?.cancel()
@@ -84,10 +87,18 @@ extension SimLink {
             }
         case let .requestPending(parameters)? where heard:
             budgets.peripheral -= 1
-            if controlPDUArrives(fromCentral: false) { centralReceivesParameterRequest(parameters) }
+            let arrives = controlPDUArrives(fromCentral: false)
+            air.observe(.control(link: airNumber, fromCentral: false, pdu: .connectionParameters(
+                response: false, intervalMin: parameters.intervalUnits, intervalMax: parameters.intervalMaxUnits,
+                latency: parameters.latency, timeout: parameters.timeoutUnits, rest: []), acknowledged: arrives, event: k,
+                rssi: air.sniffedRSSI(peripheral)))
+            if arrives { centralReceivesParameterRequest(parameters) }
         case let .rejectionPending(reason)? where heard:
             budgets.central -= 1
-            guard controlPDUArrives(fromCentral: true) else { break }
+            let arrives = controlPDUArrives(fromCentral: true)
+            air.observe(.control(link: airNumber, fromCentral: true, pdu: .rejectExtended(rejectOpcode: 0x0F, errorCode: reason.rawValue),
+                                 acknowledged: arrives, event: k, rssi: air.sniffedRSSI(central)))
+            guard arrives else { break }
             update = nil
             procedureTimer?.cancel()
             procedureTimer = nil
@@ -98,6 +109,14 @@ extension SimLink {
             break
         }
         return true
+    }
+
+    /// The central's LL_CONNECTION_UPDATE_IND, for the air's observer: WinSize 1, WinOffset 0 (the
+    /// new timing starts at the instant's anchor).
+    private func observeUpdate(_ p: Parameters, instant: Int64, acknowledged: Bool, at k: Int64) {
+        air.observe(.control(link: airNumber, fromCentral: true, pdu: .connectionUpdate(
+            windowSize: 1, windowOffset: 0, interval: p.intervalUnits, latency: p.latency, timeout: p.timeoutUnits,
+            instant: UInt16(truncatingIfNeeded: instant)), acknowledged: acknowledged, event: k, rssi: air.sniffedRSSI(central)))
     }
 
     private func updateComplete(handle: UInt16) -> LEConnectionUpdateComplete {

@@ -94,6 +94,8 @@ final class SimLink {
     let centralHandle: UInt16
     let peripheralHandle: UInt16
     let createdAt: Instant
+    /// Numbers the connection for `SimAir.observer`.
+    var airNumber = 0
 
     private(set) var intervalUnits: UInt16
     private(set) var latency: UInt16
@@ -386,11 +388,19 @@ final class SimLink {
         var sent = 0
         while budget > 0, sent < limit, let head = queue.first, head.readyAt <= now {
             let pdus = Self.pduCount(head.frame, payload: payload)
+            var begun = 0
             if lossy {
                 var state = fromCentral ? fromCentralState : fromPeripheralState
                 while state.headPDUsAcknowledged < pdus && budget > 0 {
                     budget -= 1
-                    if transmissionLost(fromCentral: fromCentral) {
+                    let lost = transmissionLost(fromCentral: fromCentral)
+                    if air.observer != nil {
+                        // Under loss each transmission is on the air, a lost one sent again with its SN.
+                        air.observe(.dataAttempt(link: airNumber, fromCentral: fromCentral, aclFrame: head.frame, payloadOctets: payload,
+                                                 index: state.headPDUsAcknowledged, acknowledged: !lost, event: lastProcessed,
+                                                 rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
+                    }
+                    if lost {
                         lostTransmissions += 1
                         air.faultRecord.lostTransmissions += 1
                     } else {
@@ -404,11 +414,17 @@ final class SimLink {
             } else {
                 budget -= pdus
                 // A packet begun under loss that ends after the loss was lifted.
+                begun = fromCentral ? fromCentralState.headPDUsAcknowledged : fromPeripheralState.headPDUsAcknowledged
                 if fromCentral { fromCentralState.headPDUsAcknowledged = 0 } else { fromPeripheralState.headPDUsAcknowledged = 0 }
             }
             guard var frame = queue.popFirst()?.frame else { break }
             sent += 1
             if isDropping, shouldDrop(frame, fromCentral: fromCentral) { continue }
+            if !lossy, air.observer != nil {
+                // Its PDUs not yet on the air (all of them, unless begun under loss).
+                air.observe(.data(link: airNumber, fromCentral: fromCentral, aclFrame: frame, payloadOctets: payload, fromPDU: begun,
+                                  event: lastProcessed, rssi: air.sniffedRSSI(fromCentral ? central : peripheral)))
+            }
             Self.rewriteHeader(&frame, handle: handle)
             receiver.deliverACL(frame)
         }
@@ -439,6 +455,8 @@ final class SimLink {
     /// host the reason given in Disconnect (Vol 4, Part E, 7.1.6). What is still queued on either
     /// side (behind the LL_TERMINATE_IND, or the peer's not sent by then) is discarded.
     private func terminate(_ t: Termination) {
+        air.observe(.control(link: airNumber, fromCentral: t.byCentral, pdu: .terminate(errorCode: t.reason.rawValue), acknowledged: true,
+                             event: lastProcessed, rssi: air.sniffedRSSI(t.byCentral ? central : peripheral)))
         close()
         if t.byCentral {
             central.sendDisconnectionComplete(handle: centralHandle, reason: .connectionTerminatedByLocalHost)

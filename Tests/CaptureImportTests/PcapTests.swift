@@ -233,12 +233,15 @@ final class PcapTests: XCTestCase {
         XCTAssertEqual(file.assumedClientHandles, [0x41])
     }
 
-    func testAirCapturesAndOtherLinkTypesAreRefusedNamingTheLinkType() {
+    /// Air packets are read as an air capture (AirCaptureTests); the HCI reader refuses them.
+    func testAirPacketsInTheHCIReaderAndOtherLinkTypesAreRefusedNamingTheLinkType() throws {
         for linkType: UInt32 in [251, 256, 272] {
             let bytes = Self.pcap(linkType: linkType, bigEndian: true, records: [(1, 0, [0xD6, 0xBE, 0x89, 0x8E, 0x00, 0x00], nil)])
-            XCTAssertEqual(error(bytes), .airCapture(PcapLinkType(rawValue: linkType), record: 1, at: 24))
-            XCTAssertTrue(error(bytes)?.description.contains("link type \(PcapLinkType(rawValue: linkType)) is an air capture") ?? false)
-            XCTAssertTrue(error(bytes)?.description.contains("not supported yet") ?? false)
+            XCTAssertThrowsError(try PcapHCI.captureFile(PcapReader.decode(bytes))) { e in
+                XCTAssertEqual(e as? PcapError, .airCapture(PcapLinkType(rawValue: linkType), record: 1, at: 24))
+                XCTAssertTrue("\(e)".contains("link type \(PcapLinkType(rawValue: linkType)) is an air capture's"), "\(e)")
+                XCTAssertTrue("\(e)".contains("either as HCI or as an air capture"), "\(e)")
+            }
         }
         XCTAssertEqual(PcapLinkType(rawValue: 256).description, "256 (BLUETOOTH_LE_LL_WITH_PHDR)")
         let ethernet = Self.pcap(linkType: 1, bigEndian: true, records: [(1, 0, [0, 1, 2], nil)])

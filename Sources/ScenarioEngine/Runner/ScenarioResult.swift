@@ -29,6 +29,9 @@ public struct ScenarioResult {
     public var captures: [DeviceCapture]
     /// With `expect-failure:`, the failure that made the scenario pass (shown in reports).
     public var failedAsExpected: ScenarioFailure? = nil
+    /// The sniffer's view of the sim's air, a pcap of link type 256 (when `RunOptions.capturesAir`
+    /// on the sim).
+    public var airCapture: [UInt8]? = nil
 
     public var passed: Bool {
         if case .passed = outcome { return true }

@@ -12,6 +12,8 @@ public struct RunOptions {
     public var recordsTimeline: Bool
     /// How many packets a failure report shows.
     public var recentPacketCount: Int
+    /// Record what crossed the sim's air as a sniffer capture (`--capture-air`; sim only).
+    public var capturesAir = false
 
     public init(seed: UInt64? = nil, keepsCaptures: Bool = false, recordsTimeline: Bool = false, recentPacketCount: Int = 10) {
         self.seed = seed

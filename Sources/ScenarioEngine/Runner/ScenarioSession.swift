@@ -2,6 +2,7 @@ import ATT
 import BLELab
 import BLERuntime
 import BLEWire
+import Controller
 import GAP
 import GATT
 import HCI
@@ -27,6 +28,8 @@ final class ScenarioSession {
     let roles: ScenarioRoles
 
     var lab: Lab!
+    /// `RunOptions.capturesAir`: the sniffer on the sim's air.
+    var airRecorder: AirRecorder?
     /// Whoever plays the central: BLELab's own host, or the stack `roles` names.
     var central: CentralSeat!
     /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
@@ -156,13 +159,20 @@ final class ScenarioSession {
         endRoles()
         RealControllers.quiet(lab: lab, peripherals: peripherals)
         lab?.shutDown()
-        return ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
-                              outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
+        var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
+                                    outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
+        result.airCapture = airRecorder?.pcap()
+        return result
     }
 
     private func setUp() throws {
         let lab = try backend.makeLab(seed: seed)
         self.lab = lab
+        if options.capturesAir, let air = lab.air {
+            let recorder = AirRecorder(seed: seed)
+            air.observer = recorder
+            airRecorder = recorder
+        }
         if let timeout = scenario.timeout { deadline = lab.loop.now + timeout }
         let servedElsewhere = roles.peripheral?.served(in: scenario)?.id
         for (k, declared) in scenario.peripherals.enumerated() {
