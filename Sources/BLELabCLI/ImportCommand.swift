@@ -12,12 +12,15 @@ public struct ImportArguments: Equatable {
     public var strict: Bool
     /// Print what the capture holds instead of writing a scenario.
     public var summary: Bool
+    /// `--controller N`: the controller (hciN) whose traffic a Linux monitor capture of several is read for.
+    public var controller: UInt16?
 
-    public init(capture: String, output: String? = nil, strict: Bool = false, summary: Bool = false) {
+    public init(capture: String, output: String? = nil, strict: Bool = false, summary: Bool = false, controller: UInt16? = nil) {
         self.capture = capture
         self.output = output
         self.strict = strict
         self.summary = summary
+        self.controller = controller
     }
 
     static func parse(_ arguments: [String]) throws -> CLICommand {
@@ -25,6 +28,7 @@ public struct ImportArguments: Equatable {
         var output: String?
         var strict = false
         var summary = false
+        var controller: UInt16?
         var index = 0
         var onlyPaths = false
         while index < arguments.count {
@@ -42,11 +46,21 @@ public struct ImportArguments: Equatable {
                     }
                     if inline == nil { index += 1 }
                     output = value
+                case "--controller":
+                    guard let value = inline ?? (index < arguments.count ? arguments[index] : nil) else {
+                        throw UsageError("option --controller needs a controller index, such as 0 or hci1")
+                    }
+                    if inline == nil { index += 1 }
+                    let digits = value.hasPrefix("hci") ? String(value.dropFirst(3)) : value
+                    guard let n = UInt16(digits) else {
+                        throw UsageError("option --controller takes a controller index, such as 0 or hci1, not '\(value)'")
+                    }
+                    controller = n
                 case "--strict", "--summary":
                     guard inline == nil else { throw UsageError("option \(name) takes no value") }
                     if name == "--strict" { strict = true } else { summary = true }
                 default:
-                    let hint = Spelling.suggestion(for: name, in: ["--output", "--strict", "--summary", "--help"]).map { "; \($0)" } ?? ""
+                    let hint = Spelling.suggestion(for: name, in: ["--output", "--strict", "--summary", "--controller", "--help"]).map { "; \($0)" } ?? ""
                     throw UsageError("unknown option '\(name)' for import\(hint); see 'blelab import --help'")
                 }
                 continue
@@ -55,14 +69,14 @@ public struct ImportArguments: Equatable {
             capture = argument
         }
         guard let capture else { throw UsageError("import needs a capture file: blelab import CAPTURE [-o FILE]") }
-        return .importCapture(ImportArguments(capture: capture, output: output, strict: strict, summary: summary))
+        return .importCapture(ImportArguments(capture: capture, output: output, strict: strict, summary: summary, controller: controller))
     }
 }
 
 extension Help {
     public static let importCapture = """
-    usage: blelab import CAPTURE [-o FILE] [--strict]
-           blelab import --summary CAPTURE [-o FILE] [--strict]
+    usage: blelab import CAPTURE [-o FILE] [--strict] [--controller N]
+           blelab import --summary CAPTURE [-o FILE] [--strict] [--controller N]
 
     Reads a capture (the central's, or a peripheral's) and writes a scenario that replays it: the
     peripherals as they advertised and as discovery found them (services, characteristics,
@@ -93,6 +107,9 @@ extension Help {
                          notifications per second; ATT errors; what was skipped or not reproduced.
                          Works on captures with nothing to import
       --strict           stop at the first record that does not decode (exit 2), naming it
+      --controller N     read controller hciN of a Linux monitor capture (btmon -w, Wireshark's
+                         link type 254) that holds several; without it such a capture is refused,
+                         naming the controllers it holds
       -h, --help         this text
 
     exit status: 0 written, 2 the capture cannot be read (the error names the byte offset) or usage
@@ -108,7 +125,7 @@ extension BLELabCLI {
         }
         let name = arguments.capture.split(separator: "/").last.map(String.init) ?? arguments.capture
         let file: CaptureFile
-        do { file = try CaptureFile.decode(bytes, strict: arguments.strict) } catch {
+        do { file = try CaptureFile.decode(bytes, strict: arguments.strict, controller: arguments.controller) } catch {
             console.err("blelab: \(arguments.capture): \(error)\n")
             return .badInput
         }

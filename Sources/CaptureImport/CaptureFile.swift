@@ -35,7 +35,28 @@ public struct CaptureFile: Sendable {
         public var frame: [UInt8]
         /// Octets the capturing tool left out of this packet (a truncating snoop log).
         public var missingOctets: Int
+        /// The controller index (hciN) of a Linux monitor capture (btsnoop 2001, pcap 254); nil
+        /// for formats of one controller.
+        public var controller: UInt16? = nil
     }
+
+    /// Keeps one controller's packets of a Linux monitor capture (`blelab import --controller N`):
+    /// `controller` nil, the capture must hold one controller's HCI traffic (else the error lists
+    /// them); given, it must be one of those the capture holds.
+    public mutating func select(controller: UInt16?) throws {
+        var counts: [UInt16: Int] = [:]
+        for p in packets { if let c = p.controller { counts[c, default: 0] += 1 } }
+        guard let controller else {
+            if counts.count > 1 { throw CaptureError.severalControllers(indexes: counts) }
+            return
+        }
+        guard counts[controller] != nil else { throw CaptureError.noSuchController(controller, present: counts) }
+        packets.removeAll { $0.controller != nil && $0.controller != controller }
+        selectedController = controller
+    }
+
+    /// The controller `select(controller:)` kept, when the capture held several.
+    public var selectedController: UInt16?
 
     public var format: Format
     public var recordCount: Int
@@ -78,7 +99,17 @@ public struct CaptureFile: Sendable {
     /// packet does not decode is skipped, a broken framing ends the reading with the records before
     /// it, and each is listed in `skipped`. Only a file that is none of the formats (or whose first
     /// record cannot be read) still throws.
-    public static func decode(_ bytes: [UInt8], strict: Bool = true) throws -> CaptureFile {
+    ///
+    /// A Linux monitor capture (btsnoop 2001, pcap 254) may hold several controllers' traffic:
+    /// `controller` picks one (`select(controller:)`); without it such a capture is an error
+    /// naming them.
+    public static func decode(_ bytes: [UInt8], strict: Bool = true, controller: UInt16? = nil) throws -> CaptureFile {
+        var file = try decodeFile(bytes, strict: strict)
+        try file.select(controller: controller)
+        return file
+    }
+
+    private static func decodeFile(_ bytes: [UInt8], strict: Bool) throws -> CaptureFile {
         if !strict { return try decodeTolerantly(bytes) }
         if PcapReader.looksLikePcap(bytes) {
             do {
@@ -132,7 +163,8 @@ public struct CaptureFile: Sendable {
             }
             let (time, overflow) = record.timestamp.subtractingReportingOverflow(origin)
             packets.append(Packet(record: index + 1, offset: offset, time: overflow ? 0 : time, direction: record.direction,
-                                  frame: frame, missingOctets: Int(record.originalLength) - record.data.count))
+                                  frame: frame, missingOctets: Int(record.originalLength) - record.data.count,
+                                  controller: file.datalink == .linuxMonitor ? record.adapterIndex : nil))
         }
         var capture = CaptureFile(format: .btsnoop(file.datalink), recordCount: file.records.count, packets: packets)
         capture.skipped = empty
@@ -180,19 +212,29 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case truncatedPacket(record: Int, offset: Int, kept: Int, original: Int)
     /// The capture holds no HCI packets at all.
     case noPackets(records: Int)
+    /// A Linux monitor capture (btsnoop 2001, pcap 254) of several controllers, without
+    /// `--controller`: their indexes and packet counts.
+    case severalControllers(indexes: [UInt16: Int])
+    /// `--controller N` names a controller the capture holds no HCI traffic of.
+    case noSuchController(UInt16, present: [UInt16: Int])
     /// The capture shows nothing to import: no scan, no connection, no advertising of its own.
     case nothingToImport(packets: Int)
     /// The capture shows scanning, but no device: no advertising report, no connection.
     case nothingHeard(packets: Int, scans: Int)
 
     /// The byte offset in the file the error refers to.
+    /// "hci0 (120 packets), hci1 (8 packets)".
+    static func list(_ indexes: [UInt16: Int]) -> String {
+        indexes.keys.sorted().map { "hci\($0) (\(indexes[$0, default: 0]) packets)" }.joined(separator: ", ")
+    }
+
     public var offset: Int {
         switch self {
         case let .btsnoop(e): return e.offset
         case let .packetLogger(e): return e.offset
         case let .pcap(e): return e.offset
         case let .malformedPacket(_, offset, _), let .truncatedPacket(_, offset, _, _): return offset
-        case .noPackets, .nothingToImport, .nothingHeard: return 0
+        case .noPackets, .nothingToImport, .nothingHeard, .severalControllers, .noSuchController: return 0
         }
     }
 
@@ -208,6 +250,11 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "(on Android, set the Bluetooth HCI snoop log to \"Enabled\", not \"Filtered\"), so its values cannot be imported"
         case let .noPackets(records):
             return "the capture holds no HCI packets (\(records) record\(records == 1 ? "" : "s"))"
+        case let .severalControllers(indexes):
+            return "the Linux monitor capture holds the HCI traffic of several controllers: \(Self.list(indexes)); "
+                + "the importer reads one: choose it with --controller N (or capture one with btmon -i hciN)"
+        case let .noSuchController(index, present):
+            return "--controller \(index): the capture holds no HCI traffic of hci\(index); it holds \(present.isEmpty ? "no controller's" : Self.list(present))"
         case let .nothingToImport(packets):
             return "the capture's \(packets) HCI packets hold no scan, no connection and no advertising: nothing to import"
         case let .nothingHeard(packets, scans):

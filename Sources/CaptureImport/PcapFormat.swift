@@ -149,12 +149,10 @@ public enum PcapError: Error, Hashable, Sendable, CustomStringConvertible {
     case airCapture(PcapLinkType, record: Int, at: Int)
     /// A packet too short for its link type's header (the direction or monitor header, an H4 indicator).
     case truncatedLinkHeader(PcapLinkType, record: Int, length: Int, needed: Int, at: Int)
-    /// Link type 254: HCI packets of several controllers; the importer reads one controller's.
-    case severalControllers(indexes: [UInt16: Int])
 
     public var offset: Int {
         switch self {
-        case .notPcap, .truncatedHeader, .severalControllers: return 0
+        case .notPcap, .truncatedHeader: return 0
         case let .unsupportedVersion(_, _, at), let .truncatedRecordHeader(_, _, at), let .badRecordLength(_, _, _, at),
              let .truncatedRecordData(_, _, _, at), let .truncatedBlock(_, _, _, at), let .badBlockLength(_, _, _, at),
              let .blockLengthMismatch(_, _, _, at), let .badByteOrderMagic(_, _, at),
@@ -209,10 +207,6 @@ public enum PcapError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "in a capture read as HCI: a file is imported either as HCI or as an air capture, not both"
         case let .truncatedLinkHeader(linkType, record, length, needed, at):
             return "record \(record) at offset \(at): \(length) octets, too short for link type \(linkType) (needs \(needed))"
-        case let .severalControllers(indexes):
-            let list = indexes.keys.sorted().map { "hci\($0) (\(indexes[$0, default: 0]) packets)" }.joined(separator: ", ")
-            return "the Linux monitor capture holds the HCI traffic of several controllers: \(list); "
-                + "the importer reads one controller's (capture one with btmon -i hciN)"
         }
     }
 }

@@ -6,9 +6,9 @@ import Transport
 ///
 /// - 201 BLUETOOTH_HCI_H4_WITH_PHDR: the direction header says it (bit 0 set: received by the host).
 /// - 254 BLUETOOTH_LINUX_MONITOR: the monitor opcode says type and direction, as btsnoop 2001;
-///   records that carry no HCI packet (new/delete index, notes, management) are skipped. The
-///   importer reads one controller: a capture with HCI packets on several indexes is refused,
-///   naming them (`PcapError.severalControllers`).
+///   records that carry no HCI packet (new/delete index, notes, management) are skipped. Each
+///   packet keeps its controller index; the import reads one controller
+///   (`CaptureFile.select(controller:)`, `blelab import --controller N`).
 /// - 187 BLUETOOTH_HCI_H4: no direction in the file. Commands are host → controller and events
 ///   controller → host by their type. ACL packets are placed by what they carry: the first
 ///   fragment of an ATT PDU (L2CAP channel 0x0004) by its opcode — requests, commands and the
@@ -30,7 +30,6 @@ public enum PcapHCI {
         var assumed: Set<UInt16> = []
         var hostIsCentral: [UInt16: Bool] = [:]
         var lastStart: [UInt16: HCIDirection] = [:]
-        var controllers: [UInt16: Int] = [:]
         var lastTime: Int64?
         let origin = file.packets.first { $0.unixMicroseconds != nil }?.unixMicroseconds ?? 0
 
@@ -51,6 +50,7 @@ public enum PcapHCI {
             }
             let frame: [UInt8]
             var direction: HCIDirection?
+            var controller: UInt16?
             switch linkType {
             case .bluetoothHCIH4WithPHDR:
                 guard data.count >= 5 else {
@@ -67,7 +67,7 @@ public enum PcapHCI {
                 let index = UInt16(data[0]) << 8 | UInt16(data[1])
                 let opcode = BTSnoopMonitorOpcode(rawValue: UInt16(data[2]) << 8 | UInt16(data[3]))
                 guard let (type, carried) = opcode.hciPacket else { continue }
-                controllers[index, default: 0] += 1
+                controller = index
                 direction = carried
                 frame = [type.rawValue] + data[4...]
             default:   // 187
@@ -84,9 +84,8 @@ public enum PcapHCI {
             }
             packets.append(CaptureFile.Packet(record: packet.number, offset: packet.offset, time: overflow ? 0 : time,
                                               direction: direction, frame: frame,
-                                              missingOctets: max(0, packet.originalLength - data.count)))
+                                              missingOctets: max(0, packet.originalLength - data.count), controller: controller))
         }
-        if controllers.count > 1 { throw PcapError.severalControllers(indexes: controllers) }
         let format: CaptureFile.Format
         switch file.kind {
         case let .pcap(_, nanoseconds): format = .pcap(linkType: file.linkTypes.first ?? PcapLinkType(rawValue: 0), nanoseconds: nanoseconds)

@@ -203,10 +203,20 @@ final class PcapTests: XCTestCase {
             (1, 0, monitor(0, 2, Array(scanEnable.dropFirst())), nil), (1, 1, monitor(1, 2, Array(scanEnable.dropFirst())), nil),
             (1, 2, monitor(1, 3, Array(commandComplete.dropFirst())), nil),
         ])
-        XCTAssertEqual(error(two), .severalControllers(indexes: [0: 1, 1: 2]))
-        XCTAssertEqual(error(two)?.description,
-                       "the Linux monitor capture holds the HCI traffic of several controllers: hci0 (1 packets), hci1 (2 packets); "
-                           + "the importer reads one controller's (capture one with btmon -i hciN)")
+        XCTAssertThrowsError(try CaptureFile.decode(two)) { error in
+            XCTAssertEqual(error as? CaptureError, .severalControllers(indexes: [0: 1, 1: 2]))
+            XCTAssertEqual("\(error)", "the Linux monitor capture holds the HCI traffic of several controllers: hci0 (1 packets), hci1 (2 packets); "
+                           + "the importer reads one: choose it with --controller N (or capture one with btmon -i hciN)")
+        }
+        // --controller 1: hci1's packets only, in both readings; a controller it does not hold is named.
+        for strict in [true, false] {
+            let one = try CaptureFile.decode(two, strict: strict, controller: 1)
+            XCTAssertEqual(one.packets.map(\.record), [2, 3])
+            XCTAssertEqual(one.selectedController, 1)
+        }
+        XCTAssertThrowsError(try CaptureFile.decode(two, controller: 2)) { error in
+            XCTAssertEqual("\(error)", "--controller 2: the capture holds no HCI traffic of hci2; it holds hci0 (1 packets), hci1 (2 packets)")
+        }
     }
 
     func testH4WithoutDirectionPlacesATTByOpcodeAndRoleAndReportsTheRest() throws {
