@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
         .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Controller", "Transport", "HCI", "BLEWire", "BLERuntime"]),
+        .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Controller", "Transport", "HCI", "GATT", "BLEWire", "BLERuntime"]),
         // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
         // BlueZLabTests share: each test starts its own daemon.
         .target(name: "DBusTestSupport", dependencies: ["DBus", "BLERuntime"], path: "Tests/DBusTestSupport"),
