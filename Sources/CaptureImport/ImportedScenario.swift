@@ -1,6 +1,7 @@
 import ATT
 import BLERuntime
 import BLEWire
+import Controller
 import GATT
 import HCI
 import ScenarioFormat
@@ -453,6 +454,30 @@ struct ImportedScenario {
         return out
     }
 
+    /// Data PDUs a connection event of the lab's sim carries each way unless told
+    /// (`AirModel.maxPDUsPerEvent`).
+    static let labPDUsPerEvent = 4
+
+    /// The most ATT PDUs peripheral `p` sent within one connection interval (the interval in
+    /// force then) on any of its connections, and where: phones' connection events carry several
+    /// notifications each, and the replay's must carry as many for its notifications to arrive
+    /// when the capture's did.
+    func burstiest(_ p: Int) -> (Int, CaptureMark)? {
+        var best: (Int, CaptureMark)?
+        for c in peripherals[p].connections {
+            let connection = transcript.connections[c]
+            let sent = connection.att.filter { !$0.fromCentral }
+            var first = 0
+            for (k, r) in sent.enumerated() {
+                let window = Int64(connection.parameters(at: r.mark).interval) * 1250
+                while sent[first].mark.time <= r.mark.time - window { first += 1 }
+                let n = k - first + 1
+                if n > (best?.0 ?? 0) { best = (n, sent[first].mark) }
+            }
+        }
+        return best
+    }
+
     /// The parameters connection `c` was made with (LE Connection Complete), for the replay's
     /// connect step to ask for, so that its connection events (how many notifications arrive in a
     /// window, how long an answer waits) follow the capture's; nil when they are the lab central's
@@ -693,6 +718,13 @@ struct ImportedScenario {
         if let mtu = p.mtu {
             faults = PeripheralFaults(mtu: mtu)
             comments.add(inline: "its Exchange MTU Response", at: .mtu(id))
+        }
+        if let index = peripherals.firstIndex(where: { $0.id == id }), let (most, at) = burstiest(index), most > Self.labPDUsPerEvent {
+            var f = faults ?? PeripheralFaults()
+            f.link = LinkFaults(pdusPerEvent: min(32, most))
+            faults = f
+            comments.add(["\(at): \(most) ATT PDUs from it within one connection interval, more than the lab's connection events carry by default (\(Self.labPDUsPerEvent)): link: { pdus-per-event: \(min(32, most)) }"],
+                         above: .advertise(id))
         }
         for (k, (notes, flaw)) in p.flaws.enumerated() {
             spec.flaws.append(flaw)

@@ -13,6 +13,10 @@ import BLEWire
 /// - `latency` and `jitter`: an ACL packet becomes eligible for transmission `latency` plus a
 ///   uniform draw in 0…`jitter` after its host handed it over (a busy radio scheduler, a slow
 ///   peer); packets keep their order, so it travels in a later connection event.
+/// - `pdusPerEvent`: how many data PDUs each side may send in one connection event on the
+///   device's connections (nil: `AirModel.maxPDUsPerEvent`). Not a fault but the capacity of a
+///   real pair of controllers, which the connection event's length bounds: phones and modules
+///   with long events carry more than the lab's default, and a replayed capture needs as many.
 /// - `drops`: a fault beyond the specification — the Nth ATT PDU a side sends on a connection is
 ///   acknowledged by the link layer and then vanishes for good (the sender's host gets Number Of
 ///   Completed Packets for it; the receiver's host never sees it).
@@ -21,22 +25,32 @@ public struct LinkFaults: Hashable, Sendable {
     public var latency: TimeSpan
     public var jitter: TimeSpan
     public var drops: [ATTDrop]
+    public var pdusPerEvent: Int?
 
-    public init(lossRate: Double = 0, latency: TimeSpan = .zero, jitter: TimeSpan = .zero, drops: [ATTDrop] = []) {
+    public init(lossRate: Double = 0, latency: TimeSpan = .zero, jitter: TimeSpan = .zero, drops: [ATTDrop] = [], pdusPerEvent: Int? = nil) {
         self.lossRate = lossRate
         self.latency = latency
         self.jitter = jitter
         self.drops = drops
+        self.pdusPerEvent = pdusPerEvent
     }
 
     public static let none = LinkFaults()
 
     public var isNone: Bool { self == .none }
 
-    /// Both ends' faults on one connection: losses compound, delays add, drops accumulate.
+    /// Nothing but `pdusPerEvent`: the capacity of the sim's connection events, which a real
+    /// controller decides itself (so another tier goes without it).
+    public var isCapacityOnly: Bool {
+        pdusPerEvent != nil && lossRate == 0 && latency == .zero && jitter == .zero && drops.isEmpty
+    }
+
+    /// Both ends' faults on one connection: losses compound, delays add, drops accumulate; the
+    /// smaller capacity per event holds.
     func combined(with other: LinkFaults) -> LinkFaults {
-        LinkFaults(lossRate: 1 - (1 - lossRate) * (1 - other.lossRate), latency: latency + other.latency,
-                   jitter: jitter + other.jitter, drops: drops + other.drops)
+        let perEvent = [pdusPerEvent, other.pdusPerEvent].compactMap { $0 }.min()
+        return LinkFaults(lossRate: 1 - (1 - lossRate) * (1 - other.lossRate), latency: latency + other.latency,
+                          jitter: jitter + other.jitter, drops: drops + other.drops, pdusPerEvent: perEvent)
     }
 }
 

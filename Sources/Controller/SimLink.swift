@@ -308,7 +308,8 @@ final class SimLink {
             return
         }
 
-        var budgets = (central: max(1, air.model.maxPDUsPerEvent), peripheral: max(1, air.model.maxPDUsPerEvent))
+        let perEvent = max(1, faults.pdusPerEvent ?? air.model.maxPDUsPerEvent)
+        var budgets = (central: perEvent, peripheral: perEvent)
         guard runProcedures(at: k, heard: true, budgets: &budgets) else { return }
         var centralBudget = budgets.central, peripheralBudget = budgets.peripheral
 

@@ -27,7 +27,9 @@ final class FaultSteps {
         }
         for spec in session.scenario.peripherals {
             guard let faults = session.scenario.faults[spec.id], let peripheral = session.peripherals[spec.id] else { continue }
-            if let link = faults.link {
+            // A real controller's connection events carry what it decides: `pdus-per-event` alone
+            // is the sim's and goes without elsewhere.
+            if let link = faults.link, !(link.isCapacityOnly && session.lab.air == nil) {
                 let (air, controller) = try simulated(spec.id, "link: faults")
                 air.setLinkFaults(link, for: controller)
             }

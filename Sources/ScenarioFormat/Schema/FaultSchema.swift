@@ -11,7 +11,7 @@ import YAMLSubset
 public struct FaultSyntax {
     let r: SchemaReader
 
-    static let linkKeys = ["loss", "latency", "jitter", "drop"]
+    static let linkKeys = ["loss", "latency", "jitter", "drop", "pdus-per-event"]
     static let dropKeys = ["att", "from"]
     static let parameterKeys = ["interval", "latency", "timeout"]
 
@@ -30,6 +30,11 @@ public struct FaultSyntax {
         }
         if let n = field("drop") {
             if let drops = drops(n) { faults.drops = drops } else { ok = false }
+        }
+        if let n = field("pdus-per-event") {
+            if let k = r.integer(n, in: 1...32, "a number of data PDUs per connection event from 1 to 32 (the lab's default is 4)") {
+                faults.pdusPerEvent = Int(k)
+            } else { ok = false }
         }
         return ok ? faults : nil
     }
