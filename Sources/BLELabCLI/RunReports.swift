@@ -193,13 +193,21 @@ public struct CaptureNames {
 
     /// Where `run`'s air capture goes (`--capture-air`): `DIR/<file>[.run<k>].air.pcap`.
     public mutating func airPath(for run: ScenarioRun) -> String {
+        claim(stem: stem(of: run) + ".air", suffix: ".pcap")
+    }
+
+    /// `DIR/<file>[.run<k>]` for `run`.
+    private func stem(of run: ScenarioRun) -> String {
         let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)
-        let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
-        let stem = "\(directory)/\(base)\(repetition).air"
-        var path = stem + ".pcap"
+        return "\(directory)/\(base)" + (run.repetitions > 1 ? ".run\(run.repetition)" : "")
+    }
+
+    /// `stem` + `suffix`, or `stem-2` + `suffix` and so on when that was handed out already.
+    private mutating func claim(stem: String, suffix: String) -> String {
+        var path = stem + suffix
         var n = 2
         while taken.contains(path) {
-            path = "\(stem)-\(n).pcap"
+            path = "\(stem)-\(n)\(suffix)"
             n += 1
         }
         taken.insert(path)
@@ -208,18 +216,9 @@ public struct CaptureNames {
 
     /// The paths of `run`'s captures, each one not handed out before.
     public mutating func paths(for run: ScenarioRun) -> [(path: String, capture: DeviceCapture)] {
-        let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)
-        let repetition = run.repetitions > 1 ? ".run\(run.repetition)" : ""
+        let prefix = stem(of: run)
         return run.result.captures.map { capture in
-            let stem = "\(directory)/\(base)\(repetition).\(capture.device)"
-            var path = stem + ".btsnoop"
-            var n = 2
-            while taken.contains(path) {
-                path = "\(stem)-\(n).btsnoop"
-                n += 1
-            }
-            taken.insert(path)
-            return (path, capture)
+            (claim(stem: "\(prefix).\(capture.device)", suffix: ".btsnoop"), capture)
         }
     }
 }

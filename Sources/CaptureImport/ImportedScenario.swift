@@ -461,10 +461,12 @@ struct ImportedScenario {
     /// The most ATT PDUs peripheral `p` sent within one connection interval (the interval in
     /// force then) on any of its connections, and where: phones' connection events carry several
     /// notifications each, and the replay's must carry as many for its notifications to arrive
-    /// when the capture's did.
+    /// when the capture's did. Only a central's capture shows this: its controller delivers what
+    /// each event carried; a peripheral's shows when its host handed PDUs over (a burst at once),
+    /// not how the events carried them.
     func burstiest(_ p: Int) -> (Int, CaptureMark)? {
         var best: (Int, CaptureMark)?
-        for c in peripherals[p].connections {
+        for c in peripherals[p].connections where !transcript.connections[c].capturedOnPeripheral {
             let connection = transcript.connections[c]
             let sent = connection.att.filter { !$0.fromCentral }
             var first = 0
