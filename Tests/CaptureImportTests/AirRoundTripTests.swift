@@ -73,6 +73,31 @@ final class AirRoundTripTests: XCTestCase {
         XCTAssertEqual(without.captures.map { BTSnoopWriter.encode($0.packets) }, a.captures.map { BTSnoopWriter.encode($0.packets) })
     }
 
+    /// A sniffer started while the phone was already connected: no advertising of the
+    /// peripheral, no CONNECT_IND, the first data PDUs lost too. The connection is taken up at its
+    /// first ATT frame, the peripheral rebuilt from the traffic, and the replay passes.
+    func testAnAirCaptureStartedMidConnectionImportsAndReplays() throws {
+        let air = try XCTUnwrap(run(try loadScenario("scenarios/seeds/hm10-serial.yaml")).airCapture)
+        // pcap: a 24-octet file header, then records of a 16-octet header and the packet.
+        var records: [[UInt8]] = []
+        var offset = 24
+        while offset + 16 <= air.count {
+            let length = Int(air[offset + 8]) | Int(air[offset + 9]) << 8 | Int(air[offset + 10]) << 16 | Int(air[offset + 11]) << 24
+            records.append(Array(air[offset..<offset + 16 + length]))
+            offset += 16 + length
+        }
+        func accessAddress(_ r: [UInt8]) -> UInt32 { r[26..<30].enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
+        let firstData = try XCTUnwrap(records.firstIndex { accessAddress($0) != LinkLayer.advertisingAccessAddress })
+        let resumed = Array(air.prefix(24)) + records[(firstData + 2)...].flatMap { $0 }
+        let (result, scenario) = try importAndLoad(resumed, source: "resumed.pcap")
+        let connection = try XCTUnwrap(result.transcript.connections.first)
+        XCTAssertTrue(connection.startedBeforeCapture)
+        XCTAssertTrue(result.yaml.contains("the capture starts inside the connection"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("without its CONNECT_IND in the capture (the sniffer joined mid-connection)"), result.yaml)
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
+    }
+
     /// Every packet's CRC-24 checks with its CRCInit (advertising 0x555555, data channel the
     /// CONNECT_IND's), and data PDUs carry the direction flag.
     func testWrittenPacketsCarryValidCRCsAndDirections() throws {
