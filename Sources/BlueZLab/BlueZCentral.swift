@@ -423,7 +423,10 @@ public final class BlueZCentral: CentralSeat {
                 return c.path
             }
         }
-        if resolvedOnce.contains(device), services(of: device).isEmpty {
+        // Once the link ended bluetoothd removes the GATT objects one InterfacesRemoved at a
+        // time: a call between two of them finds the services still there without their
+        // characteristics. They vanished all the same.
+        if resolvedOnce.contains(device), services(of: device).isEmpty || !isConnected(path: device) {
             throw SeatError.failed("bluetoothd has no GATT object for \(ref) under \(device) any more: the objects it made at "
                 + "discovery vanished\(isConnected(path: device) ? "" : " when the link ended (Device1.Connected is false)")")
         }

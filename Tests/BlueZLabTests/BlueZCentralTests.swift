@@ -658,6 +658,22 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
     }
 
+    /// Another interleaving of the removals under load: the characteristics' InterfacesRemoved
+    /// have arrived and their services' not yet when the step calls. The objects went all the same.
+    func testACallBetweenTheRemovalsSaysTheObjectsWent() throws {
+        let (fake, central) = try begun()
+        let address = try connectedSensor(fake, central)
+        let sensor = try XCTUnwrap(fake.device(Self.hrmAddress))
+        fake.dropLink(sensor)
+        runUntil { !central.isConnected(address) }
+        fake.removeGATTObjects(sensor, servicesToo: false)
+        runUntil { central.mtu(on: address) == nil }   // the characteristics are gone from its view
+        let r: Result<[UInt8], SeatError>? = wait { done in central.read(measurementRef, on: address, completion: done) }
+        let text = failureText(r)
+        XCTAssertTrue(text.hasPrefix("bluetoothd has no GATT object for \(measurementRef) under \(sensor.path) any more"), text)
+        XCTAssertTrue(text.contains("when the link ended (Device1.Connected is false)"), text)
+    }
+
     /// The race behind a flake of the test above under load: the central has seen Connected turn
     /// false, but the InterfacesRemoved of the GATT objects are still on their way when the step
     /// calls, so the call goes to an object bluetoothd no longer has (UnknownObject). D-Bus

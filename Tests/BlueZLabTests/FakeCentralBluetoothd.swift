@@ -363,10 +363,10 @@ final class FakeCentralBluetoothd {
 
     /// The second half: the GATT objects go (InterfacesRemoved, emitted as each is unexported,
     /// so before any error reply to a call on them, as gdbus's object_path_unref flushes them).
-    func removeGATTObjects(_ d: Device) {
+    func removeGATTObjects(_ d: Device, servicesToo: Bool = true) {
         for s in d.services {
             for c in s.characteristics where c.path != "/" { connection.unexport(c.path) }
-            if let servicePath = try? d.path.appending(String(format: "service%04x", s.handle)) { connection.unexport(servicePath) }
+            if servicesToo, let servicePath = try? d.path.appending(String(format: "service%04x", s.handle)) { connection.unexport(servicePath) }
         }
     }
 
