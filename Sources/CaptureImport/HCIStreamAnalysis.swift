@@ -45,6 +45,9 @@ public struct ScanWindow: Hashable, Sendable {
     public var window: UInt16?
     /// Passive scanning (LE_Scan_Type 0x00): no scan requests.
     public var passive = false
+    /// The capture started while the host was scanning: advertising reports came before any LE
+    /// Set (Extended) Scan Enable; `start` is the first report.
+    public var startedBeforeCapture = false
 }
 
 /// A connection attempt that gave no connection: LE (Extended) Create Connection, then an error
@@ -212,6 +215,8 @@ public struct HCITranscript: Sendable {
     public var notes: [String] = []
     public var packetCount = 0
     public var endTime: Int64 = 0
+    /// The record of the capture's last HCI packet.
+    public var lastRecord = 0
     /// What the capturing host advertised itself (LE Set Advertising Parameters / Data / Scan
     /// Response Data, LE Set Advertising Enable): set when the capture was taken on a peripheral.
     public var ownAdvertising: OwnAdvertising?
@@ -277,13 +282,28 @@ public enum HCIStreamAnalysis {
         var advertisingConnectable = true
         var ownRandomAddress = false
         var ignoredHandles: Set<UInt16> = []
+        var scanEnableSeen = false   // any LE Set (Extended) Scan Enable (or a scan taken up at the first report)
         var publicAddress: BDAddr?
         var randomAddress: BDAddr?
 
         func note(_ text: String) { if noted.insert(text).inserted { t.notes.append(text) } }
 
+        /// Advertising reports before any LE Set (Extended) Scan Enable: the capture started while
+        /// the host was scanning (an Android log from its buffer, logging switched on mid-scan).
+        /// The scan is taken up at the first report; the next Scan Enable off ends it.
+        func resumeScan(at mark: CaptureMark) {
+            guard scanning == nil, !scanEnableSeen, t.connections.isEmpty, pendingCreate == nil else { return }
+            var window = ScanWindow(start: mark, end: nil, interval: scanParameters?.interval, window: scanParameters?.window,
+                                    passive: scanParameters?.passive ?? false)
+            window.startedBeforeCapture = true
+            t.scans.append(window)
+            scanning = t.scans.count - 1
+            scanEnableSeen = true
+        }
+
         /// LE Set (Extended) Scan Enable: a scan window opens or closes.
         func scanEnable(_ enable: Bool, at mark: CaptureMark) {
+            scanEnableSeen = true
             if enable, scanning == nil {
                 t.scans.append(ScanWindow(start: mark, end: nil, interval: scanParameters?.interval, window: scanParameters?.window,
                                           passive: scanParameters?.passive ?? false))
@@ -338,6 +358,7 @@ public enum HCIStreamAnalysis {
         for p in file.packets {
             let mark = CaptureMark(record: p.record, time: p.time)
             t.endTime = max(t.endTime, p.time)
+            t.lastRecord = max(t.lastRecord, p.record)
             if p.missingOctets > 0 {
                 throw CaptureError.truncatedPacket(record: p.record, offset: p.offset, kept: p.frame.count - 1,
                                                    original: p.frame.count - 1 + p.missingOctets)
@@ -437,6 +458,8 @@ public enum HCIStreamAnalysis {
                     default: break
                     }
                 case let .event(event):
+                    if case .leMeta(.advertisingReport) = event { resumeScan(at: mark) }
+                    if case .leMeta(.extendedAdvertisingReport) = event { resumeScan(at: mark) }
                     switch event {
                     case let .leMeta(.advertisingReport(list)):
                         for r in list {

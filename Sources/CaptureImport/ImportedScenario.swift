@@ -513,7 +513,7 @@ struct ImportedScenario {
             // it heard after is listed (`StepBuilder.scan`).
             let request = transcript.connections.filter { !$0.capturedOnPeripheral && !$0.startedBeforeCapture }
                 .compactMap { $0.requested ?? $0.established }.first { $0 > scan.start }
-            var end = scan.end ?? request ?? CaptureMark(record: scan.start.record, time: transcript.endTime)
+            var end = scan.end ?? request ?? CaptureMark(record: max(scan.start.record, transcript.lastRecord), time: transcript.endTime)
             if let request, request < end { end = request }
             items.append(Timed(item: .scan(i), start: scan.start, end: end))
         }

@@ -317,7 +317,8 @@ struct StepBuilder {
         // 0–10 ms advDelay (Core 5.4, Vol 6, Part B, 4.4.2.2.1).
         let hearing = seen.map { (peripherals[$0].advertisingInterval ?? 100) * 1000 + 10_000 }.max() ?? 0
         let duration = max(1_000, timed.end.time - timed.start.time, hearing)
-        comment(timed.start, "scanning (LE Set Scan Enable) until \(timed.end); \(reports.count) advertising report\(reports.count == 1 ? "" : "s") from \(seen.count) device\(seen.count == 1 ? "" : "s")")
+        let began = scan.startedBeforeCapture ? "the capture starts during a scan (advertising reports before any LE Set Scan Enable)" : "scanning (LE Set Scan Enable)"
+        comment(timed.start, "\(began) until \(timed.end); \(reports.count) advertising report\(reports.count == 1 ? "" : "s") from \(seen.count) device\(seen.count == 1 ? "" : "s")")
         add(.scan(ScanStep(services: filterServices, names: filterNames, duration: millisecondsUp(duration), timing: duty.timing)))
         let connectsNext = importing.transcript.connections.indices.filter { c in
             let at = importing.transcript.connections[c].requested ?? importing.transcript.connections[c].established

@@ -76,8 +76,9 @@ final class CaptureSummaryTests: XCTestCase {
         XCTAssertEqual(lines(text, containing: "       FFF1 (0x").first?.hasSuffix("): 20 notifications"), true, text)
     }
 
-    /// A capture the import refuses ("nothing to import": advertising reports with no scan
-    /// command, no connection) still says what it holds.
+    /// A capture the import refuses ("nothing to import": commands and their Command Complete
+    /// events, no advertising, no connection) still says what it holds; one of advertising
+    /// reports alone (logging switched on during a scan) imports, its scan taken up at the first.
     func testACaptureWithNothingToImportStillSaysWhatItHolds() throws {
         let capture = try centralCapture(runWithCaptures(try loadScenario("scenarios/seeds/hm10-serial.yaml")))
         let file = try BTSnoopReader.decode(capture)
@@ -85,13 +86,22 @@ final class CaptureSummaryTests: XCTestCase {
         let reports = BTSnoopFile(datalink: file.datalink, records: file.records.filter { r in
             r.data.count > 3 && r.data[0] == 0x04 && r.data[1] == 0x3E && r.data[3] == 0x02
         })
-        let bytes = BTSnoopWriter.encode(reports)
-        XCTAssertThrowsError(try CaptureImporter.importCapture(bytes, source: "reports")) { error in
+        let imported = try CaptureImporter.importCapture(BTSnoopWriter.encode(reports), source: "reports")
+        XCTAssertTrue(imported.transcript.scans.first?.startedBeforeCapture ?? false)
+        XCTAssertTrue(imported.yaml.contains("  - expect: { discovered: hmsoft }"), imported.yaml)
+        let reportsText = try summary(BTSnoopWriter.encode(reports))
+        XCTAssertTrue(reportsText.contains("Devices seen: 2\n"), reportsText)
+        XCTAssertEqual(lines(reportsText, containing: "\"HMSoft\"").count, 1, reportsText)
+        // Only the Command Complete events (0x0E): nothing to import.
+        let completes = BTSnoopFile(datalink: file.datalink, records: file.records.filter { r in
+            r.data.count > 2 && r.data[0] == 0x04 && r.data[1] == 0x0E
+        })
+        let bytes = BTSnoopWriter.encode(completes)
+        XCTAssertThrowsError(try CaptureImporter.importCapture(bytes, source: "completes")) { error in
             guard case .nothingToImport? = error as? CaptureError else { return XCTFail("\(error)") }
         }
         let text = try summary(bytes)
-        XCTAssertTrue(text.contains("Devices seen: 2\n"), text)
-        XCTAssertEqual(lines(text, containing: "\"HMSoft\"").count, 1, text)
+        XCTAssertTrue(text.contains("Devices seen: 0"), text)
         XCTAssertTrue(text.contains("Connections: 0\n"), text)
 
         let cli = CLIHarness()

@@ -65,12 +65,15 @@ final class MidConnectionTests: XCTestCase {
     /// GATT cache, then discovers, then writes again. `peripheralAsksMTU`: the peripheral sends
     /// an Exchange MTU Request of 185 first, and the phone answers 247. `interval`: the connection
     /// interval (1.25 ms units); `burst`: notifications of 0x000E per connection event, 4 events.
-    func cachedHandleCapture(peripheralAsksMTU: Bool = false, interval: UInt16 = 0x0018, burst: Int = 0) -> [UInt8] {
+    /// `scanEnabled: false`: the log starts during the scan (no LE Set Scan Enable before the report).
+    func cachedHandleCapture(peripheralAsksMTU: Bool = false, interval: UInt16 = 0x0018, burst: Int = 0, scanEnabled: Bool = true) -> [UInt8] {
         packets = []
         let peer: [UInt8] = [0x56, 0x34, 0x12, 0x00, 0x11, 0xD0]      // D0:11:00:12:34:56
         at(0)
-        sent(command(0x200C, [0x01, 0x00]))                               // LE Set Scan Enable
-        received(event(0x0E, [0x01, 0x0C, 0x20, 0x00]))
+        if scanEnabled {
+            sent(command(0x200C, [0x01, 0x00]))                           // LE Set Scan Enable
+            received(event(0x0E, [0x01, 0x0C, 0x20, 0x00]))
+        }
         at(20)
         let adv: [UInt8] = [0x02, 0x01, 0x06, 0x05, 0x09] + Array("Lock".utf8)
         received(event(0x3E, [0x02, 0x01, 0x00, 0x01] + peer + [UInt8(adv.count)] + adv + [0xC4]))
@@ -182,6 +185,16 @@ final class MidConnectionTests: XCTestCase {
         let failed = ScenarioRunner().run(uncached)
         XCTAssertFalse(failed.passed)
         XCTAssertTrue(failed.failure?.report().contains("nothing discovered yet") ?? false, failed.failure?.report() ?? "")
+    }
+
+    func testACaptureStartingDuringAScanTakesTheScanUpAtTheFirstReport() throws {
+        let (result, scenario) = try importAndLoad(cachedHandleCapture(scanEnabled: false), source: "mid-scan.btsnoop")
+        XCTAssertEqual(result.transcript.scans.count, 1)
+        XCTAssertTrue(result.transcript.scans[0].startedBeforeCapture)
+        XCTAssertTrue(result.yaml.contains("the capture starts during a scan (advertising reports before any LE Set Scan Enable)"), result.yaml)
+        XCTAssertTrue(result.yaml.contains("  - expect: { discovered: lock }"), result.yaml)
+        let replay = ScenarioRunner().run(scenario)
+        XCTAssertTrue(replay.passed, "\(replay.failure?.report() ?? "")\n\(result.yaml)")
     }
 
     func testThePeripheralsOwnMTUExchangeBecomesTheCentralsWithTheSameResult() throws {
