@@ -471,8 +471,10 @@ struct ImportedScenario {
             let sent = connection.att.filter { !$0.fromCentral }
             var first = 0
             for (k, r) in sent.enumerated() {
+                // At least the PDU itself: an interval of 0 (a damaged LE Connection Complete)
+                // leaves a window of one.
                 let window = Int64(connection.parameters(at: r.mark).interval) * 1250
-                while sent[first].mark.time <= r.mark.time - window { first += 1 }
+                while first < k, sent[first].mark.time <= r.mark.time - window { first += 1 }
                 let n = k - first + 1
                 if n > (best?.0 ?? 0) { best = (n, sent[first].mark) }
             }
