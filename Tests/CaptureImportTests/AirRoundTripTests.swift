@@ -128,11 +128,17 @@ final class AirRoundTripTests: XCTestCase {
     /// Wireshark reads the file: every packet decodes as Bluetooth LE link layer, the CONNECT_IND
     /// and the ATT PDUs are recognised, and (with the pseudo-header's CRC flags cleared so that it
     /// checks them itself) no advertising packet has an incorrect CRC.
+    /// Without tshark (.ci/run installs it), as BTSnoopInteropTests: the file is checked with our
+    /// own reader only, and the test says so.
     func testTsharkReadsTheAirCapture() throws {
-        guard let tshark = TestTools.executableOnPath("tshark") else {
-            throw XCTSkip("tshark is not on PATH (apt-get install tshark); the air capture was checked with our own reader only")
-        }
         let air = try XCTUnwrap(run(try loadScenario("scenarios/seeds/hm10-serial.yaml")).airCapture)
+        guard let tshark = TestTools.executableOnPath("tshark") else {
+            print("AirRoundTripTests: tshark is not on PATH; checked the air capture with our own reader only")
+            let file = try CaptureFile.decode(air)
+            XCTAssertFalse(file.packets.isEmpty)
+            XCTAssertEqual(try HCIStreamAnalysis.analyse(file).connections.count, 1)
+            return
+        }
         let dir = try temporaryDirectory()
         defer { removeTree(dir) }
         let path = dir + "/hm10-serial.air.pcap"
