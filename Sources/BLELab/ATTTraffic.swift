@@ -28,6 +28,18 @@ public final class ATTTraffic {
     }
 
     public private(set) var records: [Record] = []
+    /// Which records `records` keeps; observers see every one whatever it says.
+    public enum Retention: Sendable {
+        /// Every record (the default).
+        case all
+        /// All but the notifications and indications this host received: the bulk of a long
+        /// stream, which a runner counts through an observer instead.
+        case exceptReceivedValues
+        /// None: only observers see the traffic.
+        case none
+    }
+
+    public var retention = Retention.all
     private var reassembly = L2CAPReassembler<PartialKey>()
     private var observers: [(Record) -> Void] = []
 
@@ -61,7 +73,13 @@ public final class ATTTraffic {
         guard let frame = outcome.frame, frame.channel == L2CAPChannelID.att else { return }
         let record = Record(time: packet.time, direction: packet.direction, connectionHandle: acl.handle, bytes: frame.payload,
                             pdu: try? ATTPDU(decoding: frame.payload))
-        records.append(record)
+        switch retention {
+        case .all: records.append(record)
+        case .exceptReceivedValues:
+            let method = record.opcode?.method
+            if record.wasSent || (method != .notification && method != .indication) { records.append(record) }
+        case .none: break
+        }
         for o in observers { o(record) }
     }
 }
