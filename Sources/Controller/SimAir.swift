@@ -53,6 +53,8 @@ public final class SimAir {
     /// Receivers an advertising event has examined so far (scanners and initiators): the work the
     /// air does per event, which tests check does not depend on how many devices advertise.
     public private(set) var receiversExamined = 0
+    /// Advertising events put on the air so far.
+    public private(set) var advertisingEvents = 0
 
     public init(loop: EventLoop, seed: UInt64, model: AirModel = .init()) {
         self.loop = loop
@@ -207,6 +209,7 @@ public final class SimAir {
     /// sensitivity) and the advertiser its CONNECT_IND (above the sensitivity too).
     func deliverAdvertisingEvent(_ pdu: AdvertisingPDU, from advertiser: SimController) {
         let now = loop.now
+        advertisingEvents += 1
         if observer != nil, sniffable(advertiser) {
             let type: AdvertisingChannelPDU.PDUType
             switch pdu.type.rawValue {

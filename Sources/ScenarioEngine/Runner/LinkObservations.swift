@@ -200,20 +200,19 @@ struct ArrivalLog {
         return ring[(ringStart + index - oldest) % ring.count]
     }
 
-    /// Drops what comes before `mark`; the head then starts at the mark.
+    /// Drops what comes before `mark`; the head then starts at the mark, taken up again from the
+    /// ring as far as the ring reaches back (it always does for a mark read a little earlier).
     mutating func forget(before mark: Int) {
         guard mark > base else { return }
-        if mark <= base + head.count {
-            head.removeFirst(mark - base)
-        } else {
-            // The head ended before the mark: take it up again from the ring when the ring
-            // reaches back to it.
-            let oldest = count - ring.count
-            head = mark >= oldest ? (mark..<count).map { entry($0)! } : []
-            headIsCurrent = mark >= oldest
-        }
+        if mark <= base + head.count { head.removeFirst(mark - base) } else { head.removeAll() }
         base = mark
-        if head.count + base == count, head.count < kept { headIsCurrent = true }
+        var next = base + head.count
+        let oldest = count - ring.count
+        while next < count, head.count < kept, next >= oldest {
+            head.append(ring[(ringStart + next - oldest) % ring.count])
+            next += 1
+        }
+        headIsCurrent = next == count
     }
 
     func since(_ mark: Int) -> ArrivalsSince {
