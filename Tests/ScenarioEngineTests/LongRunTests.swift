@@ -2,6 +2,7 @@ import BLELabTestSupport
 import BLERuntime
 @testable import ScenarioEngine
 import ScenarioFormat
+import Transport
 import XCTest
 
 /// What a run keeps of a long stream is bounded, and judges exactly what keeping everything
@@ -103,5 +104,43 @@ final class LongRunTests: XCTestCase {
         XCTAssertTrue(short.passed, "\(short.outcome)")
         let long = try ScenarioText.run(stream(interval: "10ms", wait: "60s", expect: "  - expect: { notification: FFF1, in-order: [\(values)] }"))
         XCTAssertFalse(long.passed, "thousands arrived, not five")
+    }
+
+    // MARK: Captures streamed to files
+
+    /// A capture streamed to its file as the run goes holds, byte for byte, what the kept capture
+    /// encodes to; the order the runner asks for paths is the order of `captures`.
+    func testAStreamedCaptureEqualsTheKeptOne() throws {
+        let text = try FileText.read(ScenarioText.fixtures + "/../../../scenarios/seeds/heart-rate.yaml")
+        let kept = try ScenarioText.run(text, options: RunOptions(keepsCaptures: true))
+        XCTAssertTrue(kept.passed, "\(kept.outcome)")
+        let directory = try temporaryDirectory()
+        defer { removeTree(directory) }
+        var options = RunOptions(keepsCaptures: true)
+        var asked: [String] = []
+        options.captureFile = { device in
+            asked.append(device)
+            return directory + "/" + device + ".btsnoop"
+        }
+        let streamed = try ScenarioText.run(text, options: options)
+        XCTAssertTrue(streamed.passed, "\(streamed.outcome)")
+        XCTAssertEqual(streamed.captures.count, 0, "streamed, not kept")
+        XCTAssertEqual(streamed.captureFailures, [])
+        XCTAssertEqual(asked, kept.captures.map(\.device))
+        for capture in kept.captures {
+            let bytes = try FileText.readBytes(directory + "/" + capture.device + ".btsnoop")
+            XCTAssertEqual(bytes, BTSnoopWriter.encode(capture.packets), capture.device)
+            XCTAssertGreaterThan(capture.packets.count, 100)
+        }
+    }
+
+    /// A file that cannot be made is a failure of the run's captures, said with its path.
+    func testAStreamedCaptureThatCannotBeWrittenIsReported() throws {
+        var options = RunOptions()
+        options.captureFile = { "/nonexistent-folder/\($0).btsnoop" }
+        let result = try ScenarioText.run(ScenarioText.hm10("  - scan: { services: [FFE0], for: 1s }"), options: options)
+        XCTAssertTrue(result.passed, "the scenario itself ran")
+        XCTAssertEqual(result.captureFailures.count, 2, "\(result.captureFailures)")
+        XCTAssertTrue(result.captureFailures.allSatisfy { $0.contains("/nonexistent-folder/") }, "\(result.captureFailures)")
     }
 }

@@ -98,6 +98,10 @@ final class ScenarioSession {
     /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
     /// `violation` is its detail, which a note that already tells it contains.
     var violationNotes: [(text: String, violation: String)] = []
+    /// The captures streamed to files (`RunOptions.captureFile`), in the order of `captures`.
+    var captureStreams: [BTSnoopStreamWriter] = []
+    /// Streamed captures that could not be opened or written.
+    var captureFailures: [String] = []
     /// The reason of the latest HCI Disconnect each simulated peripheral's host sent.
     var lastDisconnectAsked: [String: HCIStatus] = [:]
 
@@ -173,7 +177,12 @@ final class ScenarioSession {
         current = nil
         RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
         var captures: [DeviceCapture] = []
-        if options.keepsCaptures, let lab {
+        // Streamed captures end where kept ones are taken: what the end of the run sends after
+        // (stopping real controllers' advertising) is in neither.
+        for stream in captureStreams {
+            do { try stream.close() } catch { captureFailures.append("\(error)") }
+        }
+        if options.keepsCaptures, options.captureFile == nil, let lab {
             let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
             let inLab = Set(lab.devices.map(ObjectIdentifier.init))
             captures = ordered.filter { inLab.contains(ObjectIdentifier($0)) }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
@@ -185,6 +194,7 @@ final class ScenarioSession {
         var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                                     outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
         result.airCapture = airRecorder?.pcap()
+        result.captureFailures = captureFailures
         return result
     }
 
@@ -270,7 +280,19 @@ final class ScenarioSession {
     /// notifications and indications it received, which `observations` counts as they come; none
     /// of a peripheral's). Everything is still seen, as it happens, by the observers.
     private func keepBounded(_ device: LabDevice, central: Bool) {
-        if !options.keepsCaptures { device.log.window = max(Self.packetWindow, 4 * options.recentPacketCount) }
+        if let path = options.captureFile?(device.name) {
+            // Streamed: every packet from now on goes to the file as it is recorded.
+            do {
+                let stream = try BTSnoopStreamWriter(path: path)
+                stream.capture(device.log)
+                captureStreams.append(stream)
+            } catch {
+                captureFailures.append("\(error)")
+            }
+        }
+        if !options.keepsCaptures || options.captureFile != nil {
+            device.log.window = max(Self.packetWindow, 4 * options.recentPacketCount)
+        }
         device.traffic.retention = central ? .exceptReceivedValues : .none
     }
 
