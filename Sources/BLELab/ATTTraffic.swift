@@ -40,6 +40,10 @@ public final class ATTTraffic {
     }
 
     public var retention = Retention.all
+    /// False: what this host sent is not reassembled, kept or shown to observers at all (a
+    /// runner that watches only what a peripheral received saves decoding every notification it
+    /// sends). Set it before the first packet.
+    public var watchesSent = true
     private var reassembly = L2CAPReassembler<PartialKey>()
     private var observers: [(Record) -> Void] = []
 
@@ -68,7 +72,7 @@ public final class ATTTraffic {
     /// Broken fragment sequences (a continuation without a start, PB 0b11) are not this record's
     /// to judge: the host's driver reports them; here they are skipped.
     private func consume(_ packet: LoggedPacket) {
-        guard packet.frame.first == H4PacketType.acl.rawValue, let acl = try? HCIACLData(decoding: packet.frame, from: 1) else { return }
+        guard packet.frame.first == H4PacketType.acl.rawValue, watchesSent || packet.direction != .hostToController, let acl = try? HCIACLData(decoding: packet.frame, from: 1) else { return }
         let outcome = reassembly.feed(acl.data, boundary: acl.boundary, stream: PartialKey(direction: packet.direction, handle: acl.handle))
         guard let frame = outcome.frame, frame.channel == L2CAPChannelID.att else { return }
         let record = Record(time: packet.time, direction: packet.direction, connectionHandle: acl.handle, bytes: frame.payload,

@@ -294,6 +294,8 @@ final class ScenarioSession {
             device.log.window = max(Self.packetWindow, 4 * options.recentPacketCount)
         }
         device.traffic.retention = central ? .exceptReceivedValues : .none
+        // A peripheral's ATT view serves what it received (writes) and, with a timeline, all.
+        if !central, !options.recordsTimeline { device.traffic.watchesSent = false }
     }
 
     /// Packets a device's log keeps when the run keeps no captures.
