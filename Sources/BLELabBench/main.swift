@@ -343,6 +343,10 @@ do {
         try benchCrowd()
         exit(0)
     }
+    if CommandLine.arguments.dropFirst().first == "--notifications" {
+        try benchNotificationThroughput()
+        exit(0)
+    }
     if CommandLine.arguments.dropFirst().first == "--soak" {
         try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24)
         exit(0)
