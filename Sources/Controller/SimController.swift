@@ -106,6 +106,8 @@ public final class SimController {
     private var flushing: [[UInt8]] = []
     private var flushScheduled = false
     private lazy var flushTask: () -> Void = { [weak self] in self?.flushOutbox() }
+    /// Each advertising event's task: one closure for them all (a crowd runs thousands a second).
+    lazy var advertisingTask: () -> Void = { [weak self] in self?.advertisingEvent() }
 
     /// Attaches a new controller to `air`. `address` is its public address; `name` is for logs.
     public init(air: SimAir, address: BDAddr, name: String) {
