@@ -28,6 +28,22 @@ public final class ATTTraffic {
     }
 
     public private(set) var records: [Record] = []
+    /// Which records `records` keeps; observers see every one whatever it says.
+    public enum Retention: Sendable {
+        /// Every record (the default).
+        case all
+        /// All but the notifications and indications this host received: the bulk of a long
+        /// stream, which a runner counts through an observer instead.
+        case exceptReceivedValues
+        /// None: only observers see the traffic.
+        case none
+    }
+
+    public var retention = Retention.all
+    /// False: what this host sent is not reassembled, kept or shown to observers at all (a
+    /// runner that watches only what a peripheral received saves decoding every notification it
+    /// sends). Set it before the first packet.
+    public var watchesSent = true
     private var reassembly = L2CAPReassembler<PartialKey>()
     private var observers: [(Record) -> Void] = []
 
@@ -56,12 +72,18 @@ public final class ATTTraffic {
     /// Broken fragment sequences (a continuation without a start, PB 0b11) are not this record's
     /// to judge: the host's driver reports them; here they are skipped.
     private func consume(_ packet: LoggedPacket) {
-        guard packet.frame.first == H4PacketType.acl.rawValue, let acl = try? HCIACLData(decoding: packet.frame, from: 1) else { return }
+        guard packet.frame.first == H4PacketType.acl.rawValue, watchesSent || packet.direction != .hostToController, let acl = try? HCIACLData(decoding: packet.frame, from: 1) else { return }
         let outcome = reassembly.feed(acl.data, boundary: acl.boundary, stream: PartialKey(direction: packet.direction, handle: acl.handle))
         guard let frame = outcome.frame, frame.channel == L2CAPChannelID.att else { return }
         let record = Record(time: packet.time, direction: packet.direction, connectionHandle: acl.handle, bytes: frame.payload,
                             pdu: try? ATTPDU(decoding: frame.payload))
-        records.append(record)
+        switch retention {
+        case .all: records.append(record)
+        case .exceptReceivedValues:
+            let method = record.opcode?.method
+            if record.wasSent || (method != .notification && method != .indication) { records.append(record) }
+        case .none: break
+        }
         for o in observers { o(record) }
     }
 }

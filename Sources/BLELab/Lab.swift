@@ -32,6 +32,12 @@ public final class Lab {
     /// Where external controllers come from; nil on the simulator.
     public let connector: ControllerConnector?
     public private(set) var devices: [LabDevice] = []
+    /// How many devices' transports to their controllers have closed or failed (each device's
+    /// `host.driver.closed` says which). A runner asks after every task whether any did: this
+    /// answers without a walk over the devices.
+    public fileprivate(set) var lostControllers = 0
+    /// True once any device's transport has closed or failed.
+    public var hasLostController: Bool { lostControllers > 0 }
 
     /// A lab on the embedded simulator.
     public convenience init(seed: UInt64 = 1, model: AirModel = AirModel()) {
@@ -183,7 +189,14 @@ public final class LabDevice {
         let log = PacketLog(keepsPackets: recordsTraffic)
         let traffic = ATTTraffic(log: log)
         let tapped: HCITransport = recordsTraffic ? TappedTransport(transport, log: log, loop: lab.loop) : transport
-        return (log, traffic, BLEHost(loop: lab.loop, transport: tapped, configuration: configuration))
+        let host = BLEHost(loop: lab.loop, transport: tapped, configuration: configuration)
+        // The host's driver took `onClose`; the lab counts each close before the driver hears it.
+        let driverHears = tapped.onClose
+        tapped.onClose = { [weak lab] error in
+            lab?.lostControllers += 1
+            driverHears?(error)
+        }
+        return (log, traffic, host)
     }
 
     /// The address peers see.

@@ -185,6 +185,161 @@ func benchScenarioSuite(folder: String) throws {
     print("heart_rate_scenario_wall_ms: \(String(format2: single * 1000)) ms")
 }
 
+/// The text of a crowded-air scenario: `count` advertisers (one of them the target, serving 180D
+/// with a readable 2A38), a 1 s scan filtered on 180D, a connection to the target and a read.
+/// Made as YAML text and parsed, so the figure covers what users run.
+func crowdScenario(count: Int) throws -> Scenario {
+    var text = """
+    scenario: \(count) advertisers, one filtered scan, connect, read
+    seed: 7
+    timeout: 30s
+    peripherals:
+      target:
+        advertise: { name: Target, services: [180D] }
+        gatt:
+          - service: 180D
+            characteristics:
+              - { uuid: 2A38, properties: [read], value: u8:1 }
+
+    """
+    for k in 1..<count {
+        text += "  tag\(k):\n    advertise: { name: Tag\(k), services: [180F] }\n"
+    }
+    text += """
+    central:
+      - scan: { services: [180D], for: 1s }
+      - expect: { discovered: target }
+      - connect: target
+      - discover: { services: [180D] }
+      - read: 2A38
+      - expect: { value: u8:1 }
+
+    """
+    return try Scenario.parse(text, file: "crowd-\(count).yaml")
+}
+
+/// Wall time of the crowd scenario through the runner (parsing excluded), best of `rounds`.
+func crowdWall(count: Int, rounds: Int) throws -> Double {
+    let scenario = try crowdScenario(count: count)
+    let runner = ScenarioRunner()
+    var best = Double.infinity
+    for _ in 0..<rounds {
+        var result: ScenarioResult?
+        let wall = wallSeconds { result = runner.run(scenario) }
+        guard let result, result.passed else {
+            throw BenchError(description: "crowd of \(count) failed: \(result.map { "\($0.outcome)" } ?? "no result")")
+        }
+        best = min(best, wall)
+    }
+    return best
+}
+
+/// A crowded air: 1,000 and 10,000 advertisers, one filtered scan, connect, read. The ratio of
+/// the two says whether the cost is linear in the number of devices (10 would be exactly linear).
+/// `BLELAB_BENCH_CROWD=N1,N2` measures other sizes (the issue's 100, 1000, 3000, for instance).
+func benchCrowd() throws {
+    let sizes = (getenv("BLELAB_BENCH_CROWD").map { String(cString: $0) } ?? "1000,10000")
+        .split(separator: ",").compactMap { Int($0) }
+    var walls: [Int: Double] = [:]
+    for n in sizes {
+        let wall = try crowdWall(count: n, rounds: n <= 1000 ? 3 : 1)
+        walls[n] = wall
+        print("crowd_\(n)_scan_wall_ms: \(String(format2: wall * 1000)) ms")
+    }
+    if let small = walls[1000], let large = walls[10_000] {
+        print("crowd_scaling_ratio: \(String(format2: large / small)) x")
+    }
+}
+
+/// A day-long session through the runner: a heart-rate strap notifying 2A37 at 1 Hz and a
+/// sensor stream (FFF1) at 100 Hz on the same link, for `hours` of virtual time.
+func soakScenario(hours: Int) throws -> Scenario {
+    let seconds = hours * 3600
+    let text = """
+    scenario: \(hours) h of heart rate at 1 Hz and a 100 Hz sensor stream on one link
+    seed: 11
+    peripherals:
+      strap:
+        advertise: { name: HRM, services: [180D] }
+        gatt:
+          - service: 180D
+            characteristics:
+              - uuid: 2A37
+                properties: [notify]
+                on-subscribe:
+                  - notify-every: { characteristic: 2A37, interval: 1s, value: [u8:0, { random-u8: [59, 61] }] }
+          - service: FFF0
+            characteristics:
+              - uuid: FFF1
+                properties: [notify]
+                on-subscribe:
+                  - notify-every: { characteristic: FFF1, interval: 10ms, value: { counter-u8: 1 } }
+    central:
+      - scan: { services: [180D], for: 1s }
+      - connect: strap
+      - discover: all
+      - subscribe: 2A37
+      - subscribe: FFF1
+      - wait: \(seconds)s
+      - expect: { notification: 2A37, count: \(seconds), within: 2s }
+      - expect: { notification: FFF1 }
+
+    """
+    return try Scenario.parse(text, file: "soak-\(hours)h.yaml")
+}
+
+/// `blelab-bench --soak HOURS`: runs the soak in this process and prints its wall time. Its
+/// peak RSS is measured by the parent (`benchSoak`), which runs it as a child so that nothing
+/// else of the benchmark counts.
+func runSoak(hours: Int) throws {
+    let scenario = try soakScenario(hours: hours)
+    var result: ScenarioResult?
+    let wall = wallSeconds { result = ScenarioRunner().run(scenario) }
+    guard let result, result.passed else {
+        throw BenchError(description: "soak failed: \(result.map { "\($0.outcome)" } ?? "no result")")
+    }
+    print("soak_\(hours)h_hr_wall_s: \(String(format2: wall)) s")
+    // VmHWM: this process image's peak resident set. (Not ru_maxrss of the parent's children:
+    // Linux carries a child's RSS from before its exec, i.e. the parent's, into that figure.)
+    guard let status = procText("/proc/self/status"),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kb = line.split(separator: " ").compactMap({ Int($0) }).first else {
+        throw BenchError(description: "soak: no VmHWM in /proc/self/status")
+    }
+    print("soak_\(hours)h_peak_rss_mb: \(String(format2: Double(kb) / 1024)) MB")
+}
+
+/// A /proc file's text (its size is not known ahead: read until the end).
+func procText(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fd, &chunk, chunk.count)
+        guard n > 0 else { break }
+        bytes += chunk[0..<n]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The 24-hour soak in a child process (this executable with `--soak 24`), so that nothing else
+/// of the benchmark counts in its peak resident set: the child prints its wall time and its peak
+/// RSS. `BLELAB_BENCH_SOAK_HOURS` shortens it.
+func benchSoak() throws {
+    let hours = getenv("BLELAB_BENCH_SOAK_HOURS").flatMap { Int(String(cString: $0)) } ?? 24
+    fflush(stdout)
+    let executable = CommandLine.arguments[0].contains("/") ? CommandLine.arguments[0] : "/proc/self/exe"
+    let argv: [String] = [executable, "--soak", "\(hours)"]
+    var cArgs = argv.map { strdup($0) } + [nil]
+    defer { for a in cArgs { free(a) } }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &cArgs, environ) == 0 else { throw BenchError(description: "soak: cannot start a child") }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, 0) == pid, status == 0 else { throw BenchError(description: "soak: the child failed (status \(status))") }
+}
+
 // `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
 // `blelab-bench --tier TRANSPORT [FOLDER]`: one tier whose spec has commas (hci-user:0,1,2).
 // `--no-suite` (anywhere after the flag) leaves out the suite figures: the quick mode CI uses.
@@ -204,10 +359,24 @@ if let flag = CommandLine.arguments.dropFirst().first, flag == "--tiers" || flag
 }
 
 do {
+    if CommandLine.arguments.dropFirst().first == "--crowd" {
+        try benchCrowd()
+        exit(0)
+    }
+    if CommandLine.arguments.dropFirst().first == "--notifications" {
+        try benchNotificationThroughput()
+        exit(0)
+    }
+    if CommandLine.arguments.dropFirst().first == "--soak" {
+        try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24)
+        exit(0)
+    }
     try benchHeartRateSession()
     try benchFullFlow()
     try benchNotificationThroughput()
     try benchScenarioSuite(folder: CommandLine.arguments.dropFirst().first ?? "scenarios")
+    try benchCrowd()
+    try benchSoak()
 } catch {
     print("benchmark failed: \(error)")
     exit(1)

@@ -23,6 +23,10 @@ public struct BLELabCLI {
     public var writeFile: ([UInt8], String) throws -> Void
     /// `mkdir -p`, to check the capture folder before running anything.
     public var makeDirectory: (String) throws -> Void
+    /// `--capture`: each device's btsnoop file is written as the run goes, straight to the file
+    /// system (so a long run does not keep its packets); false: kept, and written through
+    /// `writeFile` after each run (same bytes; for a CLI whose files are not the file system's).
+    public var streamsCaptures = true
     /// What `--version` prints (the executable passes one naming the commit it was built from).
     public var version: String
     /// The `--transport` values: the backend each makes, and how help and messages list them.
@@ -211,9 +215,17 @@ public struct BLELabCLI {
                 var options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
                                          recordsTimeline: arguments.json != nil)
                 options.capturesAir = arguments.captureAir != nil
+                if captureNames != nil, streamsCaptures {
+                    // Each device's capture goes to its file as the run goes (bounded memory).
+                    options.captureFile = { captureNames!.path(file: scenario.file, repetition: repetition, repetitions: repeats, device: $0) }
+                }
                 let began = wallClock()
                 var result = runner.run(scenario, options: options)
                 var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
+                for failure in result.captureFailures {
+                    console.err("blelab: \(failure)\n")
+                    status = .badInput
+                }
                 if captureNames != nil {
                     for (path, capture) in captureNames!.paths(for: run) {
                         guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }

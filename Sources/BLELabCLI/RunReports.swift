@@ -198,8 +198,19 @@ public struct CaptureNames {
 
     /// `DIR/<file>[.run<k>]` for `run`.
     private func stem(of run: ScenarioRun) -> String {
-        let base = bases[run.result.file] ?? RunReports.stem(of: run.result.file)
-        return "\(directory)/\(base)" + (run.repetitions > 1 ? ".run\(run.repetition)" : "")
+        stem(file: run.result.file, repetition: run.repetition, repetitions: run.repetitions)
+    }
+
+    private func stem(file: String, repetition: Int, repetitions: Int) -> String {
+        let base = bases[file] ?? RunReports.stem(of: file)
+        return "\(directory)/\(base)" + (repetitions > 1 ? ".run\(repetition)" : "")
+    }
+
+    /// The path of one device's capture of the `repetition`-th run of `file`, before it runs (the
+    /// runner streams it there, `RunOptions.captureFile`): the path `paths(for:)` would give it,
+    /// asked in the same order.
+    public mutating func path(file: String, repetition: Int, repetitions: Int, device: String) -> String {
+        claim(stem: "\(stem(file: file, repetition: repetition, repetitions: repetitions)).\(device)", suffix: ".btsnoop")
     }
 
     /// `stem` + `suffix`, or `stem-2` + `suffix` and so on when that was handed out already.

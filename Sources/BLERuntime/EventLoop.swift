@@ -70,77 +70,86 @@ public final class LoopTimer {
 }
 
 /// A binary min-heap of timers ordered by (deadline, sequence): the order that makes a run
-/// deterministic. Shared by the virtual and system loops.
+/// deterministic. Shared by the virtual and system loops. Each slot holds its timer's key beside
+/// it, so that sifting compares plain integers in one array instead of following a reference per
+/// comparison (a crowded air keeps one timer per advertiser: thousands).
 final class TimerQueue {
-    private var heap: [LoopTimer] = []
+    private struct Slot {
+        var deadline: Int64
+        var sequence: UInt64
+        var timer: LoopTimer
+
+        @inline(__always) func precedes(_ other: Slot) -> Bool {
+            deadline < other.deadline || (deadline == other.deadline && sequence < other.sequence)
+        }
+    }
+
+    private var heap: [Slot] = []
 
     var isEmpty: Bool { heap.isEmpty }
     var count: Int { heap.count }
-    var first: LoopTimer? { heap.first }
+    var first: LoopTimer? { heap.first?.timer }
 
     func insert(_ timer: LoopTimer) {
         timer.owner = self
-        timer.heapIndex = heap.count
-        heap.append(timer)
+        heap.append(Slot(deadline: timer.deadline.nanoseconds, sequence: timer.sequence, timer: timer))
         siftUp(heap.count - 1)
     }
 
     func popFirst() -> LoopTimer? {
         guard !heap.isEmpty else { return nil }
-        let top = heap[0]
+        let top = heap[0].timer
         removeAt(0)
         return top
     }
 
     func remove(_ timer: LoopTimer) {
         let i = timer.heapIndex
-        guard i >= 0, i < heap.count, heap[i] === timer else { return }
+        guard i >= 0, i < heap.count, heap[i].timer === timer else { return }
         removeAt(i)
     }
 
     private func removeAt(_ i: Int) {
-        let last = heap.count - 1
-        heap[i].heapIndex = -1
-        if i != last {
-            heap[i] = heap[last]
-            heap[i].heapIndex = i
-            heap.removeLast()
-            siftDown(i)
-            siftUp(i)
-        } else {
-            heap.removeLast()
-        }
+        heap[i].timer.heapIndex = -1
+        let last = heap.removeLast()
+        guard i < heap.count else { return }
+        // The last slot fills the hole, then moves down or up to its place.
+        heap[i] = last
+        last.timer.heapIndex = i
+        siftDown(i)
+        siftUp(last.timer.heapIndex)
     }
 
-    @inline(__always) private func less(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
-    }
-
+    /// Moves the slot at `start` up while it precedes its parent (a hole moves, not the slot).
     private func siftUp(_ start: Int) {
         var i = start
+        let moving = heap[i]
         while i > 0 {
             let parent = (i - 1) / 2
-            guard less(heap[i], heap[parent]) else { return }
-            heap.swapAt(i, parent)
-            heap[i].heapIndex = i
-            heap[parent].heapIndex = parent
+            guard moving.precedes(heap[parent]) else { break }
+            heap[i] = heap[parent]
+            heap[i].timer.heapIndex = i
             i = parent
         }
+        heap[i] = moving
+        moving.timer.heapIndex = i
     }
 
     private func siftDown(_ start: Int) {
         var i = start
         let n = heap.count
+        let moving = heap[i]
         while true {
             let l = 2 * i + 1, r = l + 1
-            var m = i
-            if l < n, less(heap[l], heap[m]) { m = l }
-            if r < n, less(heap[r], heap[m]) { m = r }
-            guard m != i else { return }
-            heap.swapAt(i, m)
-            heap[i].heapIndex = i
-            heap[m].heapIndex = m
+            guard l < n else { break }
+            var m = l
+            if r < n, heap[r].precedes(heap[l]) { m = r }
+            guard heap[m].precedes(moving) else { break }
+            heap[i] = heap[m]
+            heap[i].timer.heapIndex = i
             i = m
         }
+        heap[i] = moving
+        moving.timer.heapIndex = i
     }
 }

@@ -45,6 +45,16 @@ public final class SimAir {
     public var observer: AirObserver?
     /// Connections made so far: numbers them for `observer`.
     var linksMade = 0
+    /// The controllers scanning now and those initiating now, each in attach order: an advertising
+    /// event visits only these, so its cost does not grow with the number of devices that merely
+    /// advertise (a crowded air of N advertisers costs N events, not N²).
+    private var scanners: [SimController] = []
+    private var initiators: [SimController] = []
+    /// Receivers an advertising event has examined so far (scanners and initiators): the work the
+    /// air does per event, which tests check does not depend on how many devices advertise.
+    public private(set) var receiversExamined = 0
+    /// Advertising events put on the air so far.
+    public private(set) var advertisingEvents = 0
 
     public init(loop: EventLoop, seed: UInt64, model: AirModel = .init()) {
         self.loop = loop
@@ -54,6 +64,23 @@ public final class SimAir {
 
     func attach(_ controller: SimController) {
         controllers.append(controller)
+    }
+
+    /// `controller` started or stopped scanning (`isScanning`) or initiating (`initiating`).
+    func listeningChanged(_ controller: SimController) {
+        Self.update(&scanners, controller, member: controller.isScanning)
+        Self.update(&initiators, controller, member: controller.isInitiating)
+    }
+
+    /// Puts `controller` in `list` (kept in attach order: the order receivers draw in) or takes it out.
+    private static func update(_ list: inout [SimController], _ controller: SimController, member: Bool) {
+        let index = list.firstIndex { $0.attachIndex >= controller.attachIndex } ?? list.count
+        let present = index < list.count && list[index] === controller
+        if member, !present {
+            list.insert(controller, at: index)
+        } else if !member, present {
+            list.remove(at: index)
+        }
     }
 
     // MARK: Per-device knobs
@@ -182,6 +209,7 @@ public final class SimAir {
     /// sensitivity) and the advertiser its CONNECT_IND (above the sensitivity too).
     func deliverAdvertisingEvent(_ pdu: AdvertisingPDU, from advertiser: SimController) {
         let now = loop.now
+        advertisingEvents += 1
         if observer != nil, sniffable(advertiser) {
             let type: AdvertisingChannelPDU.PDUType
             switch pdu.type.rawValue {
@@ -193,11 +221,13 @@ public final class SimAir {
             observe(.advertising(.advertising(type, advertiser: pdu.advertiser, target: pdu.target, data: pdu.data),
                                  rssi: sniffedRSSI(advertiser)))
         }
-        for receiver in controllers where receiver.isScanning && canHear(receiver, advertiser) {
+        receiversExamined += scanners.count
+        for receiver in scanners where receiver.isScanning && canHear(receiver, advertiser) {
             receiver.scannerReceives(pdu, from: advertiser, at: now)
         }
         guard pdu.type.isConnectable else { return }
-        for receiver in controllers where receiver.isInitiating && canHear(receiver, advertiser) {
+        receiversExamined += initiators.count
+        for receiver in initiators where receiver.isInitiating && canHear(receiver, advertiser) {
             if receiver.initiatorAccepts(pdu), receiver.initiatorCatches(pdu, at: now),
                signalReaches(advertiser), signalReaches(receiver) {
                 establishConnection(initiator: receiver, advertiser: advertiser, pdu: pdu, at: now)

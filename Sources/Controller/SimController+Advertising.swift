@@ -85,12 +85,12 @@ extension SimController {
     }
 
     private func scheduleAdvertisingEvent(at deadline: Instant) {
-        advertisingTimer = loop.schedule(at: deadline) { [weak self] in self?.advertisingEvent() }
+        advertisingTimer = loop.schedule(at: deadline, advertisingTask)
     }
 
     /// One advertising event: on the air if the device is heard; then the next one is scheduled,
     /// unless the event created a connection.
-    private func advertisingEvent() {
+    func advertisingEvent() {
         advertisingTimer = nil
         guard isAdvertising else { return }
         let now = loop.now

@@ -61,6 +61,8 @@ public final class SimController {
     public internal(set) var counters = Counters()
 
     unowned let air: SimAir
+    /// Its place in the air's attach order (ties between receivers are broken in this order).
+    let attachIndex: Int
     let loop: EventLoop
     let model: AirModel
     var radio: RadioState
@@ -82,11 +84,15 @@ public final class SimController {
 
     // Scanning and initiating (SimController+Scanning.swift)
     var scanParameters = SimController.defaultScanParameters
-    public internal(set) var isScanning = false
+    public internal(set) var isScanning = false {
+        didSet { if oldValue != isScanning { air.listeningChanged(self) } }
+    }
     var filterDuplicates = false
     var scanStart: Instant = .zero
     var reportedDuplicates = Set<UInt64>()
-    var initiating: LECreateConnectionParameters?
+    var initiating: LECreateConnectionParameters? {
+        didSet { if (oldValue == nil) != (initiating == nil) { air.listeningChanged(self) } }
+    }
     /// When LE Create Connection was accepted: the initiator's scan windows count from here.
     var initiatingStart: Instant = .zero
 
@@ -100,6 +106,8 @@ public final class SimController {
     private var flushing: [[UInt8]] = []
     private var flushScheduled = false
     private lazy var flushTask: () -> Void = { [weak self] in self?.flushOutbox() }
+    /// Each advertising event's task: one closure for them all (a crowd runs thousands a second).
+    lazy var advertisingTask: () -> Void = { [weak self] in self?.advertisingEvent() }
 
     /// Attaches a new controller to `air`. `address` is its public address; `name` is for logs.
     public init(air: SimAir, address: BDAddr, name: String) {
@@ -108,6 +116,7 @@ public final class SimController {
         self.model = air.model
         self.address = address
         self.name = name
+        attachIndex = air.controllers.count
         radio = RadioState(rssi: air.model.defaultRSSI,
                            advertisingRandom: SeededRandom(seed: air.seed, stream: "advDelay/\(address)"),
                            rssiRandom: SeededRandom(seed: air.seed, stream: "rssi/\(address)"))

@@ -13,6 +13,19 @@ public final class InProcessTransport: HCITransport {
     public private(set) var isClosed = false
     /// Bumped by `discardInFlight`: frames handed over before it are not delivered.
     private var generation: UInt64 = 0
+    /// Frames handed over and not yet delivered, each way. Each frame still gets its own
+    /// `loop.execute`, at the moment it is handed over (so the loop's order is the same as with a
+    /// closure per frame); the task is one closure made once, which takes the oldest frame: no
+    /// allocation and no weak reference per frame.
+    /// (Frames to the controller are delivered even when the transport is gone by then, as the
+    /// controller's input does not depend on it: the task holds the queue, not the transport.)
+    private let toController = FrameQueue()
+    private var toHost = FIFO<(frame: [UInt8], generation: UInt64)>()
+    private lazy var controllerTask: () -> Void = { [toController, deliverToController] in
+        guard let frame = toController.frames.popFirst() else { return }
+        deliverToController(frame)
+    }
+    private lazy var hostTask: () -> Void = { [weak self] in self?.deliverOneToHost() }
 
     /// - Parameter deliverToController: the controller's input, e.g. `controller.receive(fromHost:)`.
     public init(loop: EventLoop, endpoint: String, deliverToController: @escaping ([UInt8]) -> Void) {
@@ -23,18 +36,20 @@ public final class InProcessTransport: HCITransport {
 
     public func send(_ frame: [UInt8]) {
         guard !isClosed else { return }
-        let deliver = deliverToController
-        loop.execute { deliver(frame) }
+        toController.frames.append(frame)
+        loop.execute(controllerTask)
     }
 
     /// The controller's output: call with each frame the controller emits for its host.
     public func deliverToHost(_ frame: [UInt8]) {
         guard !isClosed else { return }
-        let sent = generation
-        loop.execute { [weak self] in
-            guard let self, !self.isClosed, self.generation == sent else { return }
-            self.onFrame?(frame)
-        }
+        toHost.append((frame, generation))
+        loop.execute(hostTask)
+    }
+
+    private func deliverOneToHost() {
+        guard let (frame, sent) = toHost.popFirst(), !isClosed, generation == sent else { return }
+        onFrame?(frame)
     }
 
     /// Drops the frames the controller handed over that the host has not received yet: what a
@@ -50,4 +65,9 @@ public final class InProcessTransport: HCITransport {
         let reason = error ?? .closed(endpoint: endpointDescription)
         loop.execute { [weak self] in self?.onClose?(reason) }
     }
+}
+
+/// Frames on their way to a controller.
+private final class FrameQueue {
+    var frames = FIFO<[UInt8]>()
 }

@@ -24,10 +24,18 @@ public final class PacketLog {
     /// When false, packets are passed to observers but not kept (long benchmarks).
     public var keepsPackets: Bool
 
+    /// When set, `packets` keeps only the latest packets: at least `window` of them (at most twice
+    /// that, trimmed in batches), so a log used for recent history (failure reports) does not grow
+    /// with the length of a run. Observers still see every packet.
+    public var window: Int?
+
     public init(keepsPackets: Bool = true) { self.keepsPackets = keepsPackets }
 
     public func record(_ packet: LoggedPacket) {
-        if keepsPackets { packets.append(packet) }
+        if keepsPackets {
+            packets.append(packet)
+            if let window, packets.count >= 2 * max(window, 1) { packets.removeFirst(packets.count - window) }
+        }
         for o in observers { o(packet) }
     }
 

@@ -108,12 +108,14 @@ public final class CLIHarness {
         err = ""
         let console = Console(out: { [unowned self] in self.out += $0 }, err: { [unowned self] in self.err += $0 },
                               isTerminal: terminal, environment: environment)
-        let cli = BLELabCLI(console: console, wallClock: { [unowned self] in
+        var cli = BLELabCLI(console: console, wallClock: { [unowned self] in
             self.clock += 1_000_000
             return Instant(nanoseconds: self.clock)
         }, writeFile: { [unowned self] bytes, path in
             if writesFiles { try FileText.write(bytes, to: path) } else { self.files[path] = bytes }
         }, makeDirectory: { path in if writesFiles { try FileText.makeDirectories(path) } }, transports: transports)
+        // Captures reach `files` only through writeFile: streamed only to real files.
+        cli.streamsCaptures = writesFiles
         return cli.main(arguments)
     }
 

@@ -65,4 +65,23 @@ final class PacketLogTests: XCTestCase {
         XCTAssertEqual(l.packets, [])
         XCTAssertEqual(l.serialized, [])
     }
+
+    /// With a window the log keeps the latest packets only (between `window` and twice that), the
+    /// same packets in the same order as the tail of a full log; observers see every packet.
+    func testAWindowKeepsTheLatestPackets() {
+        let full = PacketLog(), windowed = PacketLog()
+        windowed.window = 8
+        var observed = 0
+        windowed.observe { _ in observed += 1 }
+        for k in 0..<100 {
+            let p = LoggedPacket(time: Instant(nanoseconds: Int64(k)), direction: .controllerToHost, frame: [0x04, UInt8(k)])
+            full.record(p)
+            windowed.record(p)
+            XCTAssertGreaterThanOrEqual(windowed.packets.count, min(k + 1, 8))
+            XCTAssertLessThan(windowed.packets.count, 16)
+            XCTAssertEqual(windowed.packets, Array(full.packets.suffix(windowed.packets.count)))
+        }
+        XCTAssertEqual(observed, 100)
+        XCTAssertEqual(full.packets.count, 100)
+    }
 }

@@ -22,6 +22,10 @@ public final class SimulatedPeripheral {
 
     /// What the peripheral did and saw, in order (for reports and timelines).
     public private(set) var activity: [PeripheralActivity] = []
+    /// False: the notifications and indications it sent (`.notified`, `.indicated`) are not kept
+    /// in `activity` (`onActivity` still sees them), so a long stream does not grow it. A runner
+    /// that reads `activity` only for connections and actions sets it.
+    public var keepsSentValues = true
     public var onActivity: ((PeripheralActivity) -> Void)?
 
     /// Sequencing, delays, answers and value sources of the actions.
@@ -272,7 +276,10 @@ public final class SimulatedPeripheral {
 
     func record(_ kind: PeripheralActivity.Kind) {
         let entry = PeripheralActivity(time: loop.now, kind: kind)
-        activity.append(entry)
+        switch kind {
+        case .notified, .indicated: if keepsSentValues { activity.append(entry) }
+        default: activity.append(entry)
+        }
         onActivity?(entry)
     }
 }

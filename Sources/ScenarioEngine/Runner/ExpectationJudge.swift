@@ -71,9 +71,9 @@ final class ExpectationJudge {
             guard let handle = session.valueHandle(ref, on: id) else { throw fail("\(id) has no characteristic \(ref)") }
             let key = LinkObservations.Key(peripheral: id, handle: handle)
             try session.pass(duration, doing: "the end of no-notification (for: \(duration))")
-            let arrived = Array(session.observations.arrivals(id, handle).dropFirst(session.notificationMarks[key] ?? 0))
-            session.notificationMarks[key] = session.observations.arrivals(id, handle).count
-            guard arrived.isEmpty else { throw fail(describe(arrived, of: ref)) }
+            let arrived = session.observations.arrivals(id, handle, since: session.notificationMarks[key] ?? 0)
+            session.notificationMarks[key] = session.observations.arrivalCount(id, handle)
+            guard arrived.count == 0 else { throw fail(describe(arrived, of: ref)) }
         case let .disconnected(id, reason, within):
             guard session.everConnected.contains(id), let address = session.address(of: id) else { throw fail("never connected to \(id)") }
             let ended = try session.waitFor("the disconnection of \(id) (within: \(within))", within: within) { !self.session.central.isConnected(address) }
@@ -161,17 +161,19 @@ final class ExpectationJudge {
         let mark = session.notificationMarks[key] ?? 0
         let markStep = session.notificationMarkSteps[key]
         let (count, exact) = e.awaited
-        func arrived() -> [LinkObservations.Arrival] { Array(session.observations.arrivals(e.peripheral, handle).dropFirst(mark)) }
-        try session.waitFor("\(count) notification\(count == 1 ? "" : "s") of \(e.characteristic) from \(e.peripheral) (\(arrived().count) arrived, within: \(e.within))",
-                    within: e.within) { arrived().count >= count }
-        let got = arrived()
+        // Counted after every task of the wait: a count, never a copy of what arrived.
+        func arrivedCount() -> Int { session.observations.arrivalCount(e.peripheral, handle) - mark }
+        try session.waitFor("\(count) notification\(count == 1 ? "" : "s") of \(e.characteristic) from \(e.peripheral) (\(arrivedCount()) arrived, within: \(e.within))",
+                    within: e.within) { arrivedCount() >= count }
+        let got = session.observations.arrivals(e.peripheral, handle, since: mark)
         session.notificationMarks[key] = mark + got.count
         guard got.count >= count else {
             let since = self.since(markStep, accounted: mark, what: "notification")
-            throw fail(got.isEmpty ? "no notification of \(e.characteristic) arrived\(since)" : describe(got, of: e.characteristic) + since)
+            throw fail(got.count == 0 ? "no notification of \(e.characteristic) arrived\(since)" : describe(got, of: e.characteristic) + since)
         }
         if exact && got.count > count { throw fail(describe(got, of: e.characteristic)) }
-        if let inOrder = e.inOrder, got.map(\.value) != inOrder { throw fail(describe(got, of: e.characteristic)) }
+        // More than the log keeps in full is more than any in-order list of the scenario.
+        if let inOrder = e.inOrder, got.values.map({ $0 != inOrder }) ?? true { throw fail(describe(got, of: e.characteristic)) }
         if let value = e.value, let last = got.last, last.value != value {
             throw fail("the last of \(got.count) was \(ValueText.describe(last.value)) (\(describe(got, of: e.characteristic)))")
         }
@@ -179,13 +181,12 @@ final class ExpectationJudge {
     }
 
     /// "2 notifications of FFE1: text:a at 1.2s, text:b at 2.2s" (at most 10 listed).
-    func describe(_ arrivals: [LinkObservations.Arrival], of ref: CharacteristicRef) -> String {
-        let indications = arrivals.filter(\.isIndication).count
-        let kind = indications == arrivals.count && !arrivals.isEmpty ? "indication" : "notification"
+    func describe(_ arrivals: ArrivalsSince, of ref: CharacteristicRef) -> String {
+        let kind = arrivals.indications == arrivals.count && arrivals.count > 0 ? "indication" : "notification"
         var s = "\(arrivals.count) \(kind)\(arrivals.count == 1 ? "" : "s") of \(ref)"
-        guard !arrivals.isEmpty else { return s }
-        let listed = arrivals.prefix(10).map { "\(ValueText.describe($0.value)) at \($0.time)" }
-        s += ": " + listed.joined(separator: ", ") + (arrivals.count > 10 ? ", …" : "")
+        guard arrivals.count > 0 else { return s }
+        let listed = arrivals.listed.prefix(10).map { "\(ValueText.describe($0.value)) at \($0.time)" }
+        s += ": " + listed.joined(separator: ", ") + (arrivals.count > listed.count ? ", …" : "")
         return s
     }
 
@@ -203,11 +204,9 @@ final class ExpectationJudge {
         }.first
         guard let seen else { return nil }
         if seen == .connectionTerminatedByLocalHost {
-            // HCI_Disconnect: 01 06 04 03 handle(2) reason.
-            let asked = peripheral.device.log.packets.last { p in
-                p.direction == .hostToController && p.frame.count == 7 && Array(p.frame.prefix(4)) == [0x01, 0x06, 0x04, 0x03]
-            }
-            return asked.map { HCIStatus(rawValue: $0.frame[6]) }
+            // The reason of its host's latest HCI_Disconnect (watched as it went out: the log
+            // keeps only recent packets).
+            return session.lastDisconnectAsked[id]
         }
         // A reason HCI Disconnect allows (Vol 4 Part E 7.1.6) came from the central's own Disconnect.
         return [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(seen.rawValue) ? .connectionTerminatedByLocalHost : seen

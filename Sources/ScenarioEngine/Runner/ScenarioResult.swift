@@ -32,6 +32,8 @@ public struct ScenarioResult {
     /// The sniffer's view of the sim's air, a pcap of link type 256 (when `RunOptions.capturesAir`
     /// on the sim).
     public var airCapture: [UInt8]? = nil
+    /// The streamed capture files (`RunOptions.captureFile`) that could not be written, each with why.
+    public var captureFailures: [String] = []
 
     public var passed: Bool {
         if case .passed = outcome { return true }

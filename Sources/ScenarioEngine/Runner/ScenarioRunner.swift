@@ -14,6 +14,13 @@ public struct RunOptions {
     public var recentPacketCount: Int
     /// Record what crossed the sim's air as a sniffer capture (`--capture-air`; sim only).
     public var capturesAir = false
+    /// Stream each lab device's capture to a btsnoop file while the run goes (`--capture`), so a
+    /// long run does not keep its packets: given the device's name, the file's path. Asked in the
+    /// order `ScenarioResult.captures` has (the peripherals in the scenario's order, then the
+    /// central), as each device is made. A file holds exactly what `BTSnoopWriter.encode` gives for
+    /// the device's kept capture; `ScenarioResult.captures` stays empty. Set, it overrides
+    /// `keepsCaptures`.
+    public var captureFile: ((_ device: String) -> String)?
 
     public init(seed: UInt64? = nil, keepsCaptures: Bool = false, recordsTimeline: Bool = false, recentPacketCount: Int = 10) {
         self.seed = seed

@@ -17,8 +17,16 @@ extension ScenarioSession {
         }.joined(separator: ", ")
     }
 
+    /// The first peripheral of the scenario at `address` (a look-up per scan report: a dictionary,
+    /// rebuilt in the scenario's order when it misses or is stale).
     func peripheralID(at address: LEAddress) -> String? {
-        scenario.peripherals.first { peripheralSeats[$0.id]?.address == address }?.id
+        if let id = idsByAddress[address], peripheralSeats[id]?.address == address { return id }
+        idsByAddress.removeAll(keepingCapacity: true)
+        for spec in scenario.peripherals {
+            guard let seen = peripheralSeats[spec.id]?.address, idsByAddress[seen] == nil else { continue }
+            idsByAddress[seen] = spec.id
+        }
+        return idsByAddress[address]
     }
 
     /// The address `id` is at: BLELab's device, or what the external peripheral reports.

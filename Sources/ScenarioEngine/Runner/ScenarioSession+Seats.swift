@@ -18,7 +18,7 @@ extension ScenarioSession {
         do { peripheral = try provider.makePeripheral(spec, lab: lab) } catch {
             throw StepFailure(kind: .setup, expected: "\(spec.id) served by \(provider.description)", seen: "\(error)")
         }
-        peripheralSeats[spec.id] = peripheral
+        seat(peripheral, as: spec.id)
         let id = spec.id
         peripheral.onActivity = { [weak self] activity in
             guard let self else { return }

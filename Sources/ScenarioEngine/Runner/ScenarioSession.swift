@@ -35,10 +35,15 @@ final class ScenarioSession {
     /// The central's lab device, when BLELab's host plays it (its HCI is in the lab).
     var centralDevice: LabDevice! { central?.device }
     /// Every peripheral's seat, by id: BLELab's simulated peripheral or another stack's.
-    var peripheralSeats: [String: PeripheralSeat] = [:]
-    /// The simulated ones, for what only the simulator offers.
-    var peripherals: [String: SimulatedPeripheral] { peripheralSeats.compactMapValues(\.simulated) }
-    let observations = LinkObservations()
+    private(set) var peripheralSeats: [String: PeripheralSeat] = [:]
+    /// The simulated ones, for what only the simulator offers (kept with `peripheralSeats`, not
+    /// derived on each use: steps look peripherals up one at a time, and a crowd has thousands).
+    private(set) var peripherals: [String: SimulatedPeripheral] = [:]
+    /// The scenario's id of the peripheral at each address, first in the scenario's order
+    /// (`peripheralID(at:)`); rebuilt when a look-up misses, since an external peripheral's
+    /// address becomes known only once its stack serves it.
+    var idsByAddress: [LEAddress: String] = [:]
+    let observations: LinkObservations
     /// Judges the `expect:` steps (ExpectationJudge.swift).
     lazy var judge = ExpectationJudge(session: self)
     /// Runs the steps (StepRunner.swift).
@@ -74,7 +79,10 @@ final class ScenarioSession {
     var lastWrite: WriteMark?
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:] {
-        didSet { markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps) }
+        didSet {
+            markSteps(from: oldValue, to: notificationMarks, into: &notificationMarkSteps)
+            for (key, mark) in notificationMarks where oldValue[key] != mark { observations.forgetArrivals(key, before: mark) }
+        }
     }
     var writeMarks: [LinkObservations.Key: Int] = [:] {
         didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
@@ -90,6 +98,12 @@ final class ScenarioSession {
     /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
     /// `violation` is its detail, which a note that already tells it contains.
     var violationNotes: [(text: String, violation: String)] = []
+    /// The captures streamed to files (`RunOptions.captureFile`), in the order of `captures`.
+    var captureStreams: [BTSnoopStreamWriter] = []
+    /// Streamed captures that could not be opened or written.
+    var captureFailures: [String] = []
+    /// The reason of the latest HCI Disconnect each simulated peripheral's host sent.
+    var lastDisconnectAsked: [String: HCIStatus] = [:]
 
     /// Longest a GATT procedure may take: past ATT's 30 s transaction timeout (Vol 3 Part F 3.3.3).
     static let operationLimit = TimeSpan.seconds(35)
@@ -100,9 +114,21 @@ final class ScenarioSession {
         self.roles = roles
         self.seed = seed
         self.options = options
+        let longestInOrder = scenario.steps.map { step -> Int in
+            if case let .expect(.notification(e)) = step.action { return e.inOrder?.count ?? 0 }
+            return 0
+        }.max() ?? 0
+        observations = LinkObservations(keptArrivals: max(ArrivalLog.defaultKept, longestInOrder + 1))
     }
 
     var now: Instant { lab?.loop.now ?? .zero }
+
+    /// Seats `seat` as peripheral `id`.
+    func seat(_ seat: PeripheralSeat, as id: String) {
+        peripheralSeats[id] = seat
+        peripherals[id] = seat.simulated
+        idsByAddress.removeAll(keepingCapacity: true)
+    }
 
     private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
         guard let step = current?.index else { return }
@@ -151,9 +177,15 @@ final class ScenarioSession {
         current = nil
         RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
         var captures: [DeviceCapture] = []
-        if options.keepsCaptures, let lab {
+        // Streamed captures end where kept ones are taken: what the end of the run sends after
+        // (stopping real controllers' advertising) is in neither.
+        for stream in captureStreams {
+            do { try stream.close() } catch { captureFailures.append("\(error)") }
+        }
+        if options.keepsCaptures, options.captureFile == nil, let lab {
             let ordered = scenario.peripherals.compactMap { peripherals[$0.id]?.device } + (centralDevice.map { [$0] } ?? [])
-            captures = ordered.filter { d in lab.devices.contains { $0 === d } }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
+            let inLab = Set(lab.devices.map(ObjectIdentifier.init))
+            captures = ordered.filter { inLab.contains(ObjectIdentifier($0)) }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         endRoles()
@@ -162,6 +194,7 @@ final class ScenarioSession {
         var result = ScenarioResult(name: scenario.name, file: scenario.file, tags: scenario.tags, seed: seed, tier: backend.tier,
                                     outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
         result.airCapture = airRecorder?.pcap()
+        result.captureFailures = captureFailures
         return result
     }
 
@@ -188,11 +221,19 @@ final class ScenarioSession {
             do { peripheral = try lab.addPeripheral(spec) } catch {
                 throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
             }
-            peripheralSeats[spec.id] = peripheral
+            seat(peripheral, as: spec.id)
+            keepBounded(peripheral.device, central: false)
+            peripheral.keepsSentValues = false
+            let id = spec.id
+            peripheral.device.log.observe { [weak self] packet in
+                // HCI_Disconnect: 01 06 04 03 handle(2) reason (centralSideReason).
+                let f = packet.frame
+                guard packet.direction == .hostToController, f.count == 7, f[0] == 0x01, f[1] == 0x06, f[2] == 0x04, f[3] == 0x03 else { return }
+                self?.lastDisconnectAsked[id] = HCIStatus(rawValue: f[6])
+            }
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
             watchViolations(of: peripheral.host, device: spec.id)
             if options.recordsTimeline {
-                let id = spec.id
                 peripheral.onActivity = { [weak self] activity in
                     guard let self else { return }
                     // What the central broke is in the timeline as its host reported it, typed.
@@ -213,6 +254,7 @@ final class ScenarioSession {
             central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
                                   peripheralID: { [weak self] in self?.peripheralID(at: $0) }, record: { [weak self] in self?.record($0) })
             watchViolations(of: device.host, device: PeripheralSchema.centralID)
+            keepBounded(device, central: true)
             observations.watchCentral(device.traffic)
             if options.recordsTimeline { watchTimeline(device) }
         }
@@ -231,6 +273,33 @@ final class ScenarioSession {
             }
         }
     }
+
+    /// What a device's records keep, so that memory does not grow with the length of a run: its
+    /// packet log only the latest packets (failure reports show the last few) unless the run
+    /// keeps captures; its ATT records only what the judge reads back (the central's, without the
+    /// notifications and indications it received, which `observations` counts as they come; none
+    /// of a peripheral's). Everything is still seen, as it happens, by the observers.
+    private func keepBounded(_ device: LabDevice, central: Bool) {
+        if let path = options.captureFile?(device.name) {
+            // Streamed: every packet from now on goes to the file as it is recorded.
+            do {
+                let stream = try BTSnoopStreamWriter(path: path)
+                stream.capture(device.log)
+                captureStreams.append(stream)
+            } catch {
+                captureFailures.append("\(error)")
+            }
+        }
+        if !options.keepsCaptures || options.captureFile != nil {
+            device.log.window = max(Self.packetWindow, 4 * options.recentPacketCount)
+        }
+        device.traffic.retention = central ? .exceptReceivedValues : .none
+        // A peripheral's ATT view serves what it received (writes) and, with a timeline, all.
+        if !central, !options.recordsTimeline { device.traffic.watchesSent = false }
+    }
+
+    /// Packets a device's log keeps when the run keeps no captures.
+    static let packetWindow = 4096
 
     private func watchTimeline(_ device: LabDevice) {
         let name = device.name
@@ -295,7 +364,8 @@ final class ScenarioSession {
     /// True once any device's transport has closed: waits stop at once instead of running out.
     private var anyControllerLost: Bool {
         if central?.failure != nil { return true }
-        return lab?.devices.contains { $0.host.driver.closed != nil } ?? false
+        // Asked after every task of every wait: the lab's count, not a walk over its devices.
+        return lab?.hasLostController ?? false
     }
 
     // MARK: Waiting on virtual time

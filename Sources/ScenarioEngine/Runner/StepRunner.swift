@@ -252,7 +252,7 @@ final class StepRunner {
         let handle = session.valueHandle(ref, on: id)
         // What a subscription brings (an `on-subscribe` notify can arrive before the Write
         // Response) counts; what was in flight before an unsubscription took effect does not.
-        let before = handle.map { session.observations.arrivals(id, $0).count }
+        let before = handle.map { session.observations.arrivalCount(id, $0) }
         let acquire = step.acquire, configuration = step.subscription
         let result = try session.operate(what) { done in
             session.central.setNotifications(enable, for: ref, on: address, acquire: acquire, configuration: configuration, completion: done)
@@ -263,7 +263,7 @@ final class StepRunner {
         // Notifications count from here ("since subscribing").
         if let handle {
             let key = LinkObservations.Key(peripheral: id, handle: handle)
-            session.notificationMarks[key] = enable ? before ?? 0 : session.observations.arrivals(id, handle).count
+            session.notificationMarks[key] = enable ? before ?? 0 : session.observations.arrivalCount(id, handle)
         }
     }
 
@@ -297,7 +297,7 @@ final class StepRunner {
         let connection = try session.live(id)
         let handle = try discovered(d, on: id, connection: connection)
         let valueHandle = self.session.valueHandle(d.characteristic, on: id)
-        let before = valueHandle.map { session.observations.arrivals(id, $0).count }
+        let before = valueHandle.map { session.observations.arrivalCount(id, $0) }
         let result: Result<Void, SeatError> = try session.operate("the write of \(d)") { done in connection.client.write(value, handle: handle) { done($0.mapError { SeatError.gatt($0) }) } }
         if try settle(result, "the write of \(d)", step: step, position: position) != nil {
             session.note = "Write Request to \(hex4(handle)) accepted"
@@ -305,7 +305,7 @@ final class StepRunner {
         if d.uuid == .clientCharacteristicConfiguration, let valueHandle {
             let key = LinkObservations.Key(peripheral: id, handle: valueHandle)
             let enables = value.contains { $0 != 0 }
-            session.notificationMarks[key] = enables ? before ?? 0 : session.observations.arrivals(id, valueHandle).count
+            session.notificationMarks[key] = enables ? before ?? 0 : session.observations.arrivalCount(id, valueHandle)
         }
     }
 
