@@ -49,6 +49,10 @@ let package = Package(
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): a generic client and
         // object exporter (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // OpenSSL's libcrypto: AES-128, AES-CMAC and P-256 for the Security Manager's toolbox.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The toolbox of Core Vol 3 Part H 2.2 (e, ah, c1, s1, f4, f5, f6, g2, h6, h7) and P-256 keys.
+        .target(name: "BLECrypto", dependencies: ["CCrypto"]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
         // BlueZ over D-Bus: bluetoothd's API as typed proxies and names (BlueZClient, BlueZError),
         // and the BlueZ roles: bluetoothd as a scenario's central or peripheral.
@@ -68,6 +72,7 @@ let package = Package(
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
         .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
+        .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["WireTestSupport", "Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
