@@ -53,6 +53,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The toolbox of Core Vol 3 Part H 2.2 (e, ah, c1, s1, f4, f5, f6, g2, h6, h7) and P-256 keys.
         .target(name: "BLECrypto", dependencies: ["CCrypto"]),
+        // The Security Manager Protocol (Core Vol 3 Part H): its commands and a pairing, in
+        // either role, as a state machine over BLECrypto (LE legacy and Secure Connections).
+        .target(name: "SMP", dependencies: ["BLECrypto", "HostLink"]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
         // BlueZ over D-Bus: bluetoothd's API as typed proxies and names (BlueZClient, BlueZError),
         // and the BlueZ roles: bluetoothd as a scenario's central or peripheral.
@@ -73,6 +76,7 @@ let package = Package(
         .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
+        .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECrypto", "HostLink"]),
         .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["WireTestSupport", "Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
