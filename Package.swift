@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "HCI", dependencies: ["BLEWire"]),
         .target(name: "BLERuntime", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "Transport", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "Controller", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "Controller", dependencies: ["BLECrypto", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "HostLink", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
         .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),

@@ -67,6 +67,8 @@ public final class SimController {
 
     // MARK: HCI state (all restored by Reset)
     var eventMask = EventMask.defaultMask
+    /// LE Rand, and the SKD and IV halves of the encryption procedures (SimLink+Encryption.swift).
+    lazy var encryptionRandom = SeededRandom(seed: air.seed, stream: "encryption/\(address)")
     var leEventMask = EventMask.leDefaultMask
     /// Set by LE Set Random Address; none after Reset (Vol 4, Part E, 7.8.4).
     public internal(set) var randomAddress: BDAddr?
@@ -183,6 +185,20 @@ public final class SimController {
             return
         }
         sendEvent(.leMeta(event))
+    }
+
+    /// Whether the host lets LE Meta subevent `bit` through (both masks).
+    func wants(leMetaBit bit: UInt64) -> Bool {
+        eventMask & EventMask.leMeta != 0 && leEventMask & bit != 0
+    }
+
+    /// Sends `event` if `bit` of the event mask is set (7.3.1).
+    func sendMaskedEvent(_ event: HCIEvent, bit: UInt64) {
+        guard eventMask & bit != 0 else {
+            counters.eventsMasked += 1
+            return
+        }
+        sendEvent(event)
     }
 
     func sendDisconnectionComplete(handle: UInt16, reason: HCIStatus) {

@@ -27,6 +27,11 @@ enum SupportedCommands {
         (.leCreateConnection, 26, 4),
         (.leCreateConnectionCancel, 26, 5),
         (.leConnectionUpdate, 27, 2),
+        (.leEncrypt, 27, 6),
+        (.leRand, 27, 7),
+        (.leEnableEncryption, 28, 0),
+        (.leLongTermKeyRequestReply, 28, 1),
+        (.leLongTermKeyRequestNegativeReply, 28, 2),
         // Mandatory with the Connection Parameters Request procedure (LE_Features bit 1, below).
         (.leRemoteConnectionParameterRequestReply, 33, 4),
         (.leRemoteConnectionParameterRequestNegativeReply, 33, 5),
@@ -48,7 +53,8 @@ enum SupportedCommands {
     /// "BR/EDR Not Supported" and bit 38 "LE Supported (Controller)".
     static let lmpFeatures: [UInt8] = [0x00, 0x00, 0x00, 0x00, 0x60, 0x00, 0x00, 0x00]
 
-    /// LE_Features of LE Read Local Supported Features (7.8.3; Vol 6, Part B, 4.6): bit 1,
-    /// Connection Parameters Request procedure, which lets a peripheral's host use LE Connection Update.
-    static let leFeatures: [UInt8] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+    /// LE_Features of LE Read Local Supported Features (7.8.3; Vol 6, Part B, 4.6): bit 0, LE
+    /// Encryption (SimLink+Encryption.swift), and bit 1, Connection Parameters Request procedure,
+    /// which lets a peripheral's host use LE Connection Update.
+    static let leFeatures: [UInt8] = [0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
 }

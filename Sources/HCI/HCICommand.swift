@@ -50,6 +50,18 @@ public enum HCICommand: Hashable, Sendable {
     case leCreateConnectionCancel
     /// 7.8.18
     case leConnectionUpdate(LEConnectionUpdateParameters)
+    /// 7.8.22: Key (16), Plaintext_Data (16); both least significant octet first on the wire,
+    /// held here as the wire has them.
+    case leEncrypt(key: [UInt8], plaintext: [UInt8])
+    /// 7.8.23
+    case leRand
+    /// 7.8.24: Connection_Handle (2), Random_Number (8), Encrypted_Diversifier (2),
+    /// Long_Term_Key (16). Random number and key as on the wire (least significant first).
+    case leEnableEncryption(handle: UInt16, random: [UInt8], ediv: UInt16, longTermKey: [UInt8])
+    /// 7.8.25: Connection_Handle (2), Long_Term_Key (16).
+    case leLongTermKeyRequestReply(handle: UInt16, longTermKey: [UInt8])
+    /// 7.8.26: Connection_Handle (2).
+    case leLongTermKeyRequestNegativeReply(handle: UInt16)
     /// 7.8.31: the same 14 octets as LE Connection Update (Connection_Handle, Interval_Min,
     /// Interval_Max, Max_Latency, Timeout, Min_CE_Length, Max_CE_Length): the parameters a host
     /// accepts in answer to LE Remote Connection Parameter Request (7.7.65.6).
@@ -100,6 +112,11 @@ public enum HCICommand: Hashable, Sendable {
         case .leCreateConnection: return .leCreateConnection
         case .leCreateConnectionCancel: return .leCreateConnectionCancel
         case .leConnectionUpdate: return .leConnectionUpdate
+        case .leEncrypt: return .leEncrypt
+        case .leRand: return .leRand
+        case .leEnableEncryption: return .leEnableEncryption
+        case .leLongTermKeyRequestReply: return .leLongTermKeyRequestReply
+        case .leLongTermKeyRequestNegativeReply: return .leLongTermKeyRequestNegativeReply
         case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
         case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
         case .leSetAdvertisingSetRandomAddress: return .leSetAdvertisingSetRandomAddress
@@ -125,8 +142,21 @@ public enum HCICommand: Hashable, Sendable {
             w.writeUInt64LE(mask)
         case .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures,
              .readBufferSize, .readBDAddr, .leReadBufferSize, .leReadLocalSupportedFeatures,
-             .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel:
+             .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel, .leRand:
             break
+        case let .leEncrypt(key, plaintext):
+            w.write(bytes: key)
+            w.write(bytes: plaintext)
+        case let .leEnableEncryption(handle, random, ediv, key):
+            w.writeUInt16LE(handle)
+            w.write(bytes: random)
+            w.writeUInt16LE(ediv)
+            w.write(bytes: key)
+        case let .leLongTermKeyRequestReply(handle, key):
+            w.writeUInt16LE(handle)
+            w.write(bytes: key)
+        case let .leLongTermKeyRequestNegativeReply(handle):
+            w.writeUInt16LE(handle)
         case let .readRSSI(handle):
             w.writeUInt16LE(handle)
         case let .leSetRandomAddress(address):
@@ -258,6 +288,20 @@ public enum HCICommand: Hashable, Sendable {
         case .leConnectionUpdate:
             try expect(LEConnectionUpdateParameters.size)
             self = .leConnectionUpdate(try LEConnectionUpdateParameters(from: &r))
+        case .leEncrypt:
+            try expect(32)
+            self = .leEncrypt(key: try r.readBytes(count: 16), plaintext: try r.readBytes(count: 16))
+        case .leRand: try expect(0); self = .leRand
+        case .leEnableEncryption:
+            try expect(28)
+            self = .leEnableEncryption(handle: try r.readUInt16LE(), random: try r.readBytes(count: 8), ediv: try r.readUInt16LE(),
+                                       longTermKey: try r.readBytes(count: 16))
+        case .leLongTermKeyRequestReply:
+            try expect(18)
+            self = .leLongTermKeyRequestReply(handle: try r.readUInt16LE(), longTermKey: try r.readBytes(count: 16))
+        case .leLongTermKeyRequestNegativeReply:
+            try expect(2)
+            self = .leLongTermKeyRequestNegativeReply(handle: try r.readUInt16LE())
         case .leRemoteConnectionParameterRequestReply:
             try expect(LEConnectionUpdateParameters.size)
             self = .leRemoteConnectionParameterRequestReply(try LEConnectionUpdateParameters(from: &r))
@@ -313,6 +357,10 @@ extension HCICommand: CustomStringConvertible {
             return "LE Connection Update handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
         case let .leRemoteConnectionParameterRequestReply(p):
             return "LE Remote Connection Parameter Request Reply handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .leEnableEncryption(handle, random, ediv, _):
+            return "LE Enable Encryption handle 0x\(hex4(handle)) EDIV 0x\(hex4(ediv)) Rand \(random.spacedHex)"
+        case let .leLongTermKeyRequestReply(handle, _): return "LE Long Term Key Request Reply handle 0x\(hex4(handle))"
+        case let .leLongTermKeyRequestNegativeReply(handle): return "LE Long Term Key Request Negative Reply handle 0x\(hex4(handle))"
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             return "LE Remote Connection Parameter Request Negative Reply handle 0x\(hex4(handle)) reason \(reason)"
         case let .leSetAdvertisingSetRandomAddress(handle, address):

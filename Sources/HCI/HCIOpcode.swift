@@ -35,6 +35,12 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
     public static let leCreateConnectionCancel = HCIOpcode(ogf: 0x08, ocf: 0x000E)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
+    public static let leEncrypt = HCIOpcode(ogf: 0x08, ocf: 0x0017)
+    public static let leRand = HCIOpcode(ogf: 0x08, ocf: 0x0018)
+    /// "LE Enable Encryption" in Core 5.4 (LE Start Encryption before 5.3).
+    public static let leEnableEncryption = HCIOpcode(ogf: 0x08, ocf: 0x0019)
+    public static let leLongTermKeyRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x001A)
+    public static let leLongTermKeyRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x001B)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
@@ -72,6 +78,11 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .leCreateConnection: return "LE Create Connection"
         case .leCreateConnectionCancel: return "LE Create Connection Cancel"
         case .leConnectionUpdate: return "LE Connection Update"
+        case .leEncrypt: return "LE Encrypt"
+        case .leRand: return "LE Rand"
+        case .leEnableEncryption: return "LE Enable Encryption"
+        case .leLongTermKeyRequestReply: return "LE Long Term Key Request Reply"
+        case .leLongTermKeyRequestNegativeReply: return "LE Long Term Key Request Negative Reply"
         case .leRemoteConnectionParameterRequestReply: return "LE Remote Connection Parameter Request Reply"
         case .leRemoteConnectionParameterRequestNegativeReply: return "LE Remote Connection Parameter Request Negative Reply"
         case .leSetAdvertisingSetRandomAddress: return "LE Set Advertising Set Random Address"
