@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "HostLink", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
         .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
-        .target(name: "GAP", dependencies: ["HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "GAP", dependencies: ["SMP", "HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "YAMLSubset"),
         // The scenario format (docs/scenarios.md): the model (a scenario, its peripherals as data,
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "HostLinkTests", dependencies: ["HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),

@@ -4,6 +4,7 @@ import BLEWire
 import GATT
 import HCI
 import HostLink
+import SMP
 import Transport
 
 /// A BLE host: one HCI driver to one controller, with GAP roles (advertiser, scanner, central,
@@ -39,6 +40,17 @@ public final class BLEHost {
     /// This host's GATT server: one attribute database served on every connection. Add services
     /// with `gattServer.addService(_:)`.
     public let gattServer: GATTServer
+
+    /// The keys of every peer this host bonded with; they outlive connections and power cycles.
+    public let bonds = BondStore()
+    /// Each pairing's end on any connection, in either role (a peripheral pairs when asked).
+    public var onPairing: ((Connection, Result<PairingResult, PairingFailure>) -> Void)?
+    /// Each change of a link's encryption (Encryption Change, Key Refresh), or its failure.
+    public var onEncryptionChange: ((Connection, HCIStatus) -> Void)?
+    /// How a central answers a peripheral's Security Request: encrypt with the bond, else pair
+    /// (as phones do); false: ignore it.
+    public var answersSecurityRequests = true
+    lazy var securityRandom = SeededRandom(seed: configuration.randomSeed ?? (publicAddress?.rawValue ?? 0), stream: "smp")
 
     /// Live connections by handle.
     public internal(set) var connections: [UInt16: Connection] = [:]
@@ -101,9 +113,11 @@ public final class BLEHost {
     public func powerOn(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard state != .poweringOn else { return completion(.failure(.invalidState("power-on already in progress"))) }
         state = .poweringOn
-        let eventMask = EventMask.defaultMask | EventMask.leMeta
+        // Encryption Change is in the default mask; Key Refresh Complete (bit 47) is not. The host
+        // answers LE Long Term Key Request (LE bit 4) itself, with a key or a negative reply.
+        let eventMask = EventMask.defaultMask | EventMask.leMeta | EventMask.encryptionKeyRefreshComplete
         let leMask = EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
-            | EventMask.leRemoteConnectionParameterRequest
+            | EventMask.leLongTermKeyRequest | EventMask.leRemoteConnectionParameterRequest
         var steps: [(HCICommand, (CommandResult) throws -> Void)] = [
             (.reset, { _ in }),
             (.readLocalVersionInformation, { [unowned self] r in self.localVersion = try r.decode(ReadLocalVersionInformationReturn.self) }),
@@ -214,6 +228,12 @@ public final class BLEHost {
             connections[e.handle]?.parametersUpdated(e)
         case let .leMeta(.remoteConnectionParameterRequest(e)):
             remoteConnectionParameterRequest(e)
+        case let .leMeta(.longTermKeyRequest(handle, random, ediv)):
+            longTermKeyRequest(handle: handle, random: random, ediv: ediv)
+        case let .encryptionChange(e):
+            connections[e.handle]?.encryptionChanged(status: e.status, enabled: e.encryptionEnabled != 0)
+        case let .encryptionKeyRefreshComplete(status, handle):
+            connections[handle]?.encryptionChanged(status: status, enabled: status.isSuccess)
         case let .disconnectionComplete(e):
             disconnectionComplete(e)
         case let .hardwareError(code):

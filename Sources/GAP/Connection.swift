@@ -25,6 +25,8 @@ public final class Connection {
     /// Why the connection ended, once it has.
     public private(set) var disconnectReason: HCIStatus?
 
+    /// Pairing and encryption on this link (Connection+Security.swift).
+    let securityState = ConnectionSecurityState()
     private var disconnectObservers: [(HCIStatus) -> Void] = []
     private var parameterObservers: [(Connection) -> Void] = []
     /// A peripheral's LE Connection Update waiting for LE Connection Update Complete.
@@ -66,6 +68,9 @@ public final class Connection {
             host.onConnectionParameterRequest?(ConnectionParameterRequest(connection: self, parameters: parameters, accepted: accepted,
                                                                           procedure: .l2cap))
             return accepted
+        }
+        if host.configuration.security != nil {
+            link.onSMP = { [unowned self] payload in self.receiveSMP(payload) }
         }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
@@ -180,6 +185,7 @@ public final class Connection {
         let pending = pendingLinkLayerRequest
         pendingLinkLayerRequest = nil
         pending?(.failure(.unknownConnection(handle)))
+        securityEnded(reason: reason)
         link.close(reason: reason)
         bearer.close(reason: reason.rawValue)
         host?.gattServer.detach(bearer)

@@ -39,6 +39,10 @@ public final class PairingSession {
     /// pairing (the STK, or Secure Connections' LTK; EDIV and Rand are 0). Nil until generated.
     public private(set) var encryptionKey: [UInt8]?
     public private(set) var method: PairingMethod?
+    /// The negotiated encryption key size, once the features are exchanged.
+    public var negotiatedKeySize: UInt8 { keySize }
+    /// Whether this pairing is LE Secure Connections (known once the features are exchanged).
+    public var isSecureConnections: Bool { secureConnections }
     public private(set) var isFinished = false
     /// The outcome once finished.
     public private(set) var outcome: Result<PairingResult, PairingFailure>?

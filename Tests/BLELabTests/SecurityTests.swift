@@ -1,0 +1,151 @@
+import BLELab
+import BLERuntime
+import BLEWire
+import GAP
+import HCI
+import HostLink
+import SMP
+import XCTest
+
+/// Pairing, encryption and bonds between two BLELab hosts on the sim: SMP over L2CAP, the keys on
+/// HCI (LE Enable Encryption, LE Long Term Key Request), and the link layer's procedure.
+final class SecurityTests: XCTestCase {
+    private func connected(central centralSettings: SecuritySettings? = SecuritySettings(),
+                           peripheral peripheralSettings: SecuritySettings? = SecuritySettings(),
+                           seed: UInt64 = 7) throws -> (Lab, LabDevice, LabDevice, Connection) {
+        let lab = Lab(seed: seed)
+        var pc = HostConfiguration(deviceName: "P")
+        pc.security = peripheralSettings
+        var cc = HostConfiguration()
+        cc.security = centralSettings
+        let peripheral = try lab.addDevice("peripheral", configuration: pc)
+        let central = try lab.addDevice("central", configuration: cc)
+        try lab.powerOn()
+        try lab.wait { done in peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P")), completion: done) }.get()
+        let connection = try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()
+        XCTAssertTrue(lab.run(within: .seconds(1)) { !peripheral.host.connections.isEmpty })
+        return (lab, peripheral, central, connection)
+    }
+
+    private func peripheralSide(_ peripheral: LabDevice) throws -> Connection { try XCTUnwrap(peripheral.host.connections.values.first) }
+
+    private func commands(_ device: LabDevice) -> [HCICommand] {
+        device.log.packets.compactMap { if case let .command(c)? = try? HCIPacket(h4: $0.frame) { return c } else { return nil } }
+    }
+
+    private func events(_ device: LabDevice) -> [HCIEvent] {
+        device.log.packets.compactMap { if case let .event(e)? = try? HCIPacket(h4: $0.frame) { return e } else { return nil } }
+    }
+
+    func testSecureConnectionsJustWorksEncryptsTheLinkAndBondsBothSides() throws {
+        let (lab, peripheral, central, connection) = try connected()
+        let result = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }
+        guard case let .success(outcome) = result else { return XCTFail("pairing failed: \(result)") }
+        XCTAssertEqual(outcome.method, .justWorks)
+        XCTAssertTrue(outcome.secureConnections)
+        XCTAssertEqual(connection.security.level, 2)
+        XCTAssertEqual(try peripheralSide(peripheral).security, connection.security)
+        XCTAssertEqual(central.host.bonds.bonds.count, 1)
+        XCTAssertEqual(peripheral.host.bonds.bonds.first?.longTermKey, central.host.bonds.bonds.first?.longTermKey)
+        // On HCI: the central's LE Enable Encryption with EDIV 0 and Rand 0, the peripheral's host
+        // answering its controller's request with the same key, Encryption Change on both.
+        guard case let .leEnableEncryption(_, rand, ediv, key)? = commands(central).first(where: {
+            if case .leEnableEncryption = $0 { return true } else { return false }
+        }) else { return XCTFail("no LE Enable Encryption") }
+        XCTAssertEqual(rand, [UInt8](repeating: 0, count: 8))
+        XCTAssertEqual(ediv, 0)
+        XCTAssertTrue(commands(peripheral).contains(.leLongTermKeyRequestReply(handle: try peripheralSide(peripheral).handle, longTermKey: key)))
+        XCTAssertTrue(events(central).contains(.encryptionChange(EncryptionChange(handle: connection.handle, encryptionEnabled: 1))))
+    }
+
+    func testAReconnectionEncryptsWithTheBondAndAForgottenBondIsKeyMissing() throws {
+        let (lab, peripheral, central, connection) = try connected(central: .make(sc: false), peripheral: .make(sc: false))
+        _ = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }.get()
+        let bond = try XCTUnwrap(central.host.bonds.bond(for: peripheral.address))
+        XCTAssertNotEqual(bond.ediv == 0 && bond.rand.allSatisfy { $0 == 0 }, true, "legacy keys carry an EDIV and Rand")
+        try lab.wait { done in connection.disconnect(completion: done) }.get()
+        XCTAssertTrue(lab.run(within: .seconds(2)) { peripheral.host.connections.isEmpty })
+
+        func reconnect() throws -> Connection {
+            try lab.wait { done in peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P")), completion: done) }.get()
+            return try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()
+        }
+        let again = try reconnect()
+        let encrypted = try lab.wait(within: .seconds(5), "encryption") { done in again.encrypt(completion: done) }.get()
+        XCTAssertTrue(encrypted.encrypted)
+        XCTAssertFalse(encrypted.secureConnections)
+        XCTAssertTrue(commands(central).contains { if case let .leEnableEncryption(_, _, e, _) = $0 { return e == bond.ediv } else { return false } })
+
+        // A factory reset of the peripheral: its controller's request gets a negative reply.
+        try lab.wait { done in again.disconnect(completion: done) }.get()
+        XCTAssertTrue(lab.run(within: .seconds(2)) { peripheral.host.connections.isEmpty })
+        peripheral.host.bonds.forgetAll()
+        let third = try reconnect()
+        let refused = try lab.wait(within: .seconds(5), "encryption") { done in third.encrypt(completion: done) }
+        guard case .failure(.status(.pinOrKeyMissing)) = refused else { return XCTFail("expected PIN or Key Missing, got \(refused)") }
+        XCTAssertFalse(third.security.encrypted)
+    }
+
+    func testPasskeyEntryGivesAnAuthenticatedLevel4Link() throws {
+        let (lab, peripheral, _, connection) = try connected(
+            central: .make(io: .keyboardOnly, mitm: true, passkey: 123_456),
+            peripheral: .make(io: .displayOnly, mitm: true, passkey: 123_456))
+        let outcome = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }.get()
+        XCTAssertEqual(outcome.method, .passkeyEntry)
+        XCTAssertEqual(connection.security.level, 4)
+        XCTAssertEqual(try peripheralSide(peripheral).security.level, 4)
+    }
+
+    func testAWrongPasskeyFailsAndLeavesTheLinkUnencrypted() throws {
+        let (lab, peripheral, _, connection) = try connected(
+            central: .make(io: .keyboardOnly, mitm: true, passkey: 111_111),
+            peripheral: .make(io: .displayOnly, mitm: true, passkey: 123_456))
+        var peripheralResult: Result<PairingResult, PairingFailure>?
+        peripheral.host.onPairing = { _, result in peripheralResult = result }
+        let result = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }
+        guard case .failure(.received(.confirmValueFailed)) = result else { return XCTFail("got \(result)") }
+        guard case .failure(.sent(.confirmValueFailed))? = peripheralResult else { return XCTFail("peripheral: \(String(describing: peripheralResult))") }
+        XCTAssertFalse(connection.security.encrypted)
+        XCTAssertTrue(connection.isConnected)
+    }
+
+    func testAPeripheralsSecurityRequestMakesTheCentralPair() throws {
+        let (lab, peripheral, central, connection) = try connected()
+        var peripheralResult: Result<PairingResult, PairingFailure>?
+        var centralResult: Result<PairingResult, PairingFailure>?
+        central.host.onPairing = { _, result in centralResult = result }
+        try peripheralSide(peripheral).pair { peripheralResult = $0 }
+        XCTAssertTrue(lab.run(within: .seconds(5)) { peripheralResult != nil && centralResult != nil })
+        guard case .success? = peripheralResult, case .success? = centralResult else { return XCTFail("\(String(describing: peripheralResult))") }
+        XCTAssertTrue(connection.security.encrypted)
+        XCTAssertEqual(commands(central).filter { if case .leEnableEncryption = $0 { return true } else { return false } }.count, 1)
+        XCTAssertEqual(central.host.bonds.bonds.count, 1)
+    }
+
+    func testAHostWithoutSecurityStillRefusesPairing() throws {
+        let (lab, _, _, connection) = try connected(peripheral: nil)
+        let result = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }
+        guard case .failure(.received(.pairingNotSupported)) = result else { return XCTFail("got \(result)") }
+    }
+
+    func testTheSameSeedPairsWithTheSameBytes() throws {
+        func keys(seed: UInt64) throws -> [UInt8] {
+            let (lab, _, central, connection) = try connected(seed: seed)
+            _ = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }.get()
+            return try XCTUnwrap(central.host.bonds.bonds.first?.longTermKey)
+        }
+        XCTAssertEqual(try keys(seed: 11), try keys(seed: 11))
+        XCTAssertNotEqual(try keys(seed: 11), try keys(seed: 12))
+    }
+}
+
+extension SecuritySettings {
+    static func make(io: IOCapability = .noInputNoOutput, mitm: Bool = false, sc: Bool = true, passkey: UInt32? = nil) -> SecuritySettings {
+        var settings = SecuritySettings()
+        settings.io = io
+        settings.mitm = mitm
+        settings.secureConnections = sc
+        settings.passkey = passkey
+        return settings
+    }
+}
