@@ -129,6 +129,7 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         ("dbus", "DBus", ["DBus"]),
         ("capture-import", "CaptureImport", ["CaptureImport"]),
         ("host", "Host", ["GAP", "HCI", "Transport", "BLERuntime"]),
+        ("smp", "SMP", ["SMP"]),
     ]
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzzing/Support"))
     for harness in harnesses {

@@ -1,5 +1,6 @@
 import BLERuntime
 import BLEWire
+import GATT
 import HCI
 import HostLink
 import SMP
@@ -107,6 +108,7 @@ extension Connection {
             securityState.security = LinkSecurity()
         }
         securityState.pendingSecurity = nil
+        serverConnection.security = securityState.security
         host?.onEncryptionChange?(self, status)
         finishEncryption(status.isSuccess ? .success(securityState.security) : .failure(.status(status)))
         if let session = securityState.pairing, !session.isFinished { session.encryptionChanged(status: status.rawValue) }

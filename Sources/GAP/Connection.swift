@@ -72,6 +72,8 @@ public final class Connection {
         if host.configuration.security != nil {
             link.onSMP = { [unowned self] payload in self.receiveSMP(payload) }
         }
+        let peer = e.peer
+        serverConnection.peerIsBonded = { [weak host] in host?.bonds.bond(for: peer) != nil }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))

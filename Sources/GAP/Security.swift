@@ -1,33 +1,7 @@
 import BLEWire
+import GATT
 import HCI
 import SMP
-
-/// What protects a link now (Core Vol 3 Part C 10.2, the LE security levels).
-public struct LinkSecurity: Equatable, Sendable, CustomStringConvertible {
-    /// Encrypted (Encryption Change, on).
-    public var encrypted = false
-    /// The key's size in octets (7–16) while encrypted.
-    public var keySize: UInt8 = 0
-    /// The key came from a pairing protected against a man in the middle.
-    public var authenticated = false
-    /// The key came from LE Secure Connections.
-    public var secureConnections = false
-
-    public init() {}
-
-    /// Security mode 1 level: 1 no security, 2 unauthenticated encryption, 3 authenticated, 4
-    /// authenticated LE Secure Connections with a 128-bit key (Vol 3 Part C 10.2.1).
-    public var level: Int {
-        guard encrypted else { return 1 }
-        guard authenticated else { return 2 }
-        return secureConnections && keySize == 16 ? 4 : 3
-    }
-
-    public var description: String {
-        encrypted ? "encrypted (\(keySize)-octet key\(authenticated ? ", authenticated" : "")\(secureConnections ? ", Secure Connections" : ""))"
-            : "not encrypted"
-    }
-}
 
 /// The keys kept after a pairing with bonding: what encrypts the next link with that peer.
 public struct Bond: Equatable, Sendable {

@@ -2,6 +2,7 @@ import BLELab
 import BLERuntime
 import BLEWire
 import GAP
+import GATT
 import HCI
 import HostLink
 import SMP
@@ -147,5 +148,42 @@ extension SecuritySettings {
         settings.secureConnections = sc
         settings.passkey = passkey
         return settings
+    }
+}
+
+/// The GATT server's permissions on a real link: what a phone meets before and after pairing.
+final class SecuredAttributeTests: XCTestCase {
+    func testAnEncryptedCharacteristicAsksToPairThenToEncryptThenReads() throws {
+        let lab = Lab(seed: 5)
+        var pc = HostConfiguration(deviceName: "Lock")
+        pc.security = SecuritySettings()
+        var cc = HostConfiguration()
+        cc.security = SecuritySettings()
+        let lock = try lab.addDevice("lock", configuration: pc)
+        let phone = try lab.addDevice("phone", configuration: cc)
+        var secret = GATTCharacteristic(uuid: 0xFFF1, properties: [.read], value: Array("open".utf8))
+        secret.permissions = AttributePermissions(read: .encrypted)
+        let handles = try lock.host.gattServer.addService(GATTService(uuid: 0xFFF0, characteristics: [secret]))
+        let valueHandle = handles.characteristics[0].valueHandle
+        try lab.powerOn()
+
+        func connect() throws -> Connection {
+            try lab.wait { done in lock.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "Lock")), completion: done) }.get()
+            return try lab.wait { done in phone.host.connect(to: lock.address, completion: done) }.get()
+        }
+        let first = try connect()
+        let refused = try lab.wait { done in first.client.read(handle: valueHandle, completion: done) }
+        XCTAssertEqual(refused.failureValue, .att(.insufficientAuthentication, handle: valueHandle))
+        _ = try lab.wait(within: .seconds(5), "pairing") { done in first.pair(completion: done) }.get()
+        XCTAssertEqual(try lab.wait { done in first.client.read(handle: valueHandle, completion: done) }.get(), Array("open".utf8))
+        try lab.wait { done in first.disconnect(completion: done) }.get()
+        XCTAssertTrue(lab.run(within: .seconds(2)) { lock.host.connections.isEmpty })
+
+        // Bonded, not yet encrypted: Insufficient Encryption, the phone's cue to encrypt.
+        let second = try connect()
+        let again = try lab.wait { done in second.client.read(handle: valueHandle, completion: done) }
+        XCTAssertEqual(again.failureValue, .att(.insufficientEncryption, handle: valueHandle))
+        _ = try lab.wait(within: .seconds(5), "encryption") { done in second.encrypt(completion: done) }.get()
+        XCTAssertEqual(try lab.wait { done in second.client.read(handle: valueHandle, completion: done) }.get(), Array("open".utf8))
     }
 }
