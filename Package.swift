@@ -37,7 +37,7 @@ let package = Package(
         // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
         // what the executable offers beyond the sim (transports, seats) is passed in as values.
         .target(name: "BLELabCLI", dependencies: ["ScenarioEngine", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
-        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller",
+        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
