@@ -43,6 +43,8 @@ public final class PairingSession {
     public var negotiatedKeySize: UInt8 { keySize }
     /// Whether this pairing is LE Secure Connections (known once the features are exchanged).
     public var isSecureConnections: Bool { secureConnections }
+    /// The six digits Numeric Comparison showed, once it did.
+    public private(set) var lastNumericComparison: UInt32?
     public private(set) var isFinished = false
     /// The outcome once finished.
     public private(set) var outcome: Result<PairingResult, PairingFailure>?
@@ -464,6 +466,7 @@ public final class PairingSession {
             }
             if method == .numericComparison {
                 let number = try SecurityToolbox.g2(u: pkax, v: pkbx, x: na, y: nb) % 1_000_000
+                lastNumericComparison = number
                 onNumericComparison?(number)
                 guard settings.confirmsNumericComparison else { return fail(.numericComparisonFailed) }
             }
