@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "HostLinkTests", dependencies: ["HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "SMP", "BLECrypto", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
@@ -92,7 +92,7 @@ let package = Package(
         // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioEngineTests).
         .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "SMP", "BLECrypto", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Controller", "Transport", "HCI", "GATT", "BLEWire", "BLERuntime"]),
         // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
         // BlueZLabTests share: each test starts its own daemon.

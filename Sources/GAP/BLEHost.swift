@@ -29,10 +29,11 @@ public final class BLEHost {
     public private(set) var publicAddress: BDAddr?
     /// What peers see: the random static address when configured, else the public one.
     public var address: LEAddress {
+        if let rpa = privacyState.address { return LEAddress(rpa, type: .random) }
         if let random = configuration.randomAddress { return LEAddress(random, type: .random) }
         return LEAddress(publicAddress ?? BDAddr(rawValue: 0), type: .public)
     }
-    var ownAddressType: AddressType { configuration.randomAddress == nil ? .public : .random }
+    var ownAddressType: AddressType { configuration.randomAddress == nil && configuration.privacy == nil ? .public : .random }
 
     public private(set) var localVersion: ReadLocalVersionInformationReturn?
     public private(set) var supportedCommands: BitFieldReturn?
@@ -50,6 +51,7 @@ public final class BLEHost {
     /// How a central answers a peripheral's Security Request: encrypt with the bond, else pair
     /// (as phones do); false: ignore it.
     public var answersSecurityRequests = true
+    let privacyState = PrivacyState()
     lazy var securityRandom = SeededRandom(seed: configuration.randomSeed ?? (publicAddress?.rawValue ?? 0), stream: "smp")
 
     /// Live connections by handle.
@@ -142,8 +144,16 @@ public final class BLEHost {
                 self.readSharedBuffersIfNeeded { result in
                     switch result {
                     case .success:
-                        self.state = .ready
-                        completion(.success(()))
+                        self.startPrivacy { result in
+                            switch result {
+                            case .success:
+                                self.state = .ready
+                                completion(.success(()))
+                            case let .failure(error):
+                                self.state = .failed(error)
+                                completion(.failure(error))
+                            }
+                        }
                     case let .failure(error):
                         self.state = .failed(error)
                         completion(.failure(error))
@@ -298,6 +308,8 @@ public final class BLEHost {
             onDisconnection?(connection, reason)
         }
         failRoleStates(with: .notReady)
+        stopPrivacy()
+        privacyState.address = nil
         state = .off
     }
 

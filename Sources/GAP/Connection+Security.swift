@@ -185,9 +185,12 @@ extension Connection {
     }
 
     @discardableResult
-    private func startPairing(role pairingRole: PairingRole, settings: SecuritySettings) -> PairingSession {
+    private func startPairing(role pairingRole: PairingRole, settings given: SecuritySettings) -> PairingSession {
         let host = self.host!
-        let local = Self.smpAddress(host.address), remote = Self.smpAddress(peer)
+        var settings = given
+        // A host with privacy gives its IRK and identity address to the peers it bonds with.
+        if settings.identity == nil, let identity = host.privacyIdentity { settings.identity = identity }
+        let local = Self.smpAddress(localAddress), remote = Self.smpAddress(peer)
         let session = PairingSession(role: pairingRole, settings: settings,
                                      initiator: pairingRole == .initiator ? local : remote,
                                      responder: pairingRole == .initiator ? remote : local,

@@ -12,6 +12,8 @@ public final class Connection {
     public let handle: UInt16
     public let role: ConnectionRole
     public let peer: LEAddress
+    /// This host's address on this link (its RPA then, when it uses privacy).
+    public let localAddress: LEAddress
     /// Connection interval (1.25 ms units), peripheral latency, supervision timeout (10 ms units).
     public private(set) var interval: UInt16
     public private(set) var latency: UInt16
@@ -37,6 +39,7 @@ public final class Connection {
         handle = e.handle
         role = e.role
         peer = e.peer
+        localAddress = host.address
         interval = e.connectionInterval
         latency = e.peripheralLatency
         supervisionTimeout = e.supervisionTimeout

@@ -22,6 +22,9 @@ public struct HostConfiguration {
     /// Seeds this host's random numbers (pairing's nonces, keys and passkeys), so that a lab
     /// pairs the same way every run. Nil: derived from the controller's address.
     public var randomSeed: UInt64?
+    /// Advertise from a resolvable private address that changes every `rotation`, and give the
+    /// IRK to bonded peers (BLEHost+Privacy.swift). Nil: the public or static random address.
+    public var privacy: PrivacySettings?
 
     public init(randomAddress: BDAddr? = nil, deviceName: String = "BLELab", connectionParameters: ConnectionParameters = .init(),
                 connectTimeout: TimeSpan? = nil, attMTU: Int = 247) {

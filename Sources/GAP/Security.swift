@@ -17,11 +17,15 @@ public struct Bond: Equatable, Sendable {
     public var authenticated: Bool
     public var secureConnections: Bool
 
-    /// Whether `address` is this bond's peer: its address at pairing or its identity address.
+    /// Whether `address` is this bond's peer: its address at pairing, its identity address, or
+    /// a resolvable private address its IRK resolves (Vol 6 Part B 1.3.2.3).
     public func matches(_ address: LEAddress) -> Bool {
         if address == peer { return true }
-        guard let identity = peerIdentity?.address else { return false }
-        return address.address.rawValue == Self.raw(identity.octets) && (address.type == .random) == identity.isRandom
+        guard let identity = peerIdentity else { return false }
+        if address.address.rawValue == Self.raw(identity.address.octets) && (address.type == .random) == identity.address.isRandom {
+            return true
+        }
+        return ResolvablePrivateAddress.resolves(address, with: identity.irk)
     }
 
     static func raw(_ octets: [UInt8]) -> UInt64 { octets.reduce(0) { $0 << 8 | UInt64($1) } }
