@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "HostLink", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
         .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
-        .target(name: "GAP", dependencies: ["SMP", "HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "GAP", dependencies: ["SMP", "BLECrypto", "HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "YAMLSubset"),
         // The scenario format (docs/scenarios.md): the model (a scenario, its peripherals as data,
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
@@ -92,7 +92,7 @@ let package = Package(
         // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioEngineTests).
         .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "SMP", "BLECrypto", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Controller", "Transport", "HCI", "GATT", "BLEWire", "BLERuntime"]),
         // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
         // BlueZLabTests share: each test starts its own daemon.
