@@ -52,6 +52,11 @@ public final class BLEHost {
     /// (as phones do); false: ignore it.
     public var answersSecurityRequests = true
     let privacyState = PrivacyState()
+    /// How long a peer whose authentication failed waits before its next Pairing Request is
+    /// taken, doubled at each further failure (Vol 3 Part H 2.3.6; the specification leaves the
+    /// value to the implementation).
+    public var repeatedAttemptsInterval = TimeSpan.seconds(2)
+    var repeatedAttempts: [LEAddress: RepeatedAttempts] = [:]
     lazy var securityRandom = SeededRandom(seed: configuration.randomSeed ?? (publicAddress?.rawValue ?? 0), stream: "smp")
 
     /// Live connections by handle.

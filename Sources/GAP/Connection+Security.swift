@@ -146,6 +146,13 @@ extension Connection {
         }
         switch (payload.first, role) {
         case (SMPCode.pairingRequest.rawValue?, .peripheral) where payload.count == 7:
+            // 2.3.6: after a failed authentication, a peer must wait before it tries again.
+            if let until = host.repeatedAttempts[peer]?.until, host.loop.now < until {
+                securityState.pairing = nil
+                link.sendSMP(SMPPDU.pairingFailed(.repeatedAttempts).encoded)
+                host.onPairing?(self, .failure(.sent(.repeatedAttempts)))
+                return true
+            }
             startPairing(role: .responder, settings: settings).receive(payload)
             return true
         case (SMPCode.securityRequest.rawValue?, .central) where payload.count == 2:
@@ -216,6 +223,7 @@ extension Connection {
     private func pairingEnded(_ result: Result<PairingResult, PairingFailure>) {
         securityState.timer?.cancel()
         securityState.timer = nil
+        host?.noteAttempt(by: peer, result)
         if case let .success(outcome) = result, outcome.bonded, let key = outcome.longTermKey, let host {
             host.bonds.store(Bond(peer: peer, peerIdentity: outcome.peerIdentity, longTermKey: key, ediv: outcome.ediv, rand: outcome.rand,
                                   keySize: outcome.keySize, authenticated: outcome.authenticated,
@@ -242,7 +250,31 @@ extension Connection {
     }
 }
 
+/// The repeated attempts rule's state for one peer (Vol 3 Part H 2.3.6).
+struct RepeatedAttempts {
+    var failures: Int
+    var until: Instant
+}
+
 extension BLEHost {
+    /// Records how a pairing with `peer` ended. An authentication this device found wrong (a
+    /// confirm value, a DHKey check, a refused comparison) makes the peer wait before its next
+    /// Pairing Request is taken: `repeatedAttemptsInterval`, doubled at each further failure (at
+    /// most 64 times); until then it is answered Pairing Failed "Repeated Attempts" (0x09). A
+    /// pairing that succeeds forgets the failures.
+    func noteAttempt(by peer: LEAddress, _ result: Result<PairingResult, PairingFailure>) {
+        switch result {
+        case .success:
+            repeatedAttempts[peer] = nil
+        case let .failure(.sent(reason)) where [.confirmValueFailed, .dhKeyCheckFailed, .numericComparisonFailed].contains(reason):
+            let failures = (repeatedAttempts[peer]?.failures ?? 0) + 1
+            let wait = TimeSpan(nanoseconds: repeatedAttemptsInterval.nanoseconds << Int64(min(failures - 1, 6)))
+            repeatedAttempts[peer] = RepeatedAttempts(failures: failures, until: loop.now + wait)
+        case .failure:
+            break
+        }
+    }
+
     /// LE Long Term Key Request: the connection picks the answer; an unknown handle gets a
     /// negative reply.
     func longTermKeyRequest(handle: UInt16, random: [UInt8], ediv: UInt16) {

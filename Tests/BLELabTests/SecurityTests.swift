@@ -187,3 +187,37 @@ final class SecuredAttributeTests: XCTestCase {
         XCTAssertEqual(try lab.wait { done in second.client.read(handle: valueHandle, completion: done) }.get(), Array("open".utf8))
     }
 }
+
+/// The repeated attempts rule (Vol 3 Part H 2.3.6) on a peripheral.
+final class RepeatedAttemptsTests: XCTestCase {
+    func testAFailedPasskeyMakesTheNextAttemptWaitAndTheWaitDoubles() throws {
+        let lab = Lab(seed: 3)
+        var pc = HostConfiguration(deviceName: "P")
+        pc.security = .make(io: .displayOnly, mitm: true, passkey: 123_456)
+        let peripheral = try lab.addDevice("peripheral", configuration: pc)
+        var cc = HostConfiguration()
+        cc.security = .make(io: .keyboardOnly, mitm: true, passkey: 1)   // the user types a wrong passkey
+        let central = try lab.addDevice("central", configuration: cc)
+        try lab.powerOn()
+        try lab.wait { done in peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P")), completion: done) }.get()
+        let connection = try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()
+        XCTAssertEqual(peripheral.host.repeatedAttemptsInterval, .seconds(2))
+
+        func attempt(_ settings: SecuritySettings) throws -> Result<PairingResult, PairingFailure> {
+            try lab.wait(within: .seconds(10), "pairing") { done in connection.pair(settings, completion: done) }
+        }
+        let wrong = SecuritySettings.make(io: .keyboardOnly, mitm: true, passkey: 1)
+        let right = SecuritySettings.make(io: .keyboardOnly, mitm: true, passkey: 123_456)
+        guard case .failure(.received(.confirmValueFailed)) = try attempt(wrong) else { return XCTFail("the first attempt") }
+        // At once: refused without a pairing, even with the right passkey.
+        guard case .failure(.received(.repeatedAttempts)) = try attempt(right) else { return XCTFail("the second attempt") }
+        lab.run(for: .milliseconds(2_100))
+        guard case .failure(.received(.confirmValueFailed)) = try attempt(wrong) else { return XCTFail("after 2 s") }
+        // The wait doubled: 2.1 s is no longer enough, 4 s is.
+        lab.run(for: .milliseconds(2_100))
+        guard case .failure(.received(.repeatedAttempts)) = try attempt(right) else { return XCTFail("after 2 s more") }
+        lab.run(for: .milliseconds(2_000))
+        guard case .success = try attempt(right) else { return XCTFail("after 4 s") }
+        XCTAssertTrue(connection.security.authenticated)
+    }
+}
