@@ -6,7 +6,10 @@ import GATT
 import HCI
 import HostLink
 import SMP
+import Transport
+import WireTestSupport
 import XCTest
+import Foundation
 
 /// Pairing, encryption and bonds between two BLELab hosts on the sim: SMP over L2CAP, the keys on
 /// HCI (LE Enable Encryption, LE Long Term Key Request), and the link layer's procedure.
@@ -219,5 +222,53 @@ final class RepeatedAttemptsTests: XCTestCase {
         lab.run(for: .milliseconds(2_000))
         guard case .success = try attempt(right) else { return XCTFail("after 4 s") }
         XCTAssertTrue(connection.security.authenticated)
+    }
+}
+
+/// A pairing's capture as Wireshark shows it: SMP on CID 0x0006 decoded by tshark (btsmp), the
+/// same commands in the same order as our own reading of the file.
+final class PairingCaptureTests: XCTestCase {
+    func testTsharkDecodesTheSMPOfAPairing() throws {
+        let lab = Lab(seed: 13)
+        var pc = HostConfiguration(deviceName: "P")
+        pc.security = .make(io: .displayOnly, mitm: true, passkey: 246_810)
+        var cc = HostConfiguration()
+        cc.security = .make(io: .keyboardOnly, mitm: true, passkey: 246_810)
+        let peripheral = try lab.addDevice("peripheral", configuration: pc)
+        let central = try lab.addDevice("central", configuration: cc)
+        try lab.powerOn()
+        try lab.wait { done in peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P")), completion: done) }.get()
+        let connection = try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()
+        _ = try lab.wait(within: .seconds(5), "pairing") { done in connection.pair(completion: done) }.get()
+
+        let bytes = BTSnoopWriter.encode(central.log.packets)
+        // Our reading: the SMP commands in the capture's ACL packets (one PDU per packet here:
+        // 27-octet buffers carry the 69-octet Public Key in three fragments).
+        let file = try BTSnoopReader.decode(bytes)
+        var codes: [UInt8] = []
+        var pending: [UInt8] = []
+        for packet in file.loggedPackets() {
+            guard case let .acl(acl)? = try? HCIPacket(h4: packet.frame) else { continue }
+            pending = acl.boundary == .continuing ? pending + acl.data : acl.data
+            guard pending.count >= 4 else { continue }
+            let length = Int(pending[0]) | Int(pending[1]) << 8, cid = UInt16(pending[2]) | UInt16(pending[3]) << 8
+            if pending.count == 4 + length, cid == 0x0006 { codes.append(pending[4]) }
+        }
+        // Request, Response, both public keys, 20 rounds of confirm and random, both DHKey checks.
+        XCTAssertEqual(Array(codes.prefix(4)), [0x01, 0x02, 0x0C, 0x0C])
+        XCTAssertEqual(codes.filter { $0 == 0x03 }.count, 40)
+        XCTAssertEqual(codes.suffix(2), [0x0D, 0x0D])
+
+        guard let tshark = TestTools.executableOnPath("tshark") else {
+            print("PairingCaptureTests: tshark is not on PATH; the capture was checked with BTSnoopReader only")
+            return
+        }
+        let path = NSTemporaryDirectory() + "blelab-pairing-\(getpid()).btsnoop"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let run = try TestTools.runTool(tshark, ["-r", path, "-Y", "btsmp", "-T", "fields", "-e", "btsmp.opcode"])
+        XCTAssertEqual(run.status, 0, run.output)
+        let shown = run.output.split(separator: "\n").map { UInt8($0.dropFirst(2), radix: 16) ?? 0xFF }
+        XCTAssertEqual(shown, codes, "tshark's SMP opcodes, in order, are ours")
     }
 }
