@@ -110,6 +110,10 @@ extension SimController {
             remoteConnectionParameterRequestReply(parameters)
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             remoteConnectionParameterRequestNegativeReply(handle: handle, reason: reason)
+        case .leReadFilterAcceptListSize, .leClearFilterAcceptList, .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
+             .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList, .leReadResolvingListSize,
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout:
+            executeListCommand(command)
         case let .leEncrypt(key, plaintext):
             encrypt(key: key, plaintext: plaintext)
         case .leRand:

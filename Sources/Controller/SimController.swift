@@ -70,6 +70,8 @@ public final class SimController {
     /// LE Rand, and the SKD and IV halves of the encryption procedures (SimLink+Encryption.swift).
     lazy var encryptionRandom = SeededRandom(seed: air.seed, stream: "encryption/\(address)")
     var leEventMask = EventMask.leDefaultMask
+    /// The Filter Accept List and the resolving list (SimController+Lists.swift).
+    var lists = ControllerLists()
     /// Set by LE Set Random Address; none after Reset (Vol 4, Part E, 7.8.4).
     public internal(set) var randomAddress: BDAddr?
 
@@ -235,10 +237,12 @@ public final class SimController {
     // MARK: Addresses
 
     /// The address this device uses on the air for `ownAddressType` (Own_Address_Type of 7.8.5,
-    /// 7.8.10, 7.8.12): public for 0x00, the random address for 0x01, nil if that is not set. With
-    /// no resolving list, 0x02 and 0x03 fall back to public and random as the spec prescribes for a
-    /// peer that has no entry.
+    /// 7.8.10, 7.8.12): public for 0x00, the random address for 0x01, nil if that is not set.
+    /// 0x02 and 0x03 use a resolvable private address when resolution is enabled and the resolving
+    /// list has a local IRK (SimController+Lists.swift), else public and random, as the
+    /// specification prescribes for a peer that has no entry.
     func airAddress(ownAddressType: AddressType) -> LEAddress? {
+        if ownAddressType.rawValue >= 0x02, let rpa = localPrivateAddress() { return LEAddress(rpa, type: .random) }
         switch ownAddressType.rawValue {
         case 0x00, 0x02: return LEAddress(address, type: .public)
         case 0x01, 0x03: return randomAddress.map { LEAddress($0, type: .random) }
@@ -264,6 +268,7 @@ public final class SimController {
         eventMask = EventMask.defaultMask
         leEventMask = EventMask.leDefaultMask
         randomAddress = nil
+        lists = ControllerLists()
         advertisingParameters = Self.defaultAdvertisingParameters
         advertisingData = []
         scanResponseData = []

@@ -353,6 +353,20 @@ final class HCICommandTests: XCTestCase {
         XCTAssertThrowsError(try HCICommand(decoding: bytes("1a 20 03 01 00 00")), "an LTK Reply of 3 octets")
     }
 
+    // MARK: Filter Accept List and resolving list (7.8.14–7.8.17, 7.8.38–7.8.45)
+
+    func testListCommandsFieldByField() throws {
+        XCTAssertEqual(HCICommand.leAddDeviceToFilterAcceptList(addressType: 0x01, address: BDAddr(string: "C0:11:22:33:44:55")!).encoded,
+                       bytes("11 20 07", "01", "55 44 33 22 11 c0"))
+        let add = HCICommand.leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: BDAddr(string: "00:1B:DC:07:31:42")!,
+                                                        peerIRK: Array(0..<16), localIRK: [UInt8](repeating: 0xAA, count: 16))
+        XCTAssertEqual(add.encoded, bytes("27 20 27", "00", "42 31 07 dc 1b 00", "00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f",
+                                          "aa aa aa aa aa aa aa aa aa aa aa aa aa aa aa aa"))
+        XCTAssertEqual(try HCICommand(decoding: add.encoded), add)
+        XCTAssertEqual(HCICommand.leSetResolvablePrivateAddressTimeout(0x0384).encoded, bytes("2e 20 02 84 03"))
+        XCTAssertThrowsError(try HCICommand(decoding: bytes("2d 20 01 02")), "Address_Resolution_Enable 2")
+    }
+
     // MARK: Coverage
 
     /// Every case of `HCICommand` with one vector. The switch has no default: adding a case to the
@@ -372,6 +386,12 @@ final class HCICommandTests: XCTestCase {
                                                                                supervisionTimeout: 10)),
         .leRemoteConnectionParameterRequestNegativeReply(handle: 1, reason: .unacceptableConnectionParameters),
         .leEncrypt(key: Array(0..<16), plaintext: Array(16..<32)), .leRand,
+        .leReadFilterAcceptListSize, .leClearFilterAcceptList,
+        .leAddDeviceToFilterAcceptList(addressType: 0x00, address: ReferenceDevice.peripheral),
+        .leRemoveDeviceFromFilterAcceptList(addressType: 0x01, address: ReferenceDevice.central),
+        .leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: ReferenceDevice.peripheral, peerIRK: Array(0..<16), localIRK: Array(16..<32)),
+        .leRemoveDeviceFromResolvingList(peerIdentityType: 0x00, peerIdentity: ReferenceDevice.peripheral),
+        .leClearResolvingList, .leReadResolvingListSize, .leSetAddressResolutionEnable(true), .leSetResolvablePrivateAddressTimeout(900),
         .leEnableEncryption(handle: 1, random: Array(0..<8), ediv: 0x1234, longTermKey: Array(0..<16)),
         .leLongTermKeyRequestReply(handle: 1, longTermKey: Array(0..<16)), .leLongTermKeyRequestNegativeReply(handle: 1),
         .leSetAdvertisingSetRandomAddress(advertisingHandle: 0, address: ReferenceDevice.peripheral),
@@ -398,6 +418,9 @@ final class HCICommandTests: XCTestCase {
              .leCreateConnectionCancel, .leConnectionUpdate, .leRemoteConnectionParameterRequestReply,
              .leRemoteConnectionParameterRequestNegativeReply, .leSetAdvertisingSetRandomAddress,
              .leEncrypt, .leRand, .leEnableEncryption, .leLongTermKeyRequestReply, .leLongTermKeyRequestNegativeReply,
+             .leReadFilterAcceptListSize, .leClearFilterAcceptList, .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
+             .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList, .leReadResolvingListSize,
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout,
              .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData,
              .leSetExtendedAdvertisingEnable, .leSetExtendedScanParameters, .leSetExtendedScanEnable,
              .leExtendedCreateConnection, .unknown:
@@ -407,7 +430,7 @@ final class HCICommandTests: XCTestCase {
 
     func testEveryNamedOpcodeDecodesToItsOwnCase() throws {
         let named = (0...0xFFFF).map { HCIOpcode(rawValue: UInt16($0)) }.filter { $0.name != nil }
-        XCTAssertEqual(named.count, 38)
+        XCTAssertEqual(named.count, 48)
         let modelled = Set(Self.oneOfEach.map(\.opcode)).subtracting([HCIOpcode(rawValue: 0xFC00)])
         XCTAssertEqual(Set(named), modelled, "every named opcode has a case and a vector")
         for command in Self.oneOfEach {
