@@ -72,7 +72,7 @@ extension SimLink {
     func peripheralHostAnswers(key: [UInt8]?) {
         guard case let .awaitingPeripheralHost(_, _, centralKey, refresh)? = encryption else { return }
         if let key {
-            encryption = .startPending(keysMatch: key == centralKey, refresh: refresh)
+            encryption = .startPending(keysMatch: key == centralKey && faults.encryption != .micFailure, refresh: refresh)
         } else {
             encryption = .rejectPending
         }
@@ -109,7 +109,9 @@ extension SimLink {
             encryption = .awaitingPeripheralHost(rand: rand, ediv: ediv, key: key, refresh: refresh)
             // 7.7.65.5: Random_Number and Encrypted_Diversifier as LL_ENC_REQ carried them. A host
             // that masked the event cannot answer: its link layer refuses at once.
-            if peripheral.wants(leMetaBit: EventMask.leLongTermKeyRequest) {
+            if faults.encryption == .keyMissing {
+                encryption = .rejectPending
+            } else if peripheral.wants(leMetaBit: EventMask.leLongTermKeyRequest) {
                 peripheral.sendLEMeta(.longTermKeyRequest(handle: peripheralHandle, random: rand.reversed(), ediv: ediv),
                                       bit: EventMask.leLongTermKeyRequest)
             } else {

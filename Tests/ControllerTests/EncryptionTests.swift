@@ -202,3 +202,36 @@ final class EncryptionTests: XCTestCase {
         XCTAssertNotEqual(first, rands(seed: 2))
     }
 }
+
+/// Encryption faults (LinkFaults.encryption): what a controller that lost its keys, or a link
+/// whose MIC check fails, does whatever the hosts answer.
+final class EncryptionFaultTests: XCTestCase {
+    let key = hex("00 11 22 33 44 55 66 77 88 99 aa bb cc dd ee ff")
+
+    private func start(_ fault: LinkFaults.EncryptionFault) -> ConnectedPair {
+        let lab = TestLab()
+        let pair = lab.connectedPair()
+        lab.air.setLinkFaults(LinkFaults(encryption: fault), for: pair.peripheral.controller)
+        pair.peripheral.onFrame = { [key] _, frame in
+            guard frame.starts(with: [0x04, 0x3E, 0x0D, 0x05]) else { return }
+            pair.peripheral.send(.leLongTermKeyRequestReply(handle: pair.peripheralHandle, longTermKey: key))
+        }
+        lab.run(until: pair.anchor(1) + .milliseconds(1))
+        pair.central.send(.leEnableEncryption(handle: pair.centralHandle, random: hex("01 02 03 04 05 06 07 08"), ediv: 1, longTermKey: key))
+        lab.run(until: pair.anchor(4) + .seconds(2))
+        return pair
+    }
+
+    func testKeyMissingRefusesWithoutAskingThePeripheralsHost() {
+        let pair = start(.keyMissing)
+        XCTAssertTrue(pair.peripheral.received.isEmpty, "no LE Long Term Key Request")
+        XCTAssertTrue(pair.central.events.contains { $0.event == .encryptionChange(EncryptionChange(status: .pinOrKeyMissing, handle: 1, encryptionEnabled: 0)) })
+        XCTAssertTrue(pair.central.disconnections.isEmpty)
+    }
+
+    func testAMICFailureEndsTheLinkEvenWithEqualKeys() {
+        let pair = start(.micFailure)
+        XCTAssertEqual(pair.peripheral.disconnections.map(\.event.reason), [.connectionTerminatedMICFailure])
+        XCTAssertEqual(pair.central.disconnections.map(\.event.reason), [.connectionTimeout])
+    }
+}
