@@ -250,7 +250,7 @@ soak: deps
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= $(BUILD_DIR)/fuzz
 FUZZ_TARGETS ?= h4 hci-event hci-command l2cap att-pdu gatt-client gatt-server advertising-data yaml scenario \
-	btsnoop packetlogger pcap air dbus capture-import host
+	btsnoop packetlogger pcap air dbus capture-import host smp
 FUZZ_SWIFT = BLELAB_FUZZ=1 $(SWIFT) build --build-path $(FUZZ_DIR) -c release \
 	--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address $(SWIFT_FLAGS)
 fuzz-build: deps

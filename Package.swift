@@ -18,11 +18,11 @@ let package = Package(
         .target(name: "HCI", dependencies: ["BLEWire"]),
         .target(name: "BLERuntime", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "Transport", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "Controller", dependencies: ["HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "Controller", dependencies: ["BLECrypto", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "HostLink", dependencies: ["HCI", "Transport", "BLERuntime", "BLEWire"]),
         .target(name: "ATT", dependencies: ["BLEWire", "BLERuntime"]),
         .target(name: "GATT", dependencies: ["ATT", "BLERuntime", "BLEWire"]),
-        .target(name: "GAP", dependencies: ["HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "GAP", dependencies: ["SMP", "BLECrypto", "HostLink", "GATT", "ATT", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         .target(name: "YAMLSubset"),
         // The scenario format (docs/scenarios.md): the model (a scenario, its peripherals as data,
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
@@ -37,7 +37,7 @@ let package = Package(
         // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
         // what the executable offers beyond the sim (transports, seats) is passed in as values.
         .target(name: "BLELabCLI", dependencies: ["ScenarioEngine", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
-        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller",
+        .target(name: "CoreBluetoothLab", dependencies: ["BLELab", "ScenarioFormat", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller",
                                                          "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // The socket and vhci tiers: connectors to RootCanal, Bumble, any H4 socket and the HCI
         // user channel, and the helper processes they need (docs/tiers.md).
@@ -49,6 +49,13 @@ let package = Package(
         // D-Bus over libdbus (Debian libdbus-1-dev; tools/install-deps.sh): a generic client and
         // object exporter (docs/bluez.md). Runs on BLERuntime's SystemEventLoop.
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // OpenSSL's libcrypto: AES-128, AES-CMAC and P-256 for the Security Manager's toolbox.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The toolbox of Core Vol 3 Part H 2.2 (e, ah, c1, s1, f4, f5, f6, g2, h6, h7) and P-256 keys.
+        .target(name: "BLECrypto", dependencies: ["CCrypto"]),
+        // The Security Manager Protocol (Core Vol 3 Part H): its commands and a pairing, in
+        // either role, as a state machine over BLECrypto (LE legacy and Secure Connections).
+        .target(name: "SMP", dependencies: ["BLECrypto", "HostLink"]),
         .target(name: "DBus", dependencies: ["CDBus", "BLERuntime"]),
         // BlueZ over D-Bus: bluetoothd's API as typed proxies and names (BlueZClient, BlueZError),
         // and the BlueZ roles: bluetoothd as a scenario's central or peripheral.
@@ -68,14 +75,16 @@ let package = Package(
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
         .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
+        .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
+        .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECrypto", "HostLink"]),
         .testTarget(name: "HCITests", dependencies: ["WireTestSupport", "HCI", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime"]),
         .testTarget(name: "TransportTests", dependencies: ["WireTestSupport", "Transport", "HCI", "BLERuntime"], exclude: ["Fixtures"]),
-        .testTarget(name: "ControllerTests", dependencies: ["Controller", "HCI", "BLEWire", "BLERuntime"]),
+        .testTarget(name: "ControllerTests", dependencies: ["BLECrypto", "Controller", "HCI", "BLEWire", "BLERuntime"]),
         .testTarget(name: "HostLinkTests", dependencies: ["HostLink", "HCI", "Transport", "BLERuntime", "BLEWire"]),
         .testTarget(name: "ATTTests", dependencies: ["WireTestSupport", "ATT", "BLERuntime", "BLEWire"]),
         .testTarget(name: "GATTTests", dependencies: ["WireTestSupport", "GATT", "ATT", "BLERuntime", "BLEWire"]),
-        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .testTarget(name: "BLELabTests", dependencies: ["ScenarioFormat", "BLELab", "GAP", "SMP", "BLECrypto", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire", "WireTestSupport"]),
         .testTarget(name: "YAMLSubsetTests", dependencies: ["YAMLSubset"]),
         // The format alone: every scenario written and read back (no lab, no runner).
         .testTarget(name: "ScenarioFormatTests", dependencies: ["ScenarioFormat", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
@@ -83,7 +92,7 @@ let package = Package(
         // `blelab`'s commands and reports, on the sim (the CLI's own tests; Fixtures shared with ScenarioEngineTests).
         .testTarget(name: "BLELabCLITests", dependencies: ["BLELabCLI", "BLELabTestSupport", "WireTestSupport", "ScenarioEngine", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),
         // Needs the venv (make venv): RootCanal and Bumble. `make test` skips it; `make test-tiers` runs it.
-        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "TierTests", dependencies: ["WireTestSupport", "BLELabCLI", "ScenarioFormat", "LabTiers", "ScenarioEngine", "CaptureImport", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Transport", "HCI", "BLERuntime", "BLEWire"], exclude: ["Fixtures"]),
         .testTarget(name: "CaptureImportTests", dependencies: ["BLELabTestSupport", "WireTestSupport", "BLELabCLI", "ScenarioFormat", "CaptureImport", "ScenarioEngine", "BLELab", "Controller", "Transport", "HCI", "GATT", "BLEWire", "BLERuntime"]),
         // A private dbus-daemon per test (package dbus-daemon), and the bus test case DBusTests and
         // BlueZLabTests share: each test starts its own daemon.
@@ -120,6 +129,7 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         ("dbus", "DBus", ["DBus"]),
         ("capture-import", "CaptureImport", ["CaptureImport"]),
         ("host", "Host", ["GAP", "HCI", "Transport", "BLERuntime"]),
+        ("smp", "SMP", ["SMP"]),
     ]
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzzing/Support"))
     for harness in harnesses {

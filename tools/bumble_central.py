@@ -35,6 +35,9 @@ stdout: one JSON object per line, {"t": seconds, "event": NAME, ...}:
     disconnected   reason
     done           ok, writes, notifications, error (when not ok)
     error          message
+With --pairing IO (and --legacy, --mitm, --no-bonding, --passkey N, --reject, as
+bumble_peripheral.py has them) and --pair-first it pairs right after connecting and logs
+"paired" (encrypted) or "pair-failed", plus pairing, pairing-failure and encryption events.
 Exit status: 0 when every step worked (and N notifications arrived), 1 otherwise, 2 bad usage.
 """
 
@@ -49,7 +52,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bumble_common import (WRITE_UUID, WWR_UUID, NOTIFY_UUID, ATT_OPCODES, emit,  # noqa: E402
-                           bumble_transport_spec, parse_value, value_fields, address_fields, uuid_text, open_h4, properties_list)
+                           bumble_transport_spec, parse_value, value_fields, address_fields, uuid_text, open_h4, properties_list,
+                           add_pairing_arguments, pairing_config_factory, watch_pairing)
 
 try:
     from bumble import hci
@@ -149,6 +153,15 @@ class Central:
         disconnected = asyncio.get_running_loop().create_future()
         connection.on("disconnection", lambda reason: disconnected.done() or disconnected.set_result(int(reason)))
         self.hook_att(connection)
+        watch_pairing(connection)
+        if args.pairing is not None and args.pair_first:
+            # Pairing Request, the method, encryption, key distribution (bumble.smp).
+            try:
+                await asyncio.wait_for(connection.pair(), args.step_timeout)
+            except Exception as err:  # noqa: BLE001
+                emit("pair-failed", error=repr(err))
+                raise Failure("pairing failed: %r" % err)
+            emit("paired", encrypted=bool(connection.encryption))
         if args.connect_only:
             await connection.disconnect()
             emit("disconnected", reason=await asyncio.wait_for(disconnected, args.step_timeout))
@@ -261,6 +274,9 @@ class Central:
             config.name = self.args.name
             config.address = hci.Address(self.args.address)
             device = Device.from_config_with_hci(config, transport.source, transport.sink)
+            factory = pairing_config_factory(self.args)
+            if factory is not None:
+                device.pairing_config_factory = factory
             try:
                 await asyncio.wait_for(device.power_on(), self.args.step_timeout)
                 emit("ready", **address_fields(device.random_address))
@@ -311,6 +327,8 @@ def main(argv=None):
     ap.add_argument("--connect-timeout", type=float, default=10.0)
     ap.add_argument("--step-timeout", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=60.0, help="the whole run (60 s)")
+    ap.add_argument("--pair-first", action="store_true", help="pair right after connecting (with --pairing IO)")
+    add_pairing_arguments(ap)
     args = ap.parse_args(argv)
     try:
         bumble_transport_spec(args.endpoint)

@@ -138,3 +138,76 @@ async def open_h4(endpoint: str):
     transport, source = await loop.create_connection(QuickAckSource, sock=sock)
     source._sock = sock
     return Transport(source, StreamPacketSink(transport))
+
+
+# Pairing (SMP) options shared by both scripts: --pairing IO turns Bumble's Security Manager on
+# with that IO capability; --legacy (no Secure Connections), --mitm, --no-bonding, --passkey N
+# (what Bumble shows when it displays, or types when it inputs), --reject (the user says no).
+IO_NAMES = ("no-input-no-output", "display-only", "display-yes-no", "keyboard-only", "keyboard-display")
+
+
+def add_pairing_arguments(ap) -> None:
+    ap.add_argument("--pairing", choices=IO_NAMES, default=None, metavar="IO",
+                    help="pair with this IO capability: " + ", ".join(IO_NAMES))
+    ap.add_argument("--legacy", action="store_true", help="LE legacy pairing only (no Secure Connections)")
+    ap.add_argument("--mitm", action="store_true", help="ask for MITM protection")
+    ap.add_argument("--no-bonding", action="store_true", help="do not bond")
+    ap.add_argument("--passkey", type=int, default=None, help="the passkey shown or typed (default: random / none)")
+    ap.add_argument("--reject", action="store_true", help="refuse numeric comparison and confirmations")
+
+
+def pairing_config_factory(args):
+    """A Bumble pairing_config_factory for the --pairing options (None without --pairing)."""
+    if args.pairing is None:
+        return None
+    from bumble.pairing import PairingConfig, PairingDelegate
+
+    io = {
+        "no-input-no-output": PairingDelegate.NO_OUTPUT_NO_INPUT,
+        "display-only": PairingDelegate.DISPLAY_OUTPUT_ONLY,
+        "display-yes-no": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+        "keyboard-only": PairingDelegate.KEYBOARD_INPUT_ONLY,
+        "keyboard-display": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+    }[args.pairing]
+
+    class Delegate(PairingDelegate):
+        async def accept(self):
+            return not args.reject
+
+        async def confirm(self, auto=False):
+            return not args.reject
+
+        async def compare_numbers(self, number, digits):
+            emit("compare", number=number)
+            return not args.reject
+
+        async def get_number(self):
+            emit("passkey-requested", passkey=args.passkey)
+            return args.passkey
+
+        async def display_number(self, number, digits):
+            emit("passkey-shown", passkey=number)
+
+        async def generate_passkey(self):
+            return args.passkey if args.passkey is not None else await super().generate_passkey()
+
+    return lambda connection: PairingConfig(sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bonding,
+                                            delegate=Delegate(io_capability=io))
+
+
+def watch_pairing(connection) -> None:
+    """Emits pairing (with the keys' kinds and the LTK), pairing-failure and encryption events."""
+    def on_pairing(keys):
+        ltk = getattr(keys, "ltk", None) or getattr(keys, "ltk_peripheral", None) or getattr(keys, "ltk_central", None)
+        emit("pairing", ltk_hex=bytes(ltk.value).hex() if ltk is not None else None,
+             irk=getattr(keys, "irk", None) is not None, csrk=getattr(keys, "csrk", None) is not None)
+
+    def on_failure(reason):
+        emit("pairing-failure", reason=int(reason))
+
+    def on_encryption():
+        emit("encryption", enabled=bool(connection.encryption), key_size=getattr(connection, "encryption_key_size", None))
+
+    connection.on("pairing", on_pairing)
+    connection.on("pairing_failure", on_failure)
+    connection.on("connection_encryption_change", on_encryption)

@@ -28,6 +28,10 @@ stdout: one JSON object per line, {"t": seconds, "event": NAME, ...}:
     att           (with --att-log) every ATT PDU received: opcode, op
     disconnected  reason
     error         message
+    pairing       ltk_hex, irk, csrk (a pairing completed; with --pairing)
+    pairing-failure reason (the SMP Pairing Failed reason)
+    encryption    enabled, key_size (each encryption change)
+    passkey-shown passkey; compare number; passkey-requested passkey (the "user's" part)
 ATT writes are logged where the ATT PDU arrives (a hook in front of Bumble's GATT server, which
 itself hands characteristic callbacks only the value, not the opcode).
 
@@ -41,6 +45,11 @@ Notifications, on request: --echo notifies every accepted write's value on NOTIF
 per line: "notify VALUE" (text:..., hex:..., or plain text) and "quit".
 Values: text:hello, hex:68656c6c6f, 0x68656c6c6f, or plain text.
 SIGTERM/SIGINT/quit: disconnects, exits 0.
+
+Security: --secret VALUE adds B1E1AB04-… (read), readable only on an encrypted link (Bumble answers
+Insufficient Encryption otherwise). --pairing IO turns pairing on with that IO capability
+(no-input-no-output, display-only, display-yes-no, keyboard-only, keyboard-display); --legacy,
+--mitm, --no-bonding, --passkey N (shown or typed), --reject (the user refuses).
 """
 
 from __future__ import annotations
@@ -53,7 +62,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bumble_common import (SERVICE_UUID, WRITE_UUID, WWR_UUID, NOTIFY_UUID, ATT_OPCODES, emit,  # noqa: E402
-                           bumble_transport_spec, parse_value, value_fields, address_fields, uuid_text, open_h4)
+                           bumble_transport_spec, parse_value, value_fields, address_fields, uuid_text, open_h4,
+                           add_pairing_arguments, pairing_config_factory, watch_pairing)
+
+SECRET_UUID = "B1E1AB04-0000-4C0A-B1E1-AB0000000000"     # --secret: read, needs encryption
 
 try:
     from bumble import att, hci
@@ -94,6 +106,9 @@ class Peripheral:
             WWR_UUID, P.WRITE_WITHOUT_RESPONSE, Characteristic.WRITEABLE,
             CharacteristicValue(write=self.on_value_written("write-without-response")))
         self.chars["notify"] = Characteristic(NOTIFY_UUID, P.NOTIFY, Characteristic.READABLE, b"")
+        if self.args.secret is not None:
+            self.chars["secret"] = Characteristic(SECRET_UUID, P.READ, Characteristic.READABLE | Characteristic.READ_REQUIRES_ENCRYPTION,
+                                                  parse_value(self.args.secret))
         self.device.add_service(Service(SERVICE_UUID, list(self.chars.values())))
 
     def on_value_written(self, role):
@@ -175,6 +190,7 @@ class Peripheral:
 
         connection.on("disconnection", on_disconnection)
         connection.on("connection_att_mtu_update", lambda: on_mtu(connection.att_mtu))
+        watch_pairing(connection)
 
     def on_subscription(self, connection, characteristic, notify, indicate):
         emit("subscribed", characteristic=uuid_text(characteristic.uuid), notify=bool(notify), indicate=bool(indicate))
@@ -235,6 +251,9 @@ class Peripheral:
             config.name = self.args.name
             config.address = hci.Address(self.args.address)
             self.device = Device.from_config_with_hci(config, transport.source, transport.sink)
+            factory = pairing_config_factory(self.args)
+            if factory is not None:
+                self.device.pairing_config_factory = factory
             self.build_gatt()
             self.hook_att()
             self.device.on("connection", self.on_connection)
@@ -278,6 +297,8 @@ def main(argv=None):
     ap.add_argument("--once", action="store_true", help="exit after the first disconnection")
     ap.add_argument("--att-log", action="store_true", help="log every ATT PDU received")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds allowed for power-on (10)")
+    ap.add_argument("--secret", metavar="VALUE", help="serve B1E1AB04-… with VALUE, readable only on an encrypted link")
+    add_pairing_arguments(ap)
     args = ap.parse_args(argv)
     try:
         bumble_transport_spec(args.endpoint)

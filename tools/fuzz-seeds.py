@@ -406,6 +406,15 @@ def main():
         "02 f7 00", "10 01 00 ff ff 00 28", "08 01 00 ff ff 03 28", "04 0d 00 0d 00", "0a 03 00", "0c 0c 00 02 00",
         "12 0d 00 01 00", "52 0c 00 41", "16 13 00 00 00 41 42", "18 01", "1e", "0e 03 00 05 00", "06 01 00 ff ff 00 28 0d 18",
         "20 01 00 ff ff 00 28")]))
+    # SMP (Fuzzing/SMP): the first message picks both devices' settings; an empty message lets
+    # the real command through. One seed per method and a few with a command replaced.
+    for choice in ("03 00 03 00 00 01", "0b 00 0b 00 00 02", "1a 01 18 01 00 03", "19 09 1c 09 00 04",
+                   "11 03 11 03 00 05", "03 04 03 04 00 06", "0b 04 0b 0c 00 07", "13 4c 13 4c 00 08", "83 00 83 80 00 09"):
+        c = bytes.fromhex(choice)
+        add("smp", messages([c]))
+        add("smp", messages([c, b"", b"", bytes.fromhex("04" + "00" * 16)]))
+        add("smp", messages([c, b"", b"", b"", bytes.fromhex("0c" + "11" * 64)]))
+        add("smp", messages([c, bytes.fromhex("01 05 00 2d 06 00 00")]))
     for name, blob in dbus_seeds().items():
         add("dbus", blob)
     for path in yamls:

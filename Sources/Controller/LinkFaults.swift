@@ -17,6 +17,11 @@ import BLEWire
 ///   device's connections (nil: `AirModel.maxPDUsPerEvent`). Not a fault but the capacity of a
 ///   real pair of controllers, which the connection event's length bounds: phones and modules
 ///   with long events carry more than the lab's default, and a replayed capture needs as many.
+/// - `encryption`: the Encryption Start procedure goes wrong whatever the hosts do
+///   (SimLink+Encryption.swift): `.keyMissing` makes the peripheral's link layer refuse with PIN
+///   or Key Missing (0x06) without asking its host, as a controller that lost its keys; `.micFailure`
+///   makes the central's LL_START_ENC_RSP fail the MIC check, and the peripheral leaves with
+///   Connection Terminated due to MIC Failure (0x3D), as when the two keys differ.
 /// - `drops`: a fault beyond the specification — the Nth ATT PDU a side sends on a connection is
 ///   acknowledged by the link layer and then vanishes for good (the sender's host gets Number Of
 ///   Completed Packets for it; the receiver's host never sees it).
@@ -26,13 +31,22 @@ public struct LinkFaults: Hashable, Sendable {
     public var jitter: TimeSpan
     public var drops: [ATTDrop]
     public var pdusPerEvent: Int?
+    public var encryption: EncryptionFault?
 
-    public init(lossRate: Double = 0, latency: TimeSpan = .zero, jitter: TimeSpan = .zero, drops: [ATTDrop] = [], pdusPerEvent: Int? = nil) {
+    /// How an encryption procedure fails (`encryption`).
+    public enum EncryptionFault: String, Hashable, Sendable, CaseIterable {
+        case keyMissing = "key-missing"
+        case micFailure = "mic-failure"
+    }
+
+    public init(lossRate: Double = 0, latency: TimeSpan = .zero, jitter: TimeSpan = .zero, drops: [ATTDrop] = [], pdusPerEvent: Int? = nil,
+                encryption: EncryptionFault? = nil) {
         self.lossRate = lossRate
         self.latency = latency
         self.jitter = jitter
         self.drops = drops
         self.pdusPerEvent = pdusPerEvent
+        self.encryption = encryption
     }
 
     public static let none = LinkFaults()
@@ -42,7 +56,7 @@ public struct LinkFaults: Hashable, Sendable {
     /// Nothing but `pdusPerEvent`: the capacity of the sim's connection events, which a real
     /// controller decides itself (so another tier goes without it).
     public var isCapacityOnly: Bool {
-        pdusPerEvent != nil && lossRate == 0 && latency == .zero && jitter == .zero && drops.isEmpty
+        pdusPerEvent != nil && lossRate == 0 && latency == .zero && jitter == .zero && drops.isEmpty && encryption == nil
     }
 
     /// Both ends' faults on one connection: losses compound, delays add, drops accumulate; the
@@ -50,7 +64,8 @@ public struct LinkFaults: Hashable, Sendable {
     func combined(with other: LinkFaults) -> LinkFaults {
         let perEvent = [pdusPerEvent, other.pdusPerEvent].compactMap { $0 }.min()
         return LinkFaults(lossRate: 1 - (1 - lossRate) * (1 - other.lossRate), latency: latency + other.latency,
-                          jitter: jitter + other.jitter, drops: drops + other.drops, pdusPerEvent: perEvent)
+                          jitter: jitter + other.jitter, drops: drops + other.drops, pdusPerEvent: perEvent,
+                          encryption: encryption ?? other.encryption)
     }
 }
 

@@ -6,9 +6,17 @@ public enum LLControlPDU: Hashable, Sendable, CustomStringConvertible {
     case connectionUpdate(windowSize: UInt8, windowOffset: UInt16, interval: UInt16, latency: UInt16, timeout: UInt16, instant: UInt16)
     /// 2.4.2.3 LL_TERMINATE_IND: ErrorCode (1).
     case terminate(errorCode: UInt8)
-    /// 2.4.2.4 LL_ENC_REQ, 2.4.2.6 LL_START_ENC_REQ: the link becomes encrypted.
-    case encryptionRequest
+    /// 2.4.2.4 LL_ENC_REQ: Rand (8), EDIV (2), SKDm (8), IVm (4), each least significant octet
+    /// first as on the air.
+    case encryptionRequest(rand: [UInt8], ediv: UInt16, skd: [UInt8], iv: [UInt8])
+    /// 2.4.2.5 LL_ENC_RSP: SKDs (8), IVs (4).
+    case encryptionResponse(skd: [UInt8], iv: [UInt8])
+    /// 2.4.2.6 LL_START_ENC_REQ and 2.4.2.7 LL_START_ENC_RSP: no fields.
     case startEncryptionRequest
+    case startEncryptionResponse
+    /// 2.4.2.11 LL_PAUSE_ENC_REQ and 2.4.2.12 LL_PAUSE_ENC_RSP (a key refresh): no fields.
+    case pauseEncryptionRequest
+    case pauseEncryptionResponse
     /// 2.4.2.13 LL_VERSION_IND: VersNr (1), CompId (2), SubVersNr (2).
     case version(versionNumber: UInt8, companyID: UInt16, subversion: UInt16)
     /// 2.4.2.16 LL_CONNECTION_PARAM_REQ (and 2.4.2.17 _RSP, `response`): Interval_Min (2),
@@ -35,8 +43,16 @@ public enum LLControlPDU: Hashable, Sendable, CustomStringConvertible {
         case 0x02:
             try need(1, "LL_TERMINATE_IND")
             self = .terminate(errorCode: d[0])
-        case 0x03: self = .encryptionRequest
+        case 0x03:
+            try need(22, "LL_ENC_REQ")
+            self = .encryptionRequest(rand: Array(d[0..<8]), ediv: u16(8), skd: Array(d[10..<18]), iv: Array(d[18..<22]))
+        case 0x04:
+            try need(12, "LL_ENC_RSP")
+            self = .encryptionResponse(skd: Array(d[0..<8]), iv: Array(d[8..<12]))
         case 0x05: self = .startEncryptionRequest
+        case 0x06: self = .startEncryptionResponse
+        case 0x0A: self = .pauseEncryptionRequest
+        case 0x0B: self = .pauseEncryptionResponse
         case 0x0C:
             try need(5, "LL_VERSION_IND")
             self = .version(versionNumber: d[0], companyID: u16(1), subversion: u16(3))
@@ -60,7 +76,11 @@ public enum LLControlPDU: Hashable, Sendable, CustomStringConvertible {
         case .connectionUpdate: return 0x00
         case .terminate: return 0x02
         case .encryptionRequest: return 0x03
+        case .encryptionResponse: return 0x04
         case .startEncryptionRequest: return 0x05
+        case .startEncryptionResponse: return 0x06
+        case .pauseEncryptionRequest: return 0x0A
+        case .pauseEncryptionResponse: return 0x0B
         case .version: return 0x0C
         case let .connectionParameters(response, _, _, _, _, _): return response ? 0x10 : 0x0F
         case .rejectExtended: return 0x11
@@ -75,9 +95,9 @@ public enum LLControlPDU: Hashable, Sendable, CustomStringConvertible {
         case let .connectionUpdate(windowSize, windowOffset, interval, latency, timeout, instant):
             return [opcode, windowSize] + le(windowOffset) + le(interval) + le(latency) + le(timeout) + le(instant)
         case let .terminate(errorCode): return [opcode, errorCode]
-        case .encryptionRequest, .startEncryptionRequest:
-            // The sim never encrypts; these carry no fields here (LL_START_ENC_REQ has none).
-            return [opcode]
+        case let .encryptionRequest(rand, ediv, skd, iv): return [opcode] + rand + le(ediv) + skd + iv
+        case let .encryptionResponse(skd, iv): return [opcode] + skd + iv
+        case .startEncryptionRequest, .startEncryptionResponse, .pauseEncryptionRequest, .pauseEncryptionResponse: return [opcode]
         case let .version(versionNumber, companyID, subversion): return [opcode, versionNumber] + le(companyID) + le(subversion)
         case let .connectionParameters(_, intervalMin, intervalMax, latency, timeout, rest):
             let tail = rest.count >= 15 ? rest : rest + [UInt8](repeating: 0, count: 15 - rest.count)
@@ -94,7 +114,11 @@ public enum LLControlPDU: Hashable, Sendable, CustomStringConvertible {
         case .connectionUpdate: return "LL_CONNECTION_UPDATE_IND"
         case .terminate: return "LL_TERMINATE_IND"
         case .encryptionRequest: return "LL_ENC_REQ"
+        case .encryptionResponse: return "LL_ENC_RSP"
         case .startEncryptionRequest: return "LL_START_ENC_REQ"
+        case .startEncryptionResponse: return "LL_START_ENC_RSP"
+        case .pauseEncryptionRequest: return "LL_PAUSE_ENC_REQ"
+        case .pauseEncryptionResponse: return "LL_PAUSE_ENC_RSP"
         case .version: return "LL_VERSION_IND"
         case let .connectionParameters(response, _, _, _, _, _): return response ? "LL_CONNECTION_PARAM_RSP" : "LL_CONNECTION_PARAM_REQ"
         case .rejectExtended: return "LL_REJECT_EXT_IND"

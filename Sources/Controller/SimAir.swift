@@ -266,12 +266,12 @@ public final class SimAir {
         link.reachabilityMayHaveChanged()
 
         initiator.sendLEMeta(.connectionComplete(LEConnectionComplete(
-            handle: link.centralHandle, role: .central, peer: pdu.advertiser,
+            handle: link.centralHandle, role: .central, peer: initiator.reportedAddress(pdu.advertiser),
             connectionInterval: link.intervalUnits, peripheralLatency: link.latency,
             supervisionTimeout: link.timeoutUnits, centralClockAccuracy: 0)),
             bit: EventMask.leConnectionComplete)
         advertiser.sendLEMeta(.connectionComplete(LEConnectionComplete(
-            handle: link.peripheralHandle, role: .peripheral, peer: centralAddress,
+            handle: link.peripheralHandle, role: .peripheral, peer: advertiser.reportedAddress(centralAddress),
             connectionInterval: link.intervalUnits, peripheralLatency: link.latency,
             supervisionTimeout: link.timeoutUnits, centralClockAccuracy: model.centralClockAccuracy)),
             bit: EventMask.leConnectionComplete)

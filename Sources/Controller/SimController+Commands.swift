@@ -13,7 +13,7 @@ extension SimController {
     /// Commands whose "Event(s) generated" in Part E, 7 is Command Status; every other command
     /// of the subset completes with Command Complete.
     static func answersWithCommandStatus(_ opcode: HCIOpcode) -> Bool {
-        opcode == .disconnect || opcode == .leCreateConnection || opcode == .leConnectionUpdate
+        opcode == .disconnect || opcode == .leCreateConnection || opcode == .leConnectionUpdate || opcode == .leEnableEncryption
     }
 
     func receiveCommand(_ frame: [UInt8]) {
@@ -110,6 +110,22 @@ extension SimController {
             remoteConnectionParameterRequestReply(parameters)
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             remoteConnectionParameterRequestNegativeReply(handle: handle, reason: reason)
+        case .leReadFilterAcceptListSize, .leClearFilterAcceptList, .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
+             .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList, .leReadResolvingListSize,
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout:
+            executeListCommand(command)
+        case let .leEncrypt(key, plaintext):
+            encrypt(key: key, plaintext: plaintext)
+        case .leRand:
+            var random = encryptionRandom
+            sendCommandComplete(opcode, [HCIStatus.success.rawValue] + SimLink.octets(8, &random))
+            encryptionRandom = random
+        case let .leEnableEncryption(handle, random, ediv, key):
+            sendCommandStatus(opcode, enableEncryption(handle: handle, random: random, ediv: ediv, key: key))
+        case let .leLongTermKeyRequestReply(handle, key):
+            answerKeyRequest(opcode, handle: handle, key: key)
+        case let .leLongTermKeyRequestNegativeReply(handle):
+            answerKeyRequest(opcode, handle: handle, key: nil)
         case .unknown, .leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData,
              .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable, .leSetExtendedScanParameters, .leSetExtendedScanEnable,
              .leExtendedCreateConnection:

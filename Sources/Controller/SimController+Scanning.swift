@@ -17,15 +17,16 @@ import HCI
 // PDU must be heard: its reading, RSSI plus noise, at or above the receiver sensitivity (SimAir).
 
 extension SimController {
-    /// 7.8.10. Command Disallowed while scanning. Scanning_Filter_Policy values other than 0x00
-    /// need the Filter Accept List or privacy, which the sim lacks (0x11).
+    /// 7.8.10. Command Disallowed while scanning. Scanning_Filter_Policy 0x01 uses the Filter
+    /// Accept List (SimController+Lists.swift); 0x02 and 0x03, which concern directed
+    /// advertisements to a resolvable private address, are not supported (0x11).
     func setScanParameters(_ p: LEScanParameters) -> HCIStatus {
         guard !isScanning else { return .commandDisallowed }
         guard p.scanType <= 0x01, (0x0004...0x4000).contains(p.interval), (0x0004...0x4000).contains(p.window),
               p.window <= p.interval, p.ownAddressType.rawValue <= 0x03, p.filterPolicy <= 0x03 else {
             return .invalidCommandParameters
         }
-        guard p.filterPolicy == 0 else { return .unsupportedFeatureOrParameterValue }
+        guard p.filterPolicy <= 0x01 else { return .unsupportedFeatureOrParameterValue }
         scanParameters = p
         return .success
     }
@@ -90,8 +91,11 @@ extension SimController {
             eventType = .advDirectInd
         default: return
         }
+        // Scanning_Filter_Policy 0x01: only advertisers on the accept list (after resolution).
+        if scanParameters.filterPolicy == 0x01, !isAccepted(pdu.advertiser) { return }
         guard let rssi = air.receivedReading(of: advertiser) else { return }
-        report(eventType, pdu.advertiser, data: pdu.data, rssi: rssi)
+        let sender = reportedAddress(pdu.advertiser)
+        report(eventType, sender, data: pdu.data, rssi: rssi)
         guard scanParameters.isActive, pdu.type.isScannable else { return }
         // The same draws, in the same order, as without an observer.
         let requestHeard = air.signalReaches(self)
@@ -103,7 +107,7 @@ extension SimController {
             }
         }
         if requestHeard, let responseRSSI = air.receivedReading(of: advertiser) {
-            report(.scanRsp, pdu.advertiser, data: pdu.scanResponse, rssi: responseRSSI)
+            report(.scanRsp, sender, data: pdu.scanResponse, rssi: responseRSSI)
         }
     }
 
@@ -120,8 +124,8 @@ extension SimController {
     // MARK: Initiating
 
     /// 7.8.12: Command Status. Command Disallowed while already initiating; Connection Already
-    /// Exists (0x0B) for a peer already connected (Vol 6, Part B, 4.5: one connection per pair);
-    /// an Initiator_Filter_Policy using the Filter Accept List is unsupported (0x11).
+    /// Exists (0x0B) for a peer already connected (Vol 6, Part B, 4.5: one connection per pair).
+    /// Initiator_Filter_Policy 0x01 connects to whoever on the Filter Accept List is heard first.
     func createConnection(_ p: LECreateConnectionParameters) -> HCIStatus {
         guard initiating == nil else { return .commandDisallowed }
         guard (0x0004...0x4000).contains(p.scanInterval), (0x0004...0x4000).contains(p.scanWindow),
@@ -132,10 +136,10 @@ extension SimController {
               p.minCELength <= p.maxCELength else {
             return .invalidCommandParameters
         }
-        guard p.initiatorFilterPolicy == 0 else { return .unsupportedFeatureOrParameterValue }
         guard airAddress(ownAddressType: p.ownAddressType) != nil else { return .invalidCommandParameters }
         let target = Self.onAirPeer(p)
-        if links.contains(where: { ($0.isCentral ? $0.link.peripheralAddress : $0.link.centralAddress) == target }) {
+        if p.initiatorFilterPolicy == 0,
+           links.contains(where: { ($0.isCentral ? $0.link.peripheralAddress : $0.link.centralAddress) == target }) {
             return .connectionAlreadyExists
         }
         initiating = p
@@ -150,9 +154,18 @@ extension SimController {
     }
 
     /// Whether this initiator connects in reply to `pdu` (Vol 6, Part B, 4.4.4): a connectable PDU
-    /// from its target; for ADV_DIRECT_IND, addressed to this device.
+    /// from its target (or, with Initiator_Filter_Policy 0x01, from a device on the accept list it
+    /// is not connected to yet); for ADV_DIRECT_IND, addressed to this device.
     func initiatorAccepts(_ pdu: AdvertisingPDU) -> Bool {
-        guard let p = initiating, pdu.type.isConnectable, pdu.advertiser == Self.onAirPeer(p) else { return false }
+        guard let p = initiating, pdu.type.isConnectable else { return false }
+        if p.initiatorFilterPolicy == 0x01 {
+            guard isAccepted(pdu.advertiser),
+                  !links.contains(where: { ($0.isCentral ? $0.link.peripheralAddress : $0.link.centralAddress) == pdu.advertiser }) else {
+                return false
+            }
+        } else if !isTarget(pdu.advertiser, of: p) {
+            return false
+        }
         if pdu.type.isDirected {
             return pdu.target == airAddress(ownAddressType: p.ownAddressType)
         }

@@ -69,7 +69,11 @@ public final class SimController {
 
     // MARK: HCI state (all restored by Reset)
     var eventMask = EventMask.defaultMask
+    /// LE Rand, and the SKD and IV halves of the encryption procedures (SimLink+Encryption.swift).
+    lazy var encryptionRandom = SeededRandom(seed: air.seed, stream: "encryption/\(address)")
     var leEventMask = EventMask.leDefaultMask
+    /// The Filter Accept List and the resolving list (SimController+Lists.swift).
+    var lists = ControllerLists()
     /// Set by LE Set Random Address; none after Reset (Vol 4, Part E, 7.8.4).
     public internal(set) var randomAddress: BDAddr?
 
@@ -194,6 +198,20 @@ public final class SimController {
         sendEvent(.leMeta(event))
     }
 
+    /// Whether the host lets LE Meta subevent `bit` through (both masks).
+    func wants(leMetaBit bit: UInt64) -> Bool {
+        eventMask & EventMask.leMeta != 0 && leEventMask & bit != 0
+    }
+
+    /// Sends `event` if `bit` of the event mask is set (7.3.1).
+    func sendMaskedEvent(_ event: HCIEvent, bit: UInt64) {
+        guard eventMask & bit != 0 else {
+            counters.eventsMasked += 1
+            return
+        }
+        sendEvent(event)
+    }
+
     func sendDisconnectionComplete(handle: UInt16, reason: HCIStatus) {
         guard eventMask & EventMask.disconnectionComplete != 0 else {
             counters.eventsMasked += 1
@@ -228,10 +246,12 @@ public final class SimController {
     // MARK: Addresses
 
     /// The address this device uses on the air for `ownAddressType` (Own_Address_Type of 7.8.5,
-    /// 7.8.10, 7.8.12): public for 0x00, the random address for 0x01, nil if that is not set. With
-    /// no resolving list, 0x02 and 0x03 fall back to public and random as the spec prescribes for a
-    /// peer that has no entry.
+    /// 7.8.10, 7.8.12): public for 0x00, the random address for 0x01, nil if that is not set.
+    /// 0x02 and 0x03 use a resolvable private address when resolution is enabled and the resolving
+    /// list has a local IRK (SimController+Lists.swift), else public and random, as the
+    /// specification prescribes for a peer that has no entry.
     func airAddress(ownAddressType: AddressType) -> LEAddress? {
+        if ownAddressType.rawValue >= 0x02, let rpa = localPrivateAddress() { return LEAddress(rpa, type: .random) }
         switch ownAddressType.rawValue {
         case 0x00, 0x02: return LEAddress(address, type: .public)
         case 0x01, 0x03: return randomAddress.map { LEAddress($0, type: .random) }
@@ -257,6 +277,7 @@ public final class SimController {
         eventMask = EventMask.defaultMask
         leEventMask = EventMask.leDefaultMask
         randomAddress = nil
+        lists = ControllerLists()
         advertisingParameters = Self.defaultAdvertisingParameters
         advertisingData = []
         scanResponseData = []

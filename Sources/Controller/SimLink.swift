@@ -108,6 +108,10 @@ final class SimLink {
     /// T_Terminate (5.1.3): started when the LL_TERMINATE_IND is queued.
     private var terminationTimer: LoopTimer?
     var update: Update?
+    /// The Encryption Start or Pause procedure under way (SimLink+Encryption.swift).
+    var encryption: Encryption?
+    /// The link is encrypted (AES-CCM on a real link; the sim's air carries the payloads in clear).
+    var isEncrypted = false
     /// Set when the peripheral missed an instant (SimLink+Procedures.swift).
     var desync: Desync?
     /// The peripheral's procedure response timer (Vol 6, Part B, 5.2), while its request waits.
@@ -233,8 +237,13 @@ final class SimLink {
         let earliest = max(lastProcessed + 1, firstCounter(atOrAfter: loop.now))
         let now = loop.now
         func due(_ p: QueuedPacket) -> Int64 { p.readyAt <= now ? earliest : max(earliest, firstCounter(atOrAfter: p.readyAt)) }
-        var peripheralAt = toCentral.first.map(due)
-        var centralAt = toPeripheral.first.map(due)
+        // While an encryption procedure runs, data waits (SimLink+Encryption.swift).
+        let dataWaits = encryptionPausesData
+        var peripheralAt = dataWaits ? nil : toCentral.first.map(due)
+        var centralAt = dataWaits ? nil : toPeripheral.first.map(due)
+        let senders = encryptionSenders
+        if senders.central { centralAt = earliest }
+        if senders.peripheral { peripheralAt = earliest }
         // The initiator's LL_TERMINATE_IND goes after the packets ahead of it (the first of which is
         // its queue's head), at once when there are none.
         if let termination, termination.ahead == 0 {
@@ -311,6 +320,8 @@ final class SimLink {
         let perEvent = max(1, faults.pdusPerEvent ?? air.model.maxPDUsPerEvent)
         var budgets = (central: perEvent, peripheral: perEvent)
         guard runProcedures(at: k, heard: true, budgets: &budgets) else { return }
+        guard runEncryption(at: k, budgets: &budgets) else { return }
+        if encryptionPausesData { budgets = (0, 0) }
         var centralBudget = budgets.central, peripheralBudget = budgets.peripheral
 
         // An initiator sends only what is ahead of its LL_TERMINATE_IND.

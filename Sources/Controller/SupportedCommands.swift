@@ -26,10 +26,25 @@ enum SupportedCommands {
         (.leSetScanEnable, 26, 3),
         (.leCreateConnection, 26, 4),
         (.leCreateConnectionCancel, 26, 5),
+        (.leReadFilterAcceptListSize, 26, 6),
+        (.leClearFilterAcceptList, 26, 7),
+        (.leAddDeviceToFilterAcceptList, 27, 0),
+        (.leRemoveDeviceFromFilterAcceptList, 27, 1),
         (.leConnectionUpdate, 27, 2),
+        (.leEncrypt, 27, 6),
+        (.leRand, 27, 7),
+        (.leEnableEncryption, 28, 0),
+        (.leLongTermKeyRequestReply, 28, 1),
+        (.leLongTermKeyRequestNegativeReply, 28, 2),
         // Mandatory with the Connection Parameters Request procedure (LE_Features bit 1, below).
         (.leRemoteConnectionParameterRequestReply, 33, 4),
         (.leRemoteConnectionParameterRequestNegativeReply, 33, 5),
+        (.leAddDeviceToResolvingList, 34, 3),
+        (.leRemoveDeviceFromResolvingList, 34, 4),
+        (.leClearResolvingList, 34, 5),
+        (.leReadResolvingListSize, 34, 6),
+        (.leSetAddressResolutionEnable, 35, 1),
+        (.leSetResolvablePrivateAddressTimeout, 35, 2),
     ]
 
     /// Whether the sim implements `opcode` (Read Local Supported Commands included).
@@ -48,7 +63,9 @@ enum SupportedCommands {
     /// "BR/EDR Not Supported" and bit 38 "LE Supported (Controller)".
     static let lmpFeatures: [UInt8] = [0x00, 0x00, 0x00, 0x00, 0x60, 0x00, 0x00, 0x00]
 
-    /// LE_Features of LE Read Local Supported Features (7.8.3; Vol 6, Part B, 4.6): bit 1,
-    /// Connection Parameters Request procedure, which lets a peripheral's host use LE Connection Update.
-    static let leFeatures: [UInt8] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+    /// LE_Features of LE Read Local Supported Features (7.8.3; Vol 6, Part B, 4.6): bit 0, LE
+    /// Encryption (SimLink+Encryption.swift), bit 1, Connection Parameters Request procedure,
+    /// which lets a peripheral's host use LE Connection Update, and bit 6, LL Privacy (the
+    /// resolving list, SimController+Lists.swift).
+    static let leFeatures: [UInt8] = [0x43, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
 }

@@ -206,7 +206,8 @@ public class CBCentralManager: CBManager {
         if wasConnecting && !peripheral.cancelRequested {
             deliver { $0.centralManager(self, didFailToConnect: peripheral, error: reason.disconnectionError ?? CBError(.connectionFailed)) }
         } else {
-            let error = peripheral.cancelRequested ? nil : reason.disconnectionError
+            let error = peripheral.pendingDisconnectError ?? (peripheral.cancelRequested ? nil : reason.disconnectionError)
+            peripheral.pendingDisconnectError = nil
             deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: error) }
         }
     }

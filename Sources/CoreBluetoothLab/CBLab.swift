@@ -4,6 +4,7 @@ import BLEWire
 import Controller
 import Foundation
 import GAP
+import SMP
 import ScenarioFormat
 
 /// The lab behind CoreBluetoothLab: a `Lab` (one virtual loop, one simulated air) in which app
@@ -28,6 +29,15 @@ public final class CBLab {
     /// until it drains below (then `peripheralIsReady(toSendWriteWithoutResponse:)` and
     /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow).
     public var transmitQueueLimit = 8
+    /// How the managers' device pairs, as an iPhone does: Secure Connections, bonding, IO
+    /// KeyboardDisplay; `passkey` is what its user types when a peripheral shows one, and
+    /// `confirmsNumericComparison` the user's answer. A central manager pairs (or encrypts with
+    /// its bond) when a peripheral answers Insufficient Authentication or Encryption, then retries.
+    public var pairing: SecuritySettings = {
+        var settings = SecuritySettings()
+        settings.io = .keyboardDisplay
+        return settings
+    }()
     /// What CoreBluetooth would print to the console: API misuse and silently dropped operations,
     /// in order, each with the virtual time.
     public private(set) var warnings: [String] = []
@@ -135,7 +145,9 @@ public final class CBLab {
     func addManagerDevice(kind: String) -> LabDevice? {
         managersMade += 1
         do {
-            return try lab.addDevice("\(kind)-\(managersMade)")
+            var configuration = HostConfiguration()
+            configuration.security = pairing
+            return try lab.addDevice("\(kind)-\(managersMade)", configuration: configuration)
         } catch {
             warn("no controller for a \(kind): \(error)")
             return nil

@@ -30,6 +30,9 @@ public class CBPeripheral: CBPeer {
     var advertisedServices: [BluetoothUUID] = []
     /// A write without response found the link full; `peripheralIsReady` is owed.
     var waitsForWriteWithoutResponseRoom = false
+    /// Set when the link is dropped because the peripheral lost its bond: the error
+    /// `centralManager(_:didDisconnectPeripheral:error:)` reports then.
+    var pendingDisconnectError: Error?
     /// The Service Changed characteristic's value handle, once subscribed.
     var serviceChangedHandle: UInt16?
     /// GATT procedures waiting for the one in progress (see `enqueue`).
@@ -131,8 +134,8 @@ public class CBPeripheral: CBPeer {
     /// for a long value). The result comes in `peripheral(_:didUpdateValueFor:error:)`.
     public func readValue(for characteristic: CBCharacteristic) {
         guard let connection = connected("readValue(for:)"), let remote = characteristic.remote else { return }
-        enqueue(on: connection) { done in
-            connection.client.read(handle: remote.valueHandle) { [weak self] result in
+        enqueue(on: connection) { [weak self] done in
+            self?.secured(connection, { connection.client.read(handle: remote.valueHandle, completion: $0) }) { [weak self] result in
                 done()
                 self?.complete(result, on: connection) { outcome in
                     guard let self else { return }
@@ -146,8 +149,8 @@ public class CBPeripheral: CBPeer {
     /// Retrieves the value of a specified characteristic descriptor.
     public func readValue(for descriptor: CBDescriptor) {
         guard let connection = connected("readValue(for descriptor)"), let handle = descriptor.handle else { return }
-        enqueue(on: connection) { done in
-            connection.client.read(handle: handle) { [weak self] result in
+        enqueue(on: connection) { [weak self] done in
+            self?.secured(connection, { connection.client.read(handle: handle, completion: $0) }) { [weak self] result in
                 done()
                 self?.complete(result, on: connection) { outcome in
                     guard let self else { return }
@@ -177,8 +180,8 @@ public class CBPeripheral: CBPeer {
         let bytes = [UInt8](data)
         switch type {
         case .withResponse:
-            enqueue(on: connection) { done in
-                connection.client.write(bytes, handle: remote.valueHandle) { [weak self] result in
+            enqueue(on: connection) { [weak self] done in
+                self?.secured(connection, { connection.client.write(bytes, handle: remote.valueHandle, completion: $0) }) { [weak self] result in
                     done()
                     self?.complete(result, on: connection) { outcome in
                         guard let self else { return }
@@ -209,8 +212,8 @@ public class CBPeripheral: CBPeer {
             manager?.misuse("Client Characteristic Configuration descriptors must be configured using setNotifyValue:forCharacteristic:")
             return
         }
-        enqueue(on: connection) { done in
-            connection.client.write([UInt8](data), handle: handle) { [weak self] result in
+        enqueue(on: connection) { [weak self] done in
+            self?.secured(connection, { connection.client.write([UInt8](data), handle: handle, completion: $0) }) { [weak self] result in
                 done()
                 self?.complete(result, on: connection) { outcome in
                     guard let self else { return }
@@ -270,7 +273,45 @@ public class CBPeripheral: CBPeer {
             connection.client.discoverDescriptorsIfNeeded(of: remote) { [weak characteristic] descriptors in
                 if let descriptors { characteristic?.remote?.descriptors = descriptors }
                 let current = characteristic?.remote ?? remote
-                if enabled { connection.client.subscribe(to: current, completion: finish) } else { connection.client.unsubscribe(from: current, completion: finish) }
+                if enabled {
+                    self.secured(connection, { connection.client.subscribe(to: current, completion: $0) }, completion: finish)
+                } else {
+                    connection.client.unsubscribe(from: current, completion: finish)
+                }
+            }
+        }
+    }
+
+    // MARK: Security
+
+    /// Runs `operation`; when the peripheral answers Insufficient Authentication or Insufficient
+    /// Encryption, secures the link as iOS does (encrypts with the bond, else pairs) and runs it
+    /// once more. A bond the peripheral no longer has (PIN or Key Missing) ends the link with
+    /// `CBError.peerRemovedPairingInformation`, as on iOS, where the user must forget the device.
+    func secured<T>(_ connection: Connection, _ operation: @escaping (@escaping (Result<T, GATTError>) -> Void) -> Void,
+                    completion: @escaping (Result<T, GATTError>) -> Void) {
+        operation { [weak self] result in
+            guard let self, case let .failure(.att(code, _)) = result,
+                  code == .insufficientAuthentication || code == .insufficientEncryption, connection.isConnected,
+                  let host = connection.host else { return completion(result) }
+            let retry: (Bool) -> Void = { secured in secured ? operation(completion) : completion(result) }
+            if host.bonds.bond(for: connection.peer) != nil, !connection.security.encrypted {
+                connection.encrypt { [weak self] outcome in
+                    switch outcome {
+                    case .success: retry(true)
+                    case .failure(.status(.pinOrKeyMissing)):
+                        self?.pendingDisconnectError = CBError(.peerRemovedPairingInformation)
+                        connection.disconnect(reason: .authenticationFailure)
+                        retry(false)
+                    case .failure: retry(false)
+                    }
+                }
+            } else if !connection.security.encrypted || (code == .insufficientAuthentication && !connection.security.authenticated) {
+                connection.pair(self.manager?.cbLab?.pairing) { outcome in
+                    if case .success = outcome { retry(connection.security.encrypted) } else { retry(false) }
+                }
+            } else {
+                completion(result)
             }
         }
     }

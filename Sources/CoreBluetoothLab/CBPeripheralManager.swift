@@ -98,10 +98,20 @@ public class CBPeripheralManager: CBManager {
         }
         if failure == nil {
             let gatt = GATTService(uuid: service.uuid.bluetoothUUID, isPrimary: service.isPrimary, characteristics: characteristics.map { c in
-                GATTCharacteristic(uuid: c.uuid.bluetoothUUID, properties: c.properties.gattProperties, value: c.value.map { [UInt8]($0) } ?? [],
-                                   descriptors: (c.descriptors ?? []).compactMap { d in
-                                       d.value.flatMap(CBDescriptor.bytes(of:)).map { GATTDescriptor(uuid: d.uuid.bluetoothUUID, value: $0) }
-                                   })
+                var characteristic = GATTCharacteristic(
+                    uuid: c.uuid.bluetoothUUID, properties: c.properties.gattProperties, value: c.value.map { [UInt8]($0) } ?? [],
+                    descriptors: (c.descriptors ?? []).compactMap { d in
+                        d.value.flatMap(CBDescriptor.bytes(of:)).map { GATTDescriptor(uuid: d.uuid.bluetoothUUID, value: $0) }
+                    })
+                // CBAttributePermissions' encryption: the server answers a central on an
+                // unencrypted link Insufficient Authentication (or Insufficient Encryption once
+                // bonded), and the central pairs, as iOS does. The CCCD of an encrypted
+                // characteristic asks for encryption too, as Apple's stack does.
+                characteristic.permissions = c.permissions.gattPermissions
+                if c.permissions.contains(.readEncryptionRequired) {
+                    characteristic.configurationPermissions = AttributePermissions(write: .encrypted)
+                }
+                return characteristic
             })
             do {
                 let handles = try server.addService(gatt)

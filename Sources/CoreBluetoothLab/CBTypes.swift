@@ -98,6 +98,12 @@ public struct CBCharacteristicProperties: OptionSet, Hashable {
 
 /// Values that represent the read, write, and encryption permissions for a characteristic's value.
 public struct CBAttributePermissions: OptionSet, Hashable {
+    /// What the GATT server enforces beyond `readable`/`writeable` (checked by the manager).
+    var gattPermissions: AttributePermissions {
+        AttributePermissions(read: contains(.readEncryptionRequired) ? .encrypted : .open,
+                             write: contains(.writeEncryptionRequired) ? .encrypted : .open)
+    }
+
     public let rawValue: UInt
 
     public init(rawValue: UInt) { self.rawValue = rawValue }

@@ -46,6 +46,9 @@ public struct ScanReport: Hashable {
     public var scanResponse: AdvertisingData?
     public var isConnectable: Bool
     public var time: Instant
+    /// The identity of a bonded peer whose resolvable private address this is (resolved with the
+    /// IRK it gave when bonding); nil for any other address.
+    public var identity: LEAddress?
 
     /// The complete local name from either, else a shortened one.
     public var localName: String? {
@@ -161,8 +164,9 @@ extension BLEHost {
             // Else it answers no advertisement this scan heard (an earlier scan's): dropped.
             return
         }
-        let scanReport = ScanReport(address: sender, rssi: report.rssi, advertisement: data, scanResponse: nil,
+        var scanReport = ScanReport(address: sender, rssi: report.rssi, advertisement: data, scanResponse: nil,
                                     isConnectable: report.eventType.isConnectable, time: loop.now)
+        if !bonds.bonds.isEmpty { scanReport.identity = resolvedIdentity(of: sender) }
         let scannable = report.eventType == .advInd || report.eventType == .advScanInd
         if state.configuration.active && scannable {
             state.offeredAlone[sender] = nil

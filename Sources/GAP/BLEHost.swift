@@ -4,6 +4,7 @@ import BLEWire
 import GATT
 import HCI
 import HostLink
+import SMP
 import Transport
 
 /// A BLE host: one HCI driver to one controller, with GAP roles (advertiser, scanner, central,
@@ -28,10 +29,11 @@ public final class BLEHost {
     public private(set) var publicAddress: BDAddr?
     /// What peers see: the random static address when configured, else the public one.
     public var address: LEAddress {
+        if let rpa = privacyState.address { return LEAddress(rpa, type: .random) }
         if let random = configuration.randomAddress { return LEAddress(random, type: .random) }
         return LEAddress(publicAddress ?? BDAddr(rawValue: 0), type: .public)
     }
-    var ownAddressType: AddressType { configuration.randomAddress == nil ? .public : .random }
+    var ownAddressType: AddressType { configuration.randomAddress == nil && configuration.privacy == nil ? .public : .random }
 
     public private(set) var localVersion: ReadLocalVersionInformationReturn?
     public private(set) var supportedCommands: BitFieldReturn?
@@ -39,6 +41,23 @@ public final class BLEHost {
     /// This host's GATT server: one attribute database served on every connection. Add services
     /// with `gattServer.addService(_:)`.
     public let gattServer: GATTServer
+
+    /// The keys of every peer this host bonded with; they outlive connections and power cycles.
+    public let bonds = BondStore()
+    /// Each pairing's end on any connection, in either role (a peripheral pairs when asked).
+    public var onPairing: ((Connection, Result<PairingResult, PairingFailure>) -> Void)?
+    /// Each change of a link's encryption (Encryption Change, Key Refresh), or its failure.
+    public var onEncryptionChange: ((Connection, HCIStatus) -> Void)?
+    /// How a central answers a peripheral's Security Request: encrypt with the bond, else pair
+    /// (as phones do); false: ignore it.
+    public var answersSecurityRequests = true
+    let privacyState = PrivacyState()
+    /// How long a peer whose authentication failed waits before its next Pairing Request is
+    /// taken, doubled at each further failure (Vol 3 Part H 2.3.6; the specification leaves the
+    /// value to the implementation).
+    public var repeatedAttemptsInterval = TimeSpan.seconds(2)
+    var repeatedAttempts: [LEAddress: RepeatedAttempts] = [:]
+    lazy var securityRandom = SeededRandom(seed: configuration.randomSeed ?? (publicAddress?.rawValue ?? 0), stream: "smp")
 
     /// Live connections by handle.
     public internal(set) var connections: [UInt16: Connection] = [:]
@@ -101,9 +120,11 @@ public final class BLEHost {
     public func powerOn(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard state != .poweringOn else { return completion(.failure(.invalidState("power-on already in progress"))) }
         state = .poweringOn
-        let eventMask = EventMask.defaultMask | EventMask.leMeta
+        // Encryption Change is in the default mask; Key Refresh Complete (bit 47) is not. The host
+        // answers LE Long Term Key Request (LE bit 4) itself, with a key or a negative reply.
+        let eventMask = EventMask.defaultMask | EventMask.leMeta | EventMask.encryptionKeyRefreshComplete
         let leMask = EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
-            | EventMask.leRemoteConnectionParameterRequest
+            | EventMask.leLongTermKeyRequest | EventMask.leRemoteConnectionParameterRequest
         var steps: [(HCICommand, (CommandResult) throws -> Void)] = [
             (.reset, { _ in }),
             (.readLocalVersionInformation, { [unowned self] r in self.localVersion = try r.decode(ReadLocalVersionInformationReturn.self) }),
@@ -128,8 +149,16 @@ public final class BLEHost {
                 self.readSharedBuffersIfNeeded { result in
                     switch result {
                     case .success:
-                        self.state = .ready
-                        completion(.success(()))
+                        self.startPrivacy { result in
+                            switch result {
+                            case .success:
+                                self.state = .ready
+                                completion(.success(()))
+                            case let .failure(error):
+                                self.state = .failed(error)
+                                completion(.failure(error))
+                            }
+                        }
                     case let .failure(error):
                         self.state = .failed(error)
                         completion(.failure(error))
@@ -214,6 +243,12 @@ public final class BLEHost {
             connections[e.handle]?.parametersUpdated(e)
         case let .leMeta(.remoteConnectionParameterRequest(e)):
             remoteConnectionParameterRequest(e)
+        case let .leMeta(.longTermKeyRequest(handle, random, ediv)):
+            longTermKeyRequest(handle: handle, random: random, ediv: ediv)
+        case let .encryptionChange(e):
+            connections[e.handle]?.encryptionChanged(status: e.status, enabled: e.encryptionEnabled != 0)
+        case let .encryptionKeyRefreshComplete(status, handle):
+            connections[handle]?.encryptionChanged(status: status, enabled: status.isSuccess)
         case let .disconnectionComplete(e):
             disconnectionComplete(e)
         case let .hardwareError(code):
@@ -278,6 +313,8 @@ public final class BLEHost {
             onDisconnection?(connection, reason)
         }
         failRoleStates(with: .notReady)
+        stopPrivacy()
+        privacyState.address = nil
         state = .off
     }
 

@@ -12,6 +12,8 @@ public final class Connection {
     public let handle: UInt16
     public let role: ConnectionRole
     public let peer: LEAddress
+    /// This host's address on this link (its RPA then, when it uses privacy).
+    public let localAddress: LEAddress
     /// Connection interval (1.25 ms units), peripheral latency, supervision timeout (10 ms units).
     public private(set) var interval: UInt16
     public private(set) var latency: UInt16
@@ -25,6 +27,8 @@ public final class Connection {
     /// Why the connection ended, once it has.
     public private(set) var disconnectReason: HCIStatus?
 
+    /// Pairing and encryption on this link (Connection+Security.swift).
+    let securityState = ConnectionSecurityState()
     private var disconnectObservers: [(HCIStatus) -> Void] = []
     private var parameterObservers: [(Connection) -> Void] = []
     /// A peripheral's LE Connection Update waiting for LE Connection Update Complete.
@@ -35,6 +39,7 @@ public final class Connection {
         handle = e.handle
         role = e.role
         peer = e.peer
+        localAddress = host.address
         interval = e.connectionInterval
         latency = e.peripheralLatency
         supervisionTimeout = e.supervisionTimeout
@@ -67,6 +72,11 @@ public final class Connection {
                                                                           procedure: .l2cap))
             return accepted
         }
+        if host.configuration.security != nil {
+            link.onSMP = { [unowned self] payload in self.receiveSMP(payload) }
+        }
+        let peer = e.peer
+        serverConnection.peerIsBonded = { [weak host] in host?.bonds.bond(for: peer) != nil }
         link.onConnectionParametersAccepted = { [weak self] p in
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
@@ -180,6 +190,7 @@ public final class Connection {
         let pending = pendingLinkLayerRequest
         pendingLinkLayerRequest = nil
         pending?(.failure(.unknownConnection(handle)))
+        securityEnded(reason: reason)
         link.close(reason: reason)
         bearer.close(reason: reason.rawValue)
         host?.gattServer.detach(bearer)

@@ -1,6 +1,7 @@
 import BLERuntime
 import BLEWire
 import HCI
+import SMP
 
 /// How a host sets up its controller and its defaults for connections.
 public struct HostConfiguration {
@@ -15,6 +16,15 @@ public struct HostConfiguration {
     public var connectTimeout: TimeSpan?
     /// ATT_MTU this host offers (Exchange MTU).
     public var attMTU: Int
+    /// How this host pairs (Security Manager, Vol 3 Part H). Nil: it does not, and answers every
+    /// Pairing Request "Pairing Not Supported", as before there was an SMP.
+    public var security: SecuritySettings?
+    /// Seeds this host's random numbers (pairing's nonces, keys and passkeys), so that a lab
+    /// pairs the same way every run. Nil: derived from the controller's address.
+    public var randomSeed: UInt64?
+    /// Advertise from a resolvable private address that changes every `rotation`, and give the
+    /// IRK to bonded peers (BLEHost+Privacy.swift). Nil: the public or static random address.
+    public var privacy: PrivacySettings?
 
     public init(randomAddress: BDAddr? = nil, deviceName: String = "BLELab", connectionParameters: ConnectionParameters = .init(),
                 connectTimeout: TimeSpan? = nil, attMTU: Int = 247) {

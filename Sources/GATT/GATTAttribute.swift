@@ -30,6 +30,9 @@ public struct GATTAttribute: Hashable, Sendable {
     /// For a characteristic value or its CCCD: index of the CCCD in each connection's
     /// configuration table; -1 when there is none.
     public internal(set) var configurationSlot: Int
+    /// What the link must have for a read or write (AttributePermissions): the characteristic's
+    /// for its value, its `configurationPermissions` for its CCCD.
+    public internal(set) var permissions = AttributePermissions.open
 
     /// The characteristic properties, for a characteristic value.
     public var properties: CharacteristicProperties? {

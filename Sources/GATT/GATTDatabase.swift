@@ -159,6 +159,7 @@ public struct GATTDatabase: Sendable {
                                       characteristicValueHandle: valueHandle, configurationSlot: -1))
             laid.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, kind: .characteristicValue(c.properties),
                                       groupEndHandle: valueHandle, characteristicValueHandle: valueHandle, configurationSlot: -1))
+            laid[laid.count - 1].permissions = c.permissions
             handle = valueHandle
             var descriptors: [ATTHandleUUID] = []
             var configurationHandle: UInt16?
@@ -169,6 +170,7 @@ public struct GATTDatabase: Sendable {
                 laid.append(GATTAttribute(handle: handle, type: .clientCharacteristicConfiguration, value: [0x00, 0x00],
                                           kind: .clientCharacteristicConfiguration, groupEndHandle: handle,
                                           characteristicValueHandle: valueHandle, configurationSlot: -1))
+                laid[laid.count - 1].permissions = c.configurationPermissions
             }
             if c.properties.contains(.extendedProperties) {
                 // Part G, 3.3.3.1: read-only, the extended properties as two octets.

@@ -40,6 +40,11 @@ public struct GATTCharacteristic: Hashable, Sendable {
     /// The handle its value must have (its declaration one before); nil: right after the
     /// attribute before it.
     public var valueHandle: UInt16?
+    /// What its value asks of the link (encryption, authentication, authorization, key size).
+    public var permissions = AttributePermissions.open
+    /// What its Client Characteristic Configuration descriptor asks of the link: subscribing to a
+    /// characteristic whose CCCD needs encryption is the classic "pair first" case.
+    public var configurationPermissions = AttributePermissions.open
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [],
                 descriptors: [GATTDescriptor] = [], extendedProperties: CharacteristicExtendedProperties = [],

@@ -51,6 +51,10 @@ extension GATTServer {
         case let .descriptor(isReadable, _):
             guard isReadable else { return completion(.failure(.readNotPermitted)) }
         }
+        // What the properties allow, the link must also be protected enough for.
+        if !attribute.permissions.isOpen, let error = securityError(at: i, writing: false, for: connection) {
+            return completion(.failure(error))
+        }
         let handle = attribute.handle
         guard let handler = (readHandlers.isEmpty ? nil : readHandlers[handle]) ?? readHandler else {
             didRead(attribute, connection, opcode, offset)

@@ -7,7 +7,23 @@ extension GATTServer {
     /// Whether the attribute at index `i` may be written with `method`: the error to answer when not.
     /// Part G, 3.3.1.1: Write Request and Prepare Write need `write`; Write Command needs
     /// `write-without-response`. Declarations are never writable; a CCCD always is.
-    func writePermissionError(at i: Int, method: GATTWriteMethod) -> ATTErrorCode? {
+    func writePermissionError(at i: Int, method: GATTWriteMethod, for connection: GATTServerConnection? = nil) -> ATTErrorCode? {
+        if let error = propertyWriteError(at: i, method: method) { return error }
+        guard let connection else { return nil }
+        return securityError(at: i, writing: true, for: connection)
+    }
+
+    /// The link-security answer for attribute `i` (AttributePermissions), nil when allowed.
+    func securityError(at i: Int, writing: Bool, for connection: GATTServerConnection) -> ATTErrorCode? {
+        let attribute = database.attributes[i]
+        guard !attribute.permissions.isOpen else { return nil }
+        return attribute.permissions.error(writing: writing, on: connection.security, peerIsBonded: connection.peerIsBonded()) { [weak self] in
+            self?.authorizes?(GATTAuthorizationRequest(connection: connection, handle: attribute.handle, uuid: attribute.type, isWrite: writing))
+                ?? false
+        }
+    }
+
+    private func propertyWriteError(at i: Int, method: GATTWriteMethod) -> ATTErrorCode? {
         switch database.attributes[i].kind {
         case .serviceDeclaration, .characteristicDeclaration:
             return .writeNotPermitted
@@ -93,7 +109,7 @@ extension GATTServer {
     /// Write Request (Part F, 3.4.5.1): Write Response, or an Error Response.
     func write(_ r: ATTWriteRequest, _ connection: GATTServerConnection, _ responder: ATTResponder) {
         guard let i = database.index(of: r.handle) else { return responder.fail(.invalidHandle, handle: r.handle) }
-        if let error = writePermissionError(at: i, method: .request) { return responder.fail(error, handle: r.handle) }
+        if let error = writePermissionError(at: i, method: .request, for: connection) { return responder.fail(error, handle: r.handle) }
         applyWrite(r.value, at: i, for: connection, method: .request) { error in
             if let error { responder.fail(error, handle: r.handle) } else { responder.respond(.writeResponse(ATTWriteResponse())) }
         }
@@ -103,7 +119,7 @@ extension GATTServer {
     /// sent back, not even an error.
     func handle(command: ATTPDU, from connection: GATTServerConnection) {
         guard case let .writeCommand(c) = command, let i = database.index(of: c.handle),
-              writePermissionError(at: i, method: .command) == nil else { return }
+              writePermissionError(at: i, method: .command, for: connection) == nil else { return }
         applyWrite(c.value, at: i, for: connection, method: .command) { _ in }
     }
 
@@ -113,7 +129,7 @@ extension GATTServer {
     /// when executed. The response echoes the request.
     func prepareWrite(_ r: ATTPrepareWriteRequest, _ connection: GATTServerConnection, _ responder: ATTResponder) {
         guard let i = database.index(of: r.handle) else { return responder.fail(.invalidHandle, handle: r.handle) }
-        if let error = writePermissionError(at: i, method: .executeWrite) { return responder.fail(error, handle: r.handle) }
+        if let error = writePermissionError(at: i, method: .executeWrite, for: connection) { return responder.fail(error, handle: r.handle) }
         guard connection.preparedWrites.count < prepareQueueLimit else { return responder.fail(.prepareQueueFull, handle: r.handle) }
         connection.preparedWrites.append(.init(handle: r.handle, offset: Int(r.offset), value: r.partValue))
         responder.respond(.prepareWriteResponse(ATTPrepareWriteResponse(handle: r.handle, offset: r.offset, partValue: r.partValue)))

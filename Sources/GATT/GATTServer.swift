@@ -33,6 +33,9 @@ public final class GATTServer {
     /// Answers every write of a characteristic value or descriptor (CCCDs excepted) that has no
     /// handler of its own. Unset: the value is stored.
     public var writeHandler: GATTWriteHandler?
+    /// Decides each access to an attribute that asks for authorization (AttributePermissions);
+    /// nil, or false: Insufficient Authorization (0x08).
+    public var authorizes: ((GATTAuthorizationRequest) -> Bool)?
     var readHandlers: [UInt16: GATTReadHandler] = [:]
     var writeHandlers: [UInt16: GATTWriteHandler] = [:]
 

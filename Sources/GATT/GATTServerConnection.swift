@@ -15,6 +15,12 @@ public final class GATTServerConnection: ATTServerDelegate {
         let value: [UInt8]
     }
     var preparedWrites: [PreparedWrite] = []
+    /// What protects this client's link; its owner (GAP) keeps it current.
+    public var security = LinkSecurity()
+    /// Whether the server's device holds a key for this client (it bonded with it): an
+    /// unencrypted access to a protected attribute is then Insufficient Encryption, not
+    /// Insufficient Authentication (Vol 3 Part C 10.3.1). Asked at each such access.
+    public var peerIsBonded: () -> Bool = { false }
 
     init(bearer: ATTBearer, server: GATTServer, slots: Int) {
         self.bearer = bearer

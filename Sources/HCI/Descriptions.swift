@@ -14,6 +14,10 @@ extension HCIEvent: CustomStringConvertible {
             return "Command Status (\(e.opcode)) status \(e.status.name)"
         case let .hardwareError(code):
             return "Hardware Error 0x\(hex2(code))"
+        case let .encryptionChange(e):
+            return "Encryption Change status \(e.status.name) handle 0x\(hex4(e.handle)) encryption \(e.encryptionEnabled == 0 ? "off" : "on")"
+        case let .encryptionKeyRefreshComplete(status, handle):
+            return "Encryption Key Refresh Complete status \(status.name) handle 0x\(hex4(handle))"
         case let .numberOfCompletedPackets(list):
             return "Number Of Completed Packets " + list.map { "handle 0x\(hex4($0.handle)): \($0.count)" }.joined(separator: ", ")
         case let .leMeta(e):
@@ -41,6 +45,8 @@ extension LEMetaEvent: CustomStringConvertible {
         case let .remoteConnectionParameterRequest(e):
             return "LE Remote Connection Parameter Request handle 0x\(hex4(e.handle)) " +
                 "interval \(Double(e.intervalMin) * 1.25)–\(Double(e.intervalMax) * 1.25) ms latency \(e.maxLatency) timeout \(Int(e.timeout) * 10) ms"
+        case let .longTermKeyRequest(handle, random, ediv):
+            return "LE Long Term Key Request handle 0x\(hex4(handle)) Rand \(random.spacedHex) EDIV 0x\(hex4(ediv))"
         case let .enhancedConnectionComplete(e):
             return "LE Enhanced Connection Complete\(e.version2 == nil ? "" : " [v2]") status \(e.status.name) handle 0x\(hex4(e.handle)) " +
                 "role \(e.role) peer \(LEAddress(e.peerAddress, type: e.peerAddressType)) " +

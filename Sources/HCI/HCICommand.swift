@@ -50,6 +50,39 @@ public enum HCICommand: Hashable, Sendable {
     case leCreateConnectionCancel
     /// 7.8.18
     case leConnectionUpdate(LEConnectionUpdateParameters)
+    /// 7.8.14
+    case leReadFilterAcceptListSize
+    /// 7.8.15
+    case leClearFilterAcceptList
+    /// 7.8.16: Address_Type (1: 0x00 public, 0x01 random, 0xFF anonymous advertisements), Address (6).
+    case leAddDeviceToFilterAcceptList(addressType: UInt8, address: BDAddr)
+    /// 7.8.17: the same two fields.
+    case leRemoveDeviceFromFilterAcceptList(addressType: UInt8, address: BDAddr)
+    /// 7.8.38: Peer_Identity_Address_Type (1), Peer_Identity_Address (6), Peer_IRK (16),
+    /// Local_IRK (16); the IRKs least significant octet first, as on the wire.
+    case leAddDeviceToResolvingList(peerIdentityType: UInt8, peerIdentity: BDAddr, peerIRK: [UInt8], localIRK: [UInt8])
+    /// 7.8.39: Peer_Identity_Address_Type (1), Peer_Identity_Address (6).
+    case leRemoveDeviceFromResolvingList(peerIdentityType: UInt8, peerIdentity: BDAddr)
+    /// 7.8.40
+    case leClearResolvingList
+    /// 7.8.41
+    case leReadResolvingListSize
+    /// 7.8.44: Address_Resolution_Enable (1).
+    case leSetAddressResolutionEnable(Bool)
+    /// 7.8.45: RPA_Timeout (2), seconds, 0x0001–0x0E10 (1 s – 1 hour; default 15 minutes).
+    case leSetResolvablePrivateAddressTimeout(UInt16)
+    /// 7.8.22: Key (16), Plaintext_Data (16); both least significant octet first on the wire,
+    /// held here as the wire has them.
+    case leEncrypt(key: [UInt8], plaintext: [UInt8])
+    /// 7.8.23
+    case leRand
+    /// 7.8.24: Connection_Handle (2), Random_Number (8), Encrypted_Diversifier (2),
+    /// Long_Term_Key (16). Random number and key as on the wire (least significant first).
+    case leEnableEncryption(handle: UInt16, random: [UInt8], ediv: UInt16, longTermKey: [UInt8])
+    /// 7.8.25: Connection_Handle (2), Long_Term_Key (16).
+    case leLongTermKeyRequestReply(handle: UInt16, longTermKey: [UInt8])
+    /// 7.8.26: Connection_Handle (2).
+    case leLongTermKeyRequestNegativeReply(handle: UInt16)
     /// 7.8.31: the same 14 octets as LE Connection Update (Connection_Handle, Interval_Min,
     /// Interval_Max, Max_Latency, Timeout, Min_CE_Length, Max_CE_Length): the parameters a host
     /// accepts in answer to LE Remote Connection Parameter Request (7.7.65.6).
@@ -100,6 +133,21 @@ public enum HCICommand: Hashable, Sendable {
         case .leCreateConnection: return .leCreateConnection
         case .leCreateConnectionCancel: return .leCreateConnectionCancel
         case .leConnectionUpdate: return .leConnectionUpdate
+        case .leReadFilterAcceptListSize: return .leReadFilterAcceptListSize
+        case .leClearFilterAcceptList: return .leClearFilterAcceptList
+        case .leAddDeviceToFilterAcceptList: return .leAddDeviceToFilterAcceptList
+        case .leRemoveDeviceFromFilterAcceptList: return .leRemoveDeviceFromFilterAcceptList
+        case .leAddDeviceToResolvingList: return .leAddDeviceToResolvingList
+        case .leRemoveDeviceFromResolvingList: return .leRemoveDeviceFromResolvingList
+        case .leClearResolvingList: return .leClearResolvingList
+        case .leReadResolvingListSize: return .leReadResolvingListSize
+        case .leSetAddressResolutionEnable: return .leSetAddressResolutionEnable
+        case .leSetResolvablePrivateAddressTimeout: return .leSetResolvablePrivateAddressTimeout
+        case .leEncrypt: return .leEncrypt
+        case .leRand: return .leRand
+        case .leEnableEncryption: return .leEnableEncryption
+        case .leLongTermKeyRequestReply: return .leLongTermKeyRequestReply
+        case .leLongTermKeyRequestNegativeReply: return .leLongTermKeyRequestNegativeReply
         case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
         case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
         case .leSetAdvertisingSetRandomAddress: return .leSetAdvertisingSetRandomAddress
@@ -125,8 +173,35 @@ public enum HCICommand: Hashable, Sendable {
             w.writeUInt64LE(mask)
         case .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures,
              .readBufferSize, .readBDAddr, .leReadBufferSize, .leReadLocalSupportedFeatures,
-             .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel:
+             .leReadAdvertisingPhysicalChannelTxPower, .leCreateConnectionCancel, .leRand,
+             .leReadFilterAcceptListSize, .leClearFilterAcceptList, .leClearResolvingList, .leReadResolvingListSize:
             break
+        case let .leAddDeviceToFilterAcceptList(type, address), let .leRemoveDeviceFromFilterAcceptList(type, address),
+             let .leRemoveDeviceFromResolvingList(type, address):
+            w.write(type)
+            w.write(address: address)
+        case let .leAddDeviceToResolvingList(type, address, peerIRK, localIRK):
+            w.write(type)
+            w.write(address: address)
+            w.write(bytes: peerIRK)
+            w.write(bytes: localIRK)
+        case let .leSetAddressResolutionEnable(enable):
+            w.write(UInt8(enable ? 1 : 0))
+        case let .leSetResolvablePrivateAddressTimeout(seconds):
+            w.writeUInt16LE(seconds)
+        case let .leEncrypt(key, plaintext):
+            w.write(bytes: key)
+            w.write(bytes: plaintext)
+        case let .leEnableEncryption(handle, random, ediv, key):
+            w.writeUInt16LE(handle)
+            w.write(bytes: random)
+            w.writeUInt16LE(ediv)
+            w.write(bytes: key)
+        case let .leLongTermKeyRequestReply(handle, key):
+            w.writeUInt16LE(handle)
+            w.write(bytes: key)
+        case let .leLongTermKeyRequestNegativeReply(handle):
+            w.writeUInt16LE(handle)
         case let .readRSSI(handle):
             w.writeUInt16LE(handle)
         case let .leSetRandomAddress(address):
@@ -258,6 +333,43 @@ public enum HCICommand: Hashable, Sendable {
         case .leConnectionUpdate:
             try expect(LEConnectionUpdateParameters.size)
             self = .leConnectionUpdate(try LEConnectionUpdateParameters(from: &r))
+        case .leReadFilterAcceptListSize: try expect(0); self = .leReadFilterAcceptListSize
+        case .leClearFilterAcceptList: try expect(0); self = .leClearFilterAcceptList
+        case .leAddDeviceToFilterAcceptList:
+            try expect(7)
+            self = .leAddDeviceToFilterAcceptList(addressType: try r.readUInt8(), address: try r.readAddress())
+        case .leRemoveDeviceFromFilterAcceptList:
+            try expect(7)
+            self = .leRemoveDeviceFromFilterAcceptList(addressType: try r.readUInt8(), address: try r.readAddress())
+        case .leAddDeviceToResolvingList:
+            try expect(39)
+            self = .leAddDeviceToResolvingList(peerIdentityType: try r.readUInt8(), peerIdentity: try r.readAddress(),
+                                               peerIRK: try r.readBytes(count: 16), localIRK: try r.readBytes(count: 16))
+        case .leRemoveDeviceFromResolvingList:
+            try expect(7)
+            self = .leRemoveDeviceFromResolvingList(peerIdentityType: try r.readUInt8(), peerIdentity: try r.readAddress())
+        case .leClearResolvingList: try expect(0); self = .leClearResolvingList
+        case .leReadResolvingListSize: try expect(0); self = .leReadResolvingListSize
+        case .leSetAddressResolutionEnable:
+            try expect(1)
+            self = .leSetAddressResolutionEnable(try bool("Address_Resolution_Enable"))
+        case .leSetResolvablePrivateAddressTimeout:
+            try expect(2)
+            self = .leSetResolvablePrivateAddressTimeout(try r.readUInt16LE())
+        case .leEncrypt:
+            try expect(32)
+            self = .leEncrypt(key: try r.readBytes(count: 16), plaintext: try r.readBytes(count: 16))
+        case .leRand: try expect(0); self = .leRand
+        case .leEnableEncryption:
+            try expect(28)
+            self = .leEnableEncryption(handle: try r.readUInt16LE(), random: try r.readBytes(count: 8), ediv: try r.readUInt16LE(),
+                                       longTermKey: try r.readBytes(count: 16))
+        case .leLongTermKeyRequestReply:
+            try expect(18)
+            self = .leLongTermKeyRequestReply(handle: try r.readUInt16LE(), longTermKey: try r.readBytes(count: 16))
+        case .leLongTermKeyRequestNegativeReply:
+            try expect(2)
+            self = .leLongTermKeyRequestNegativeReply(handle: try r.readUInt16LE())
         case .leRemoteConnectionParameterRequestReply:
             try expect(LEConnectionUpdateParameters.size)
             self = .leRemoteConnectionParameterRequestReply(try LEConnectionUpdateParameters(from: &r))
@@ -313,6 +425,16 @@ extension HCICommand: CustomStringConvertible {
             return "LE Connection Update handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
         case let .leRemoteConnectionParameterRequestReply(p):
             return "LE Remote Connection Parameter Request Reply handle 0x\(hex4(p.handle)) interval \(Double(p.intervalMin) * 1.25)–\(Double(p.intervalMax) * 1.25) ms latency \(p.maxLatency) timeout \(Int(p.supervisionTimeout) * 10) ms"
+        case let .leAddDeviceToFilterAcceptList(type, address): return "LE Add Device To Filter Accept List \(address) type 0x\(hex2(type))"
+        case let .leRemoveDeviceFromFilterAcceptList(type, address): return "LE Remove Device From Filter Accept List \(address) type 0x\(hex2(type))"
+        case let .leAddDeviceToResolvingList(type, address, _, _): return "LE Add Device To Resolving List \(address) type 0x\(hex2(type))"
+        case let .leRemoveDeviceFromResolvingList(type, address): return "LE Remove Device From Resolving List \(address) type 0x\(hex2(type))"
+        case let .leSetAddressResolutionEnable(e): return "LE Set Address Resolution Enable \(e ? "on" : "off")"
+        case let .leSetResolvablePrivateAddressTimeout(s): return "LE Set Resolvable Private Address Timeout \(s) s"
+        case let .leEnableEncryption(handle, random, ediv, _):
+            return "LE Enable Encryption handle 0x\(hex4(handle)) EDIV 0x\(hex4(ediv)) Rand \(random.spacedHex)"
+        case let .leLongTermKeyRequestReply(handle, _): return "LE Long Term Key Request Reply handle 0x\(hex4(handle))"
+        case let .leLongTermKeyRequestNegativeReply(handle): return "LE Long Term Key Request Negative Reply handle 0x\(hex4(handle))"
         case let .leRemoteConnectionParameterRequestNegativeReply(handle, reason):
             return "LE Remote Connection Parameter Request Negative Reply handle 0x\(hex4(handle)) reason \(reason)"
         case let .leSetAdvertisingSetRandomAddress(handle, address):

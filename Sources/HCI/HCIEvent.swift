@@ -6,6 +6,10 @@ public enum HCIEvent: Hashable, Sendable {
     case disconnectionComplete(DisconnectionComplete)
     case commandComplete(CommandComplete)
     case commandStatus(CommandStatus)
+    /// 7.7.8: Status (1), Connection_Handle (2), Encryption_Enabled (1).
+    case encryptionChange(EncryptionChange)
+    /// 7.7.39: Status (1), Connection_Handle (2).
+    case encryptionKeyRefreshComplete(status: HCIStatus, handle: UInt16)
     /// 7.7.16: Hardware_Code (1).
     case hardwareError(UInt8)
     /// 7.7.19
@@ -17,7 +21,9 @@ public enum HCIEvent: Hashable, Sendable {
         public static let disconnectionComplete: UInt8 = 0x05
         public static let commandComplete: UInt8 = 0x0E
         public static let commandStatus: UInt8 = 0x0F
+        public static let encryptionChange: UInt8 = 0x08
         public static let hardwareError: UInt8 = 0x10
+        public static let encryptionKeyRefreshComplete: UInt8 = 0x30
         public static let numberOfCompletedPackets: UInt8 = 0x13
         public static let leMeta: UInt8 = 0x3E
     }
@@ -28,6 +34,8 @@ public enum HCIEvent: Hashable, Sendable {
         case .commandComplete: return Code.commandComplete
         case .commandStatus: return Code.commandStatus
         case .hardwareError: return Code.hardwareError
+        case .encryptionChange: return Code.encryptionChange
+        case .encryptionKeyRefreshComplete: return Code.encryptionKeyRefreshComplete
         case .numberOfCompletedPackets: return Code.numberOfCompletedPackets
         case .leMeta: return Code.leMeta
         case let .unknown(code, _): return code
@@ -41,6 +49,13 @@ public enum HCIEvent: Hashable, Sendable {
         case let .commandComplete(e): e.encode(into: &w)
         case let .commandStatus(e): e.encode(into: &w)
         case let .hardwareError(code): w.write(code)
+        case let .encryptionChange(e):
+            w.write(e.status.rawValue)
+            w.writeUInt16LE(e.handle)
+            w.write(e.encryptionEnabled)
+        case let .encryptionKeyRefreshComplete(status, handle):
+            w.write(status.rawValue)
+            w.writeUInt16LE(handle)
         case let .numberOfCompletedPackets(list):
             w.write(UInt8(truncatingIfNeeded: list.count))
             for item in list {
@@ -79,6 +94,11 @@ public enum HCIEvent: Hashable, Sendable {
             self = .commandStatus(try CommandStatus(from: &r))
         case Code.hardwareError:
             self = .hardwareError(try r.readUInt8())
+        case Code.encryptionChange:
+            self = .encryptionChange(EncryptionChange(status: HCIStatus(rawValue: try r.readUInt8()), handle: try r.readUInt16LE(),
+                                                      encryptionEnabled: try r.readUInt8()))
+        case Code.encryptionKeyRefreshComplete:
+            self = .encryptionKeyRefreshComplete(status: HCIStatus(rawValue: try r.readUInt8()), handle: try r.readUInt16LE())
         case Code.numberOfCompletedPackets:
             let n = Int(try r.readUInt8())
             guard r.remaining == n * 4 else {
@@ -121,6 +141,18 @@ public struct DisconnectionComplete: Hashable, Sendable {
         w.write(status.rawValue)
         w.writeUInt16LE(handle)
         w.write(reason.rawValue)
+    }
+}
+
+/// 7.7.8 Encryption Change (v1): on LE, Encryption_Enabled is 0x00 (off) or 0x01 (on, AES-CCM).
+public struct EncryptionChange: Hashable, Sendable {
+    public var status: HCIStatus
+    public var handle: UInt16
+    public var encryptionEnabled: UInt8
+    public init(status: HCIStatus = .success, handle: UInt16, encryptionEnabled: UInt8) {
+        self.status = status
+        self.handle = handle
+        self.encryptionEnabled = encryptionEnabled
     }
 }
 
@@ -192,7 +224,9 @@ public struct CompletedPackets: Hashable, Sendable {
 /// Bits of Set Event Mask (7.3.1) and LE Set Event Mask (7.8.1) that BLELab uses.
 public enum EventMask {
     public static let disconnectionComplete: UInt64 = 1 << 4
+    public static let encryptionChange: UInt64 = 1 << 7
     public static let hardwareError: UInt64 = 1 << 15
+    public static let encryptionKeyRefreshComplete: UInt64 = 1 << 47
     public static let leMeta: UInt64 = 1 << 61
     /// The mask a controller starts with after Reset (7.3.1): bits 0–44 set; LE Meta is off.
     public static let defaultMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
@@ -203,6 +237,7 @@ public enum EventMask {
     /// Bit 5: LE Remote Connection Parameter Request (7.7.65.6). Not in the default mask: a host
     /// that leaves it masked has its controller reject a peer's request by itself, with
     /// Unsupported Remote Feature (0x1A).
+    public static let leLongTermKeyRequest: UInt64 = 1 << 4
     public static let leRemoteConnectionParameterRequest: UInt64 = 1 << 5
     /// The LE mask a controller starts with (7.8.1): the first five LE events.
     public static let leDefaultMask: UInt64 = 0x1F

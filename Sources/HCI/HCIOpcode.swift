@@ -35,6 +35,22 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
     public static let leCreateConnectionCancel = HCIOpcode(ogf: 0x08, ocf: 0x000E)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
+    public static let leReadFilterAcceptListSize = HCIOpcode(ogf: 0x08, ocf: 0x000F)
+    public static let leClearFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0010)
+    public static let leAddDeviceToFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0011)
+    public static let leRemoveDeviceFromFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0012)
+    public static let leAddDeviceToResolvingList = HCIOpcode(ogf: 0x08, ocf: 0x0027)
+    public static let leRemoveDeviceFromResolvingList = HCIOpcode(ogf: 0x08, ocf: 0x0028)
+    public static let leClearResolvingList = HCIOpcode(ogf: 0x08, ocf: 0x0029)
+    public static let leReadResolvingListSize = HCIOpcode(ogf: 0x08, ocf: 0x002A)
+    public static let leSetAddressResolutionEnable = HCIOpcode(ogf: 0x08, ocf: 0x002D)
+    public static let leSetResolvablePrivateAddressTimeout = HCIOpcode(ogf: 0x08, ocf: 0x002E)
+    public static let leEncrypt = HCIOpcode(ogf: 0x08, ocf: 0x0017)
+    public static let leRand = HCIOpcode(ogf: 0x08, ocf: 0x0018)
+    /// "LE Enable Encryption" in Core 5.4 (LE Start Encryption before 5.3).
+    public static let leEnableEncryption = HCIOpcode(ogf: 0x08, ocf: 0x0019)
+    public static let leLongTermKeyRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x001A)
+    public static let leLongTermKeyRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x001B)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
@@ -72,6 +88,21 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .leCreateConnection: return "LE Create Connection"
         case .leCreateConnectionCancel: return "LE Create Connection Cancel"
         case .leConnectionUpdate: return "LE Connection Update"
+        case .leReadFilterAcceptListSize: return "LE Read Filter Accept List Size"
+        case .leClearFilterAcceptList: return "LE Clear Filter Accept List"
+        case .leAddDeviceToFilterAcceptList: return "LE Add Device To Filter Accept List"
+        case .leRemoveDeviceFromFilterAcceptList: return "LE Remove Device From Filter Accept List"
+        case .leAddDeviceToResolvingList: return "LE Add Device To Resolving List"
+        case .leRemoveDeviceFromResolvingList: return "LE Remove Device From Resolving List"
+        case .leClearResolvingList: return "LE Clear Resolving List"
+        case .leReadResolvingListSize: return "LE Read Resolving List Size"
+        case .leSetAddressResolutionEnable: return "LE Set Address Resolution Enable"
+        case .leSetResolvablePrivateAddressTimeout: return "LE Set Resolvable Private Address Timeout"
+        case .leEncrypt: return "LE Encrypt"
+        case .leRand: return "LE Rand"
+        case .leEnableEncryption: return "LE Enable Encryption"
+        case .leLongTermKeyRequestReply: return "LE Long Term Key Request Reply"
+        case .leLongTermKeyRequestNegativeReply: return "LE Long Term Key Request Negative Reply"
         case .leRemoteConnectionParameterRequestReply: return "LE Remote Connection Parameter Request Reply"
         case .leRemoteConnectionParameterRequestNegativeReply: return "LE Remote Connection Parameter Request Negative Reply"
         case .leSetAdvertisingSetRandomAddress: return "LE Set Advertising Set Random Address"

@@ -9,6 +9,8 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let unknownConnectionIdentifier = HCIStatus(rawValue: 0x02)
     public static let hardwareFailure = HCIStatus(rawValue: 0x03)
     public static let authenticationFailure = HCIStatus(rawValue: 0x05)
+    /// PIN or Key Missing: on LE, the peripheral's host has no LTK for the EDIV and Rand asked.
+    public static let pinOrKeyMissing = HCIStatus(rawValue: 0x06)
     public static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)
     public static let connectionTimeout = HCIStatus(rawValue: 0x08)
     public static let connectionLimitExceeded = HCIStatus(rawValue: 0x09)

@@ -6,6 +6,9 @@ public enum LEMetaEvent: Hashable, Sendable {
     case advertisingReport([LEAdvertisingReport])
     case connectionUpdateComplete(LEConnectionUpdateComplete)
     case remoteConnectionParameterRequest(LERemoteConnectionParameterRequest)
+    /// 7.7.65.5: Connection_Handle (2), Random_Number (8), Encrypted_Diversifier (2): the central
+    /// started encryption; the peripheral's host answers with the key (or a negative reply).
+    case longTermKeyRequest(handle: UInt16, random: [UInt8], ediv: UInt16)
     /// [v1] 0x0A or [v2] 0x29, by `version2` (LEExtendedEvents.swift).
     case enhancedConnectionComplete(LEEnhancedConnectionComplete)
     /// 0x0D: Num_Reports (1), then the reports (LEExtendedEvents.swift).
@@ -16,6 +19,7 @@ public enum LEMetaEvent: Hashable, Sendable {
         public static let connectionComplete: UInt8 = 0x01
         public static let advertisingReport: UInt8 = 0x02
         public static let connectionUpdateComplete: UInt8 = 0x03
+        public static let longTermKeyRequest: UInt8 = 0x05
         public static let remoteConnectionParameterRequest: UInt8 = 0x06
         public static let enhancedConnectionComplete: UInt8 = 0x0A
         public static let extendedAdvertisingReport: UInt8 = 0x0D
@@ -28,6 +32,7 @@ public enum LEMetaEvent: Hashable, Sendable {
         case .advertisingReport: return Subevent.advertisingReport
         case .connectionUpdateComplete: return Subevent.connectionUpdateComplete
         case .remoteConnectionParameterRequest: return Subevent.remoteConnectionParameterRequest
+        case .longTermKeyRequest: return Subevent.longTermKeyRequest
         case let .enhancedConnectionComplete(e):
             return e.version2 == nil ? Subevent.enhancedConnectionComplete : Subevent.enhancedConnectionCompleteV2
         case .extendedAdvertisingReport: return Subevent.extendedAdvertisingReport
@@ -51,6 +56,8 @@ public enum LEMetaEvent: Hashable, Sendable {
             self = .connectionUpdateComplete(try LEConnectionUpdateComplete(from: &r))
         case Subevent.remoteConnectionParameterRequest:
             self = .remoteConnectionParameterRequest(try LERemoteConnectionParameterRequest(from: &r))
+        case Subevent.longTermKeyRequest:
+            self = .longTermKeyRequest(handle: try r.readUInt16LE(), random: try r.readBytes(count: 8), ediv: try r.readUInt16LE())
         case Subevent.enhancedConnectionComplete, Subevent.enhancedConnectionCompleteV2:
             self = .enhancedConnectionComplete(try LEEnhancedConnectionComplete(from: &r, version2: sub == Subevent.enhancedConnectionCompleteV2))
         case Subevent.extendedAdvertisingReport:
@@ -73,6 +80,10 @@ public enum LEMetaEvent: Hashable, Sendable {
             for report in list { report.encode(into: &w) }
         case let .connectionUpdateComplete(e): e.encode(into: &w)
         case let .remoteConnectionParameterRequest(e): e.encode(into: &w)
+        case let .longTermKeyRequest(handle, random, ediv):
+            w.writeUInt16LE(handle)
+            w.write(bytes: random)
+            w.writeUInt16LE(ediv)
         case let .enhancedConnectionComplete(e): e.encode(into: &w)
         case let .extendedAdvertisingReport(list):
             w.write(UInt8(truncatingIfNeeded: list.count))

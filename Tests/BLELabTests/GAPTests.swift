@@ -37,10 +37,12 @@ final class GAPTests: XCTestCase {
             if case .leSetEventMask = c { return c }
             return nil
         }
-        // LE Remote Connection Parameter Request (bit 5) too: the host answers a peer's request.
-        XCTAssertEqual(masks, [.setEventMask(EventMask.defaultMask | EventMask.leMeta),
+        // LE Remote Connection Parameter Request (bit 5) and LE Long Term Key Request (bit 4) too:
+        // the host answers a peer's request, and its controller's request for a key; Encryption
+        // Key Refresh Complete (bit 47) is outside the default mask.
+        XCTAssertEqual(masks, [.setEventMask(EventMask.defaultMask | EventMask.leMeta | EventMask.encryptionKeyRefreshComplete),
                                .leSetEventMask(EventMask.leConnectionComplete | EventMask.leAdvertisingReport | EventMask.leConnectionUpdateComplete
-                                   | EventMask.leRemoteConnectionParameterRequest)])
+                                   | EventMask.leLongTermKeyRequest | EventMask.leRemoteConnectionParameterRequest)])
     }
 
     func testOperationsBeforePowerOnFailWithNotReady() throws {

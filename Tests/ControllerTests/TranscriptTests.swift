@@ -54,10 +54,13 @@ struct Transcript {
 final class TranscriptTests: XCTestCase {
     /// Supported_Commands as 64 octets: Disconnect (0.5), Set Event Mask and Reset (5.6–7), Read
     /// Local Version/Features/Buffer Size (14.3, 14.5, 14.7), Read BD_ADDR and Read RSSI (15.1,
-    /// 15.5), the LE commands of octets 25–26 and LE Connection Update (27.2).
-    /// Octet 33 = 0x30: LE Remote Connection Parameter Request Reply and Negative Reply (bits 4, 5).
-    static let supportedCommands = "20 00 00 00 00 c0 00 00 00 00 00 00 00 00 a8 22 00 00 00 00 00 00 00 00 00 f7 3f 04"
-        + String(repeating: " 00", count: 5) + " 30" + String(repeating: " 00", count: 30)
+    /// 15.5), the LE commands of octets 25–26, LE Connection Update, LE Encrypt and LE Rand (27.2,
+    /// 27.6, 27.7), the Filter Accept List's four (26.6, 26.7, 27.0, 27.1: octet 26 = 0xFF, 27 =
+    /// 0xC7), LE Enable Encryption and the Long Term Key Request replies (28.0–2: 0x07).
+    /// Octet 33 = 0x30: LE Remote Connection Parameter Request Reply and Negative Reply (bits 4, 5);
+    /// octets 34–35: the resolving list, address resolution and RPA timeout (34.3–6: 0x78, 35.1–2: 0x06).
+    static let supportedCommands = "20 00 00 00 00 c0 00 00 00 00 00 00 00 00 a8 22 00 00 00 00 00 00 00 00 00 f7 ff c7 07"
+        + String(repeating: " 00", count: 4) + " 30 78 06" + String(repeating: " 00", count: 28)
 
     func testResetAndConfigureSequence() {
         let lab = TestLab()
@@ -69,8 +72,9 @@ final class TranscriptTests: XCTestCase {
             .send("01 02 10 00"), .expect("04 0e 44 01 02 10 00 " + Self.supportedCommands),
             // Read Local Version Information: HCI 0x0D rev 0x0001, LMP 0x0D, company 0xFFFF, sub 0x0001.
             .send("01 01 10 00"), .expect("04 0e 0c 01 01 10 00 0d 01 00 0d ff ff 01 00"),
-            // LE Read Local Supported Features: Connection Parameters Request procedure.
-            .send("01 03 20 00"), .expect("04 0e 0c 01 03 20 00 02 00 00 00 00 00 00 00"),
+            // LE Read Local Supported Features: LE Encryption, Connection Parameters Request
+            // procedure, LL Privacy.
+            .send("01 03 20 00"), .expect("04 0e 0c 01 03 20 00 43 00 00 00 00 00 00 00"),
             // Read Local Supported Features: BR/EDR Not Supported, LE Supported (Controller).
             .send("01 03 10 00"), .expect("04 0e 0c 01 03 10 00 00 00 00 00 60 00 00 00"),
             // Set Event Mask with the reference's mask.
@@ -109,7 +113,7 @@ final class TranscriptTests: XCTestCase {
                 listed.append(entry.opcode)
             }
         }
-        XCTAssertEqual(listed.count, 24)
+        XCTAssertEqual(listed.count, 39)
         func status(of opcode: HCIOpcode) -> HCIStatus? {
             host.clear()
             host.controller.receive(fromHost: [0x01, UInt8(opcode.rawValue & 0xFF), UInt8(opcode.rawValue >> 8), 0x00])
@@ -124,9 +128,9 @@ final class TranscriptTests: XCTestCase {
             XCTAssertNotNil(status(of: opcode), "\(opcode)")
             XCTAssertNotEqual(status(of: opcode), .unknownCommand, "\(opcode)")
         }
-        // Not supported, and not listed: Set Event Mask Page 2 (22.2), LE Encrypt (27.6), LE Rand
-        // (27.7), LE Read Supported States (28.3), LE Set Data Length (33.6).
-        for (ogf, ocf, octet, bit) in [(0x03, 0x63, 22, 2), (0x08, 0x17, 27, 6), (0x08, 0x18, 27, 7), (0x08, 0x1C, 28, 3), (0x08, 0x22, 33, 6)] {
+        // Not supported, and not listed: Set Event Mask Page 2 (22.2), LE Read Supported States
+        // (28.3), LE Set Data Length (33.6).
+        for (ogf, ocf, octet, bit) in [(0x03, 0x63, 22, 2), (0x08, 0x1C, 28, 3), (0x08, 0x22, 33, 6)] {
             let opcode = HCIOpcode(ogf: UInt16(ogf), ocf: UInt16(ocf))
             XCTAssertEqual(status(of: opcode), .unknownCommand, "\(opcode)")
             XCTAssertFalse(bits.isSet(octet: octet, bit: bit))
@@ -223,8 +227,10 @@ final class TranscriptTests: XCTestCase {
             .expect("04 0f 04 12 01 0d 20"),
             .send("01 06 20 0f a0 00 a0 00 00 01 00 00 00 00 00 00 00 07 00"), .expect("04 0e 04 01 06 20 00"),
             .send("01 0a 20 01 01"), .expect("04 0e 04 01 0a 20 12"),
-            // A filter policy that needs the Filter Accept List: Unsupported Feature or Parameter Value.
-            .send("01 0b 20 07 00 10 00 10 00 00 01"), .expect("04 0e 04 01 0b 20 11"),
+            // Scanning_Filter_Policy 0x01 (the Filter Accept List) is taken; 0x02 (directed
+            // advertisements to a resolvable private address) is Unsupported Feature or Parameter Value.
+            .send("01 0b 20 07 00 10 00 10 00 00 01"), .expect("04 0e 04 01 0b 20 00"),
+            .send("01 0b 20 07 00 10 00 10 00 00 02"), .expect("04 0e 04 01 0b 20 11"),
         ]).run(on: host, in: lab)
         XCTAssertFalse(host.controller.isAdvertising)
         XCTAssertFalse(host.controller.isInitiating)

@@ -334,6 +334,39 @@ final class HCICommandTests: XCTestCase {
                        "LE Remote Connection Parameter Request Negative Reply handle 0x0001 reason unacceptable-connection-parameters (0x3b)")
     }
 
+    // MARK: Encryption (7.8.22–7.8.26)
+
+    func testEncryptionCommandsFieldByField() throws {
+        let start = HCICommand.leEnableEncryption(handle: 0x0EFF, random: bytes("01 02 03 04 05 06 07 08"), ediv: 0xBEEF,
+                                                  longTermKey: bytes("00 11 22 33 44 55 66 77 88 99 aa bb cc dd ee ff"))
+        XCTAssertEqual(start.encoded, bytes(
+            "19 20 1c",                                        // LE Enable Encryption, 28 octets
+            "ff 0e",                                           // Connection_Handle
+            "01 02 03 04 05 06 07 08",                         // Random_Number
+            "ef be",                                           // Encrypted_Diversifier
+            "00 11 22 33 44 55 66 77 88 99 aa bb cc dd ee ff"  // Long_Term_Key
+        ))
+        XCTAssertEqual(try HCICommand(decoding: start.encoded), start)
+        XCTAssertEqual(HCICommand.leLongTermKeyRequestNegativeReply(handle: 1).encoded, bytes("1b 20 02 01 00"))
+        XCTAssertEqual(HCICommand.leRand.encoded, bytes("18 20 00"))
+        XCTAssertEqual(HCICommand.leEncrypt(key: Array(0..<16), plaintext: Array(16..<32)).encoded.count, 35)
+        XCTAssertThrowsError(try HCICommand(decoding: bytes("1a 20 03 01 00 00")), "an LTK Reply of 3 octets")
+    }
+
+    // MARK: Filter Accept List and resolving list (7.8.14–7.8.17, 7.8.38–7.8.45)
+
+    func testListCommandsFieldByField() throws {
+        XCTAssertEqual(HCICommand.leAddDeviceToFilterAcceptList(addressType: 0x01, address: BDAddr(string: "C0:11:22:33:44:55")!).encoded,
+                       bytes("11 20 07", "01", "55 44 33 22 11 c0"))
+        let add = HCICommand.leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: BDAddr(string: "00:1B:DC:07:31:42")!,
+                                                        peerIRK: Array(0..<16), localIRK: [UInt8](repeating: 0xAA, count: 16))
+        XCTAssertEqual(add.encoded, bytes("27 20 27", "00", "42 31 07 dc 1b 00", "00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f",
+                                          "aa aa aa aa aa aa aa aa aa aa aa aa aa aa aa aa"))
+        XCTAssertEqual(try HCICommand(decoding: add.encoded), add)
+        XCTAssertEqual(HCICommand.leSetResolvablePrivateAddressTimeout(0x0384).encoded, bytes("2e 20 02 84 03"))
+        XCTAssertThrowsError(try HCICommand(decoding: bytes("2d 20 01 02")), "Address_Resolution_Enable 2")
+    }
+
     // MARK: Coverage
 
     /// Every case of `HCICommand` with one vector. The switch has no default: adding a case to the
@@ -352,6 +385,15 @@ final class HCICommandTests: XCTestCase {
         .leRemoteConnectionParameterRequestReply(LEConnectionUpdateParameters(handle: 1, intervalMin: 6, intervalMax: 6, maxLatency: 0,
                                                                                supervisionTimeout: 10)),
         .leRemoteConnectionParameterRequestNegativeReply(handle: 1, reason: .unacceptableConnectionParameters),
+        .leEncrypt(key: Array(0..<16), plaintext: Array(16..<32)), .leRand,
+        .leReadFilterAcceptListSize, .leClearFilterAcceptList,
+        .leAddDeviceToFilterAcceptList(addressType: 0x00, address: ReferenceDevice.peripheral),
+        .leRemoveDeviceFromFilterAcceptList(addressType: 0x01, address: ReferenceDevice.central),
+        .leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: ReferenceDevice.peripheral, peerIRK: Array(0..<16), localIRK: Array(16..<32)),
+        .leRemoveDeviceFromResolvingList(peerIdentityType: 0x00, peerIdentity: ReferenceDevice.peripheral),
+        .leClearResolvingList, .leReadResolvingListSize, .leSetAddressResolutionEnable(true), .leSetResolvablePrivateAddressTimeout(900),
+        .leEnableEncryption(handle: 1, random: Array(0..<8), ediv: 0x1234, longTermKey: Array(0..<16)),
+        .leLongTermKeyRequestReply(handle: 1, longTermKey: Array(0..<16)), .leLongTermKeyRequestNegativeReply(handle: 1),
         .leSetAdvertisingSetRandomAddress(advertisingHandle: 0, address: ReferenceDevice.peripheral),
         .leSetExtendedAdvertisingParameters(LEExtendedAdvertisingParameters(eventProperties: .connectable, intervalMin: 0xA0, intervalMax: 0xA0)),
         .leSetExtendedAdvertisingData(LEExtendedAdvertisingData(data: ReferenceDevice.advertisingData)),
@@ -375,6 +417,10 @@ final class HCICommandTests: XCTestCase {
              .leSetAdvertisingEnable, .leSetScanParameters, .leSetScanEnable, .leCreateConnection,
              .leCreateConnectionCancel, .leConnectionUpdate, .leRemoteConnectionParameterRequestReply,
              .leRemoteConnectionParameterRequestNegativeReply, .leSetAdvertisingSetRandomAddress,
+             .leEncrypt, .leRand, .leEnableEncryption, .leLongTermKeyRequestReply, .leLongTermKeyRequestNegativeReply,
+             .leReadFilterAcceptListSize, .leClearFilterAcceptList, .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
+             .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList, .leReadResolvingListSize,
+             .leSetAddressResolutionEnable, .leSetResolvablePrivateAddressTimeout,
              .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData,
              .leSetExtendedAdvertisingEnable, .leSetExtendedScanParameters, .leSetExtendedScanEnable,
              .leExtendedCreateConnection, .unknown:
@@ -384,7 +430,7 @@ final class HCICommandTests: XCTestCase {
 
     func testEveryNamedOpcodeDecodesToItsOwnCase() throws {
         let named = (0...0xFFFF).map { HCIOpcode(rawValue: UInt16($0)) }.filter { $0.name != nil }
-        XCTAssertEqual(named.count, 33)
+        XCTAssertEqual(named.count, 48)
         let modelled = Set(Self.oneOfEach.map(\.opcode)).subtracting([HCIOpcode(rawValue: 0xFC00)])
         XCTAssertEqual(Set(named), modelled, "every named opcode has a case and a vector")
         for command in Self.oneOfEach {

@@ -145,6 +145,22 @@ final class HCIEventTests: XCTestCase {
         assertEvent(.hardwareError(0x2A), bytes("10", "01", "2a"))  // Event_Code, length 1, Hardware_Code
     }
 
+    // MARK: 7.7.8 Encryption Change, 7.7.39 Encryption Key Refresh Complete, 7.7.65.5 LE Long Term Key Request
+
+    func testEncryptionEvents() {
+        assertEvent(.encryptionChange(EncryptionChange(handle: 0x0040, encryptionEnabled: 1)),
+                    bytes("08", "04", "00", "40 00", "01"))    // Status, Connection_Handle, Encryption_Enabled
+        assertEvent(.encryptionChange(EncryptionChange(status: .pinOrKeyMissing, handle: 1, encryptionEnabled: 0)),
+                    bytes("08", "04", "06", "01 00", "00"))
+        assertEvent(.encryptionKeyRefreshComplete(status: .success, handle: 2), bytes("30", "03", "00", "02 00"))
+        assertEvent(.leMeta(.longTermKeyRequest(handle: 1, random: Array(1...8), ediv: 0xBEEF)),
+                    bytes("3e", "0d", "05", "01 00", "01 02 03 04 05 06 07 08", "ef be"))   // Rand, then EDIV
+        XCTAssertEqual(EventMask.encryptionChange, 1 << 7)
+        XCTAssertEqual(EventMask.encryptionKeyRefreshComplete, 1 << 47)
+        XCTAssertEqual(EventMask.leLongTermKeyRequest, 1 << 4)
+        XCTAssertThrowsError(try HCIEvent(decoding: bytes("3e 0c 05 01 00 01 02 03 04 05 06 07 08 ef")), "a request one octet short")
+    }
+
     // MARK: 7.7.19 Number Of Completed Packets
 
     func testNumberOfCompletedPacketsMatchesReferenceTraffic() {
@@ -177,8 +193,8 @@ final class HCIEventTests: XCTestCase {
     // MARK: Events outside the subset
 
     func testUnknownEventCodesKeepTheirParameters() {
-        // 7.7.8 Encryption Change [v1]: Status, Connection_Handle, Encryption_Enabled.
-        assertEvent(.unknown(code: 0x08, parameters: bytes("00 01 00 01")), bytes("08 04", "00", "01 00", "01"))
+        // 7.7.59 Encryption Change [v2]: Status, Connection_Handle, Encryption_Enabled, Encryption_Key_Size.
+        assertEvent(.unknown(code: 0x59, parameters: bytes("00 01 00 01 10")), bytes("59 05", "00", "01 00", "01", "10"))
         // Vendor-specific event 0xFF, and an event without parameters.
         assertEvent(.unknown(code: 0xFF, parameters: bytes("de ad be ef")), bytes("ff 04 de ad be ef"))
         assertEvent(.unknown(code: 0x1A, parameters: []), bytes("1a 00"))

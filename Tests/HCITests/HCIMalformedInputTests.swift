@@ -52,6 +52,12 @@ final class HCIMalformedInputTests: XCTestCase {
         (.leConnectionUpdate, 14), (.leRemoteConnectionParameterRequestReply, 14),
         (.leRemoteConnectionParameterRequestNegativeReply, 3),
         (.leSetAdvertisingSetRandomAddress, 7), (.leSetExtendedAdvertisingParameters, 25), (.leSetExtendedScanEnable, 6),
+        (.leEncrypt, 32), (.leRand, 0), (.leEnableEncryption, 28), (.leLongTermKeyRequestReply, 18),
+        (.leLongTermKeyRequestNegativeReply, 2),
+        (.leReadFilterAcceptListSize, 0), (.leClearFilterAcceptList, 0), (.leAddDeviceToFilterAcceptList, 7),
+        (.leRemoveDeviceFromFilterAcceptList, 7), (.leAddDeviceToResolvingList, 39), (.leRemoveDeviceFromResolvingList, 7),
+        (.leClearResolvingList, 0), (.leReadResolvingListSize, 0), (.leSetAddressResolutionEnable, 1),
+        (.leSetResolvablePrivateAddressTimeout, 2),
     ]
 
     /// The named opcodes whose parameters have no fixed size (LEExtendedCommandTests checks them).
@@ -67,7 +73,7 @@ final class HCIMalformedInputTests: XCTestCase {
     func testEveryKnownCommandRejectsParametersOfTheWrongSize() {
         let named = (0...0xFFFF).map { HCIOpcode(rawValue: UInt16($0)) }.filter { $0.name != nil }
         XCTAssertEqual(Set(Self.fixedSizes.map(\.0)).union(Self.variableSizes), Set(named), "one row per named opcode")
-        XCTAssertEqual(Self.fixedSizes.count, 28)
+        XCTAssertEqual(Self.fixedSizes.count, 43)
         for (opcode, size) in Self.fixedSizes {
             // The right size (all zero octets) decodes to the command's own case.
             let right = Self.command(opcode, parameters: [UInt8](repeating: 0, count: size))

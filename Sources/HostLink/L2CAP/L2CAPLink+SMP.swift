@@ -1,6 +1,7 @@
 import HCI
 
-/// SMP on CID 0x0006 (Core 5.4, Vol 3, Part H, 3) while this host does not pair.
+/// SMP on CID 0x0006 (Core 5.4, Vol 3, Part H, 3) while this host does not pair (no `onSMP`, or
+/// one that left the PDU: no pairing is in progress).
 ///
 /// - Pairing Request to a peripheral, Security Request to a central: Pairing Failed "Pairing Not
 ///   Supported" (0x05, 3.5.5): a refusal, not a violation.
@@ -17,6 +18,7 @@ import HCI
 ///   it is out of sequence.
 extension L2CAPLink {
     func receiveSMP(_ payload: [UInt8]) {
+        if let onSMP, onSMP(payload) { return }
         guard let first = payload.first else {
             report(.smp, .invalidLength, octets: payload, "empty SMP PDU (no Code): ignored")
             return

@@ -30,6 +30,9 @@ public final class L2CAPLink {
     public var acceptsConnectionParameters: (ConnectionParameterUpdate) -> Bool = { _ in true }
     /// Each protocol violation on this link, once, after the answer (if any) was queued.
     public var onViolation: ((ProtocolViolation) -> Void)?
+    /// The host's Security Manager, when it pairs: each SMP PDU received goes to it first, and
+    /// what it does not take (returns false) is answered here as by a host that does not pair.
+    public var onSMP: (([UInt8]) -> Bool)?
     /// SMP Pairing Failed reason codes this side sent or received (observable refusal of pairing).
     public internal(set) var smpRefusals: [(sent: Bool, reason: UInt8)] = []
 
@@ -57,6 +60,7 @@ public final class L2CAPLink {
     }
 
     public func sendATT(_ pdu: [UInt8]) { send(cid: L2CAPChannelID.att, payload: pdu) }
+    public func sendSMP(_ pdu: [UInt8]) { send(cid: L2CAPChannelID.smp, payload: pdu) }
 
     /// Fragments of this link still waiting in the host for controller buffers.
     public var queuedFragments: Int { driver.queuedFragments(for: handle) }

@@ -70,6 +70,13 @@ public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Cust
     public static let repeatedAttempts = SMPPairingFailedReason(rawValue: 0x09)
     /// "The command length is invalid or a parameter is outside of the specified range."
     public static let invalidParameters = SMPPairingFailedReason(rawValue: 0x0A)
+    /// The DHKey check value did not match (LE Secure Connections), or the peer's public key was
+    /// not on the curve.
+    public static let dhKeyCheckFailed = SMPPairingFailedReason(rawValue: 0x0B)
+    /// "The confirm values in the numeric comparison protocol do not match": the user said no.
+    public static let numericComparisonFailed = SMPPairingFailedReason(rawValue: 0x0C)
+    /// "The device chose not to accept a distributed key."
+    public static let keyRejected = SMPPairingFailedReason(rawValue: 0x0F)
 
     public var description: String {
         let names: [UInt8: String] = [
