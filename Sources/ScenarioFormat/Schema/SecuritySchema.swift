@@ -63,9 +63,11 @@ struct SecuritySchema {
     /// What a phone's or a module's wording means.
     static func ioHint(_ text: String) -> String? {
         let squeezed = text.lowercased().filter { $0.isLetter }
-        if squeezed.contains("none") || squeezed == "noio" || squeezed == "justworks" { return "a device with neither display nor keyboard is no-input-no-output" }
-        if squeezed.contains("display") && squeezed.contains("keyboard") { return "keyboard-display" }
-        if squeezed.contains("yesno") { return "display-yes-no" }
+        if squeezed.contains("none") || squeezed == "noio" || squeezed == "justworks" {
+            return "a device with neither display nor keyboard is no-input-no-output"
+        }
+        if squeezed.contains("display") && squeezed.contains("keyboard") { return "did you mean 'keyboard-display'?" }
+        if squeezed.contains("yesno") { return "did you mean 'display-yes-no'?" }
         return nil
     }
 
@@ -150,7 +152,8 @@ extension ExpectationSchema {
                 method = PairingMethodName(rawValue: s.text)
                 if method == nil {
                     r.error(at: s.mark, found: "pairing method \(SchemaReader.quote(s.text))", expected: "one of \(names.joined(separator: ", "))",
-                            hint: Spelling.suggestion(for: s.text, in: names))
+                            hint: Spelling.suggestion(for: s.text, in: names)
+                                ?? names.first { $0.hasPrefix(s.text.lowercased()) }.map { "did you mean '\($0)'?" })
                     ok = false
                 }
             } else if f["method"] != nil { ok = false }
