@@ -121,7 +121,7 @@ final class SecurityFormatTests: XCTestCase {
             } catch let e as ScenarioErrors { return e.errors.map(\.description) } catch { return ["\(error)"] }
         }
         XCTAssertEqual(errors("    gatt: [ { service: FFF0, characteristics: [ { uuid: FFF1, properties: [read], permissions: [encrypted-subscribe] } ] } ]"),
-                       ["t.yaml:5:84: error: found encrypted-subscribe on a characteristic with neither notify nor indicate, expected a characteristic with a CCCD (notify or indicate) to protect; add notify to its properties, or remove encrypted-subscribe"])
+                       ["t.yaml:5:97: error: found encrypted-subscribe on a characteristic with neither notify nor indicate, expected a characteristic with a CCCD (notify or indicate) to protect; add notify to its properties, or remove encrypted-subscribe"])
         XCTAssertEqual(errors("    security: { io: none }"),
                        ["t.yaml:5:21: error: found IO capability 'none', expected one of no-input-no-output, display-only, display-yes-no, keyboard-only, keyboard-display; a device with neither display nor keyboard is no-input-no-output"])
         XCTAssertEqual(errors("    security: { passkey: 1234567 }"),
@@ -133,6 +133,6 @@ final class SecurityFormatTests: XCTestCase {
                        ["t.yaml:9:5: error: found 'auto-pair', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); 'auto-pair' needs a value, e.g. auto-pair: true"])
         XCTAssertEqual(errors("", "  - expect: { encrypted: maybe }").count, 1)
         XCTAssertEqual(errors("", "  - expect: { paired: { method: passkey } }"),
-                       ["t.yaml:9:34: error: found pairing method 'passkey', expected one of just-works, passkey-entry, numeric-comparison, oob; did you mean 'passkey-entry'?"])
+                       ["t.yaml:9:33: error: found pairing method 'passkey', expected one of just-works, passkey-entry, numeric-comparison, oob; did you mean 'passkey-entry'?"])
     }
 }

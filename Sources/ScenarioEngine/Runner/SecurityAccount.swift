@@ -12,6 +12,8 @@ import SMP
 final class SecurityAccount {
     /// `auto-pair`: on, with the pairing's settings.
     var autoPair: SecuritySpec?
+    /// Why the running operation's auto-pair failed, for its step's failure.
+    var autoPairFailure: String?
     /// The latest pairing's outcome with each peripheral.
     private(set) var pairings: [String: Result<PairingResult, PairingFailure>] = [:]
     /// The latest encryption's outcome on each peripheral's link: what it gave, or why it failed

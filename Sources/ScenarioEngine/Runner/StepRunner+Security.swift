@@ -84,6 +84,7 @@ extension StepRunner {
     /// first answer, which the step settles as any ATT error (or a `pairing-failed` right after it
     /// expects).
     func operateSecured<T>(_ id: String, _ what: String, _ start: (@escaping (Result<T, SeatError>) -> Void) -> Void) throws -> Result<T, SeatError> {
+        session.security.autoPairFailure = nil
         let first = try session.operate(what, start)
         guard let settings = session.security.autoPair, case let .failure(error) = first, let code = error.attErrorCode,
               code == .insufficientAuthentication || code == .insufficientEncryption,
@@ -94,6 +95,7 @@ extension StepRunner {
             }
             if case let .failure(failure) = encrypted {
                 session.security.encryptionRefused(id, failure)
+                session.security.autoPairFailure = "\(failure)"
                 session.note = "\(code) — auto-pair: \(failure)"
                 return first
             }
@@ -102,6 +104,7 @@ extension StepRunner {
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
             if case let .failure(failure) = paired {
+                session.security.autoPairFailure = "pairing failed: \(failure.report)"
                 session.note = "\(code) — auto-pair: pairing failed: \(failure.report)"
                 return first
             }

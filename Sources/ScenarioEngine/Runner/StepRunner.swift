@@ -200,6 +200,7 @@ final class StepRunner {
             guard expectsAnError else {
                 var seen = "\(error)"
                 if case let .gatt(failure) = error { seen = "ATT Error Response \(code) for handle \(hex4(Self.handle(of: failure)))" }
+                if let why = session.security.autoPairFailure { seen += "; auto-pair: \(why)" }
                 throw StepFailure(kind: .unexpectedATTError,
                                   expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step", seen: seen)
             }

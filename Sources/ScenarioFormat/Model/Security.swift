@@ -142,11 +142,11 @@ public enum SecurityExpectation: Hashable {
             if let bonded { parts.append(bonded ? "bonded" : "not bonded") }
             return "paired with \(p)\(parts.isEmpty ? "" : " " + parts.joined(separator: ", ")) within \(within)"
         case let .encrypted(p, on, within):
-            return on ? "the link to \(p) encrypted within \(within)" : "the link to \(p) not encrypted"
+            return on ? "the link to \(p) encrypted within \(within)" : "the link to \(p) unencrypted"
         case let .pairingFailed(p, reason, within):
-            return "pairing with \(p) failed\(reason.map { " with \($0.name)" } ?? "") within \(within)"
+            return "the pairing with \(p) to fail\(reason.map { " with \($0.name)" } ?? "") within \(within)"
         case let .encryptionFailed(p, reason, within):
-            return "encryption of the link to \(p) failed\(reason.map { " with \($0.name)" } ?? "") within \(within)"
+            return "the encryption of the link to \(p) to fail\(reason.map { " with \($0.name)" } ?? "") within \(within)"
         }
     }
 }

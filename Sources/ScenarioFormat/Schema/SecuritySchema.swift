@@ -18,7 +18,7 @@ struct SecuritySchema {
     func peripheralSecurity(_ node: YAMLNode) -> PeripheralSecurity? {
         guard let m = r.mapping(node, "security settings such as { io: display-only, passkey: 123456, request-security: on-connect }")
         else { return nil }
-        r.checkKeys(m, allowed: Self.settingKeys + ["request-security"], of: "security")
+        r.checkKeys(m, allowed: Self.settingKeys + ["request-security"], of: "a security")
         var security = PeripheralSecurity(settings: settings { m[$0] })
         if let n = m["request-security"], let s = r.scalar(n, "on-connect") {
             if s.text == "on-connect" {
