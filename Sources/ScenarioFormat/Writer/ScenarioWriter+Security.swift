@@ -48,15 +48,15 @@ extension ScenarioDocument {
             if let sc { fields.append(("secure-connections", .scalar(String(sc)))) }
             if let bonded { fields.append(("bonded", .scalar(String(bonded)))) }
             fields += securityWithin(span)
-            return [("paired", fields.isEmpty ? .scalar(p) : flow(fields + [("peripheral", .scalar(p))]))]
+            return [("paired", fields.isEmpty ? .scalar(p) : flow(fields + named(p)))]
         case let .encrypted(p, on, span):
-            return [("encrypted", .scalar(String(on))), ("peripheral", .scalar(p))] + securityWithin(span)
+            return [("encrypted", .scalar(String(on)))] + named(p) + securityWithin(span)
         case let .pairingFailed(p, reason, span):
             return (reason.map { [("pairing-failed", .scalar($0.name))] } ?? [("pairing-failed", flow([]))])
-                + [("peripheral", .scalar(p))] + securityWithin(span)
+                + named(p) + securityWithin(span)
         case let .encryptionFailed(p, reason, span):
             return (reason.map { [("encryption-failed", .scalar($0.name))] } ?? [("encryption-failed", flow([]))])
-                + [("peripheral", .scalar(p))] + securityWithin(span)
+                + named(p) + securityWithin(span)
         }
     }
 }
