@@ -136,4 +136,15 @@ final class SecurityScenarioTests: XCTestCase {
         XCTAssertEqual(try run(mitm, "  - auto-pair: true\n  - discover: all\n  - read: AAA1").verdict,
                        "step 5 (test.yaml:19): read: AAA1: expected the read of AAA1 to succeed, or an 'expect: { error: insufficient-authentication }' right after the step; seen ATT Error Response insufficient-authentication (0x05) for handle 0x000c; auto-pair: pairing failed: authentication-requirements (peer sent Pairing Failed 0x03 (Authentication Requirements))")
     }
+
+    /// A pairing the peripheral's Security Request started, which no step waits for: its failure
+    /// fails the scenario unless a `pairing-failed` takes it up.
+    func testAFailedPairingNobodyWaitedForIsNotPassedOver() throws {
+        let asks = "    security: { io: no-input-no-output, mitm: true, request-security: on-connect }"
+        XCTAssertEqual(try run(asks, "  - wait: 1s\n  - expect: { pairing-failed: authentication-requirements }\n  - wait: 1s").verdict, "passed")
+        XCTAssertEqual(try run(asks, "  - wait: 1s\n  - wait: 1s").verdict,
+                       "step 4 (test.yaml:18): wait: 1s: expected every pairing and encryption with dev to succeed, or an 'expect: { pairing-failed: authentication-requirements }' once it has failed; seen the pairing that dev's Security Request started: pairing failed: authentication-requirements (peer sent Pairing Failed 0x03 (Authentication Requirements))")
+        XCTAssertEqual(try run(asks, "  - wait: 1s").verdict,
+                       "step 3 (test.yaml:17): wait: 1s: expected every pairing and encryption with dev to succeed, or an 'expect: { pairing-failed: authentication-requirements }' once it has failed; seen the pairing that dev's Security Request started: pairing failed: authentication-requirements (peer sent Pairing Failed 0x03 (Authentication Requirements))")
+    }
 }

@@ -51,6 +51,7 @@ extension ExpectationJudge {
             case let .failure(failure)?:
                 if let reason, failure.name != reason { throw fail("pairing failed: \(failure.report)") }
                 session.note = "pairing failed: \(failure.report)"
+                if account.unjudged?.pairing == true { account.unjudged = nil }
             }
         case let .encryptionFailed(_, reason, within):
             _ = try session.waitFor("an encryption of the link to \(id) to end (within: \(within))", within: within) { account.encryptions[id] != nil }
@@ -60,6 +61,7 @@ extension ExpectationJudge {
             case let .failure(f)?:
                 if let reason, f.status != reason { throw fail("encryption failed: \(f.words)") }
                 session.note = "encryption failed: \(f.words)"
+                if account.unjudged?.pairing == false { account.unjudged = nil }
             }
         }
     }

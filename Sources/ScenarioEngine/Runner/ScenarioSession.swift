@@ -150,6 +150,10 @@ final class ScenarioSession {
                     break
                 }
             }
+            // A pairing the peripheral started that failed, and that no expectation took up.
+            if case .passed = outcome, let failed = security.unjudgedFailure(), let last = scenario.steps.last {
+                outcome = .failed(makeFailure(failed, step: last))
+            }
         }
         current = nil
         RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)

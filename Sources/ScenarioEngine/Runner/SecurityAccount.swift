@@ -20,6 +20,11 @@ final class SecurityAccount {
     /// (an HCI status, or nil for a refusal before any command, in words).
     private(set) var encryptions: [String: Result<LinkSecurity, EncryptionOutcomeFailure>] = [:]
 
+    /// A pairing or encryption that failed where no step was waiting for it (the peripheral's
+    /// Security Request started it) and no `pairing-failed` or `encryption-failed` has judged
+    /// yet: the next step that is not an expectation fails with it, as does the scenario's end.
+    var unjudged: (peripheral: String, pairing: Bool, words: String, expectation: String)?
+
     struct EncryptionOutcomeFailure: Error {
         var status: HCIStatus?
         var words: String
@@ -30,11 +35,17 @@ final class SecurityAccount {
         host.onPairing = { [weak self] connection, result in
             guard let self, let peripheral = id(connection.peer) else { return }
             self.pairings[peripheral] = result
+            if case let .failure(failure) = result {
+                self.unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
+            }
         }
         host.onEncryptionChange = { [weak self] connection, status in
             guard let self, let peripheral = id(connection.peer) else { return }
             self.encryptions[peripheral] = status.isSuccess ? .success(connection.security)
                 : .failure(EncryptionOutcomeFailure(status: status, words: "Encryption Change with status \(status)"))
+            if !status.isSuccess {
+                self.unjudged = (peripheral, false, "encryption failed: Encryption Change with status \(status)", "encryption-failed: \(status.name)")
+            }
         }
     }
 
@@ -51,5 +62,15 @@ final class SecurityAccount {
     static func describe(_ r: PairingResult) -> String {
         "paired by \(PairingMethodName(r.method).rawValue), \(r.secureConnections ? "Secure Connections" : "LE legacy pairing"), "
             + "\(r.bonded ? "bonded" : "not bonded"), \(r.keySize)-octet key\(r.authenticated ? ", authenticated" : "")"
+    }
+
+    /// The failure no step or expectation took up, as the failure of the step about to run (or
+    /// of the scenario's end).
+    func unjudgedFailure() -> StepFailure? {
+        guard let pending = unjudged else { return nil }
+        unjudged = nil
+        return StepFailure(kind: .operation,
+                           expected: "every pairing and encryption with \(pending.peripheral) to succeed, or an 'expect: { \(pending.expectation) }' once it has failed",
+                           seen: "the \(pending.pairing ? "pairing" : "encryption") that \(pending.peripheral)'s Security Request started: \(pending.words)")
     }
 }

@@ -21,6 +21,7 @@ extension StepRunner {
             let result: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            session.security.unjudged = nil   // this step judges it
             switch result {
             case let .success(r):
                 session.note = SecurityAccount.describe(r)
@@ -37,6 +38,7 @@ extension StepRunner {
             let result: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id)") { done in
                 connection.encrypt(completion: done)
             }
+            session.security.unjudged = nil   // this step judges it
             switch result {
             case let .success(security):
                 session.note = "link \(security)"
@@ -93,6 +95,7 @@ extension StepRunner {
             let encrypted: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id) (auto-pair)") { done in
                 connection.encrypt(completion: done)
             }
+            session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = encrypted {
                 session.security.encryptionRefused(id, failure)
                 session.security.autoPairFailure = "\(failure)"
@@ -103,6 +106,7 @@ extension StepRunner {
             let paired: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id) (auto-pair)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = paired {
                 session.security.autoPairFailure = "pairing failed: \(failure.report)"
                 session.note = "\(code) — auto-pair: pairing failed: \(failure.report)"

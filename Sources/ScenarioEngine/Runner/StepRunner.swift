@@ -21,6 +21,7 @@ final class StepRunner {
 
     func execute(_ step: CentralStep, position: Int) throws {
         if Self.needsTheCentral(step.action), let off = session.centralOff() { throw off }
+        if !step.isExpectation, let failed = session.security.unjudgedFailure() { throw failed }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
         case let .connect(id, within): try connect(id, within: within, step: step, position: position)
