@@ -28,12 +28,12 @@ let package = Package(
         // the central's steps), the schema reader and the writer back to YAML. Below BLELab, which
         // runs the peripherals it describes, and CaptureImport, which builds scenarios as its values.
         .target(name: "ScenarioFormat", dependencies: ["YAMLSubset", "GATT", "ATT", "Controller", "HCI", "BLERuntime", "BLEWire"]),
-        .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "BLELab", dependencies: ["ScenarioFormat", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab import`: btsnoop, PacketLogger, pcap and pcapng captures read from the central's side and
         // built as a scenario of the format (docs/import.md). Below BLELabCLI, which hooks it into the CLI.
         .target(name: "CaptureImport", dependencies: ["ScenarioFormat", "Transport", "HCI", "ATT", "GATT", "Controller", "BLEWire", "BLERuntime"]),
         // The runner: a scenario's steps on a lab (docs/architecture.md), and the seats another stack plays.
-        .target(name: "ScenarioEngine", dependencies: ["ScenarioFormat", "BLELab", "GAP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
+        .target(name: "ScenarioEngine", dependencies: ["ScenarioFormat", "BLELab", "GAP", "SMP", "GATT", "ATT", "HostLink", "Controller", "Transport", "HCI", "BLERuntime", "BLEWire"]),
         // `blelab`'s commands and reports (console, JUnit, JSON timeline), over an injected console;
         // what the executable offers beyond the sim (transports, seats) is passed in as values.
         .target(name: "BLELabCLI", dependencies: ["ScenarioEngine", "CaptureImport", "ScenarioFormat", "BLELab", "Transport", "HCI", "BLERuntime"]),

@@ -78,6 +78,9 @@ public final class BlueZCentral: CentralSeat {
     // MARK: What it cannot do
 
     public func unsupported(_ scenario: Scenario) -> String? {
+        if let use = scenario.securityUse {
+            return "\(use), and BLELab does not pair through bluetoothd yet (no Agent1)"
+        }
         for step in scenario.steps {
             switch step.action {
             case .fault(.centralPowerOff):

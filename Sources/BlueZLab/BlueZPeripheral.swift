@@ -595,7 +595,8 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
                 }
             }
             record(.action(action))
-        case .powerOff, .requestConnectionUpdate, .notifyHandle, .indicateHandle, .sendPDU, .addService, .removeService, .serviceChanged:
+        case .powerOff, .requestConnectionUpdate, .notifyHandle, .indicateHandle, .sendPDU, .addService, .removeService, .serviceChanged,
+             .forgetBonds:
             record(.note("\(action): \(BlueZPeripheralSupport.reason(for: action) ?? "not possible through bluetoothd's D-Bus API")"))
         }
     }

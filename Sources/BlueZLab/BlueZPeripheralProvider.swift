@@ -70,6 +70,9 @@ public enum BlueZPeripheralSupport {
 
     /// The first reason `spec` cannot be served by bluetoothd in `scenario`, or nil.
     public static func unsupported(_ spec: PeripheralSpec, in scenario: Scenario) -> String? {
+        if let use = scenario.securityUse {
+            return "\(use), and BLELab does not pair through bluetoothd yet (no Agent1)"
+        }
         if let flaw = spec.flaws.first {
             return "bluetoothd serves GATT through its D-Bus API, which has no way to misanswer a request or send a malformed PDU "
                 + "(flaws: \(flaw))"
@@ -112,6 +115,8 @@ public enum BlueZPeripheralSupport {
     /// Why bluetoothd cannot perform `action` anywhere, or nil.
     public static func reason(for action: PeripheralAction) -> String? {
         switch action {
+        case .forgetBonds:
+            return "BLELab does not pair through bluetoothd yet (no Agent1)"
         case .powerOff:
             return "Adapter1.Powered=false makes the kernel end each link first (HCI Disconnect, reason 0x15), so the central "
                 + "would not see the silent loss of power that power-off simulates"

@@ -298,6 +298,28 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertTrue(reason.contains("(power-on: curtain) changes the air, which only the sim can do; bluetoothd runs on a real controller"), reason)
     }
 
+    /// BLELab does not pair through bluetoothd yet: every security scenario is skipped, naming
+    /// what needs pairing, in the central's seat and in a peripheral's.
+    func testSecurityScenariosAreRefusedInBothSeats() throws {
+        let repository = BlueZPeripheralSupportTests.repository
+        let central = try BlueZCentral()
+        let folder = "scenarios/security"
+        let files = try FileManager.default.contentsOfDirectory(atPath: repository.appendingPathComponent(folder).path)
+            .filter { $0.hasSuffix(".yaml") }.sorted()
+        XCTAssertGreaterThanOrEqual(files.count, 10)
+        for file in files {
+            let scenario = try Scenario.load(path: repository.appendingPathComponent("\(folder)/\(file)").path)
+            let reason = try XCTUnwrap(central.unsupported(scenario), file)
+            XCTAssertTrue(reason.hasSuffix(", and BLELab does not pair through bluetoothd yet (no Agent1)"), reason)
+            let provider = BlueZPeripheralProvider()
+            let spec = try XCTUnwrap(provider.served(in: scenario), file)
+            XCTAssertEqual(provider.unsupported(spec, in: scenario), "\(spec.id) served by bluetoothd: \(reason)", file)
+        }
+        let beacon = try Scenario.load(path: repository.appendingPathComponent("\(folder)/fail-pairing-not-supported.yaml").path)
+        XCTAssertEqual(central.unsupported(beacon),
+                       "step 4 (pair: beacon) pairs or encrypts, and BLELab does not pair through bluetoothd yet (no Agent1)")
+    }
+
     // MARK: Scanning
 
     func testScanSetsBlueZsFilterAndWaitsForDiscovering() throws {

@@ -66,7 +66,7 @@ final class FlawScenarioTests: XCTestCase {
         XCTAssertEqual(errors("central:\n  - peripheral: { hm10: [ { notify-handle: { handle: 0, value: hex:01 } }, { send-pdu: \"hex:\" }, { add-servce: { service: FE59 } } ] }"), [
             "test.yaml:10:54: error: found '0', expected a handle from 0x0001 to 0xFFFF",
             "test.yaml:10:88: error: found 'hex:', expected at least one octet: the ATT opcode",
-            "test.yaml:10:100: error: found unknown action 'add-servce', expected an action (notify, indicate, notify-every, stop-notifying, set-value, respond-error, delay, disconnect, stop-advertising, start-advertising, notify-handle, indicate-handle, send-pdu, add-service, remove-service, service-changed, power-off, request-connection-update, burst); did you mean 'add-service'?",
+            "test.yaml:10:100: error: found unknown action 'add-servce', expected an action (notify, indicate, notify-every, stop-notifying, set-value, respond-error, delay, disconnect, stop-advertising, start-advertising, forget-bonds, notify-handle, indicate-handle, send-pdu, add-service, remove-service, service-changed, power-off, request-connection-update, burst); did you mean 'add-service'?",
         ])
         XCTAssertEqual(errors("central:\n  - peripheral: { hm10: [ { add-service: { service: FE59, characteristics: [ { uuid: FE5A, properties: [read], on-read: [] } ] } }, { service-changed: { start: 0x0010 } } ] }"), [
             "test.yaml:10:112: error: found unknown key 'on-read', expected an add-service characteristic key (uuid, properties, value)",
@@ -83,7 +83,7 @@ final class FlawScenarioTests: XCTestCase {
     func testFlawExpectationsAreValidated() {
         let opening = "central:\n  - scan\n  - connect: hm10\n  - read: FFE1\n"
         XCTAssertEqual(errors(opening + "  - expect: { malformed-respons: any }"), [
-            "test.yaml:13:15: error: found unknown expectation 'malformed-respons', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'malformed-response'?",
+            "test.yaml:13:15: error: found unknown expectation 'malformed-respons', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'malformed-response'?",
         ])
         XCTAssertEqual(errors(opening + "  - expect: { att-timeout: raed }"), [
             "test.yaml:13:28: error: found 'raed', expected the request that timed out (\(requestList), or any); did you mean 'read'?",

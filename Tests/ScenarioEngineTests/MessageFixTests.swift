@@ -32,7 +32,7 @@ final class MessageFixTests: XCTestCase {
     func testPeripheralActionExamplesAreValidYAMLSubset() {
         let bare = errors(withStep("- peripheral"))
         XCTAssertEqual(bare, [
-            "test.yaml:10:5: error: found 'peripheral', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests); 'peripheral' needs a value, e.g. peripheral: { hm10: [{ notify: FFE1 }] }",
+            "test.yaml:10:5: error: found 'peripheral', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); 'peripheral' needs a value, e.g. peripheral: { hm10: [{ notify: FFE1 }] }",
         ])
         XCTAssertEqual(errors(withStep("- peripheral: hm10")), [
             "test.yaml:10:17: error: found 'hm10', expected peripheral ids with their actions, such as { hm10: [{ notify: FFE1 }] }",
@@ -41,7 +41,7 @@ final class MessageFixTests: XCTestCase {
             "test.yaml:10:25: error: found 'notify', expected a list of actions such as [{ notify: FFE1 }]",
         ])
         XCTAssertEqual(errors(withStep("- peripheral: { hm10: [notify] }")), [
-            "test.yaml:10:26: error: found 'notify', expected an action (notify, indicate, notify-every, stop-notifying, set-value, respond-error, delay, disconnect, stop-advertising, start-advertising, notify-handle, indicate-handle, send-pdu, add-service, remove-service, service-changed, power-off, request-connection-update, burst); write 'notify: …' with its characteristic or value",
+            "test.yaml:10:26: error: found 'notify', expected an action (notify, indicate, notify-every, stop-notifying, set-value, respond-error, delay, disconnect, stop-advertising, start-advertising, forget-bonds, notify-handle, indicate-handle, send-pdu, add-service, remove-service, service-changed, power-off, request-connection-update, burst); write 'notify: …' with its characteristic or value",
         ])
         // The examples, copied into a file, validate.
         XCTAssertEqual(errors(withStep("- peripheral: { hm10: [{ notify: FFE1 }] }")), [])
@@ -195,7 +195,7 @@ final class SchemaHintTests: XCTestCase {
     /// "found unknown key 'notifcation', expected a 'value' key (value)".
     func testMisspeltExpectationBesideValue() {
         XCTAssertEqual(errors(file(step: "- expect: { notifcation: FFE1, value: text:a }")), [
-            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'notification'?",
+            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'notification'?",
         ])
         XCTAssertEqual(errors(file(step: "- expect: { value: text:a, colour: red }")), [
             "test.yaml:11:30: error: found unknown key 'colour', expected a 'value' key (value)",

@@ -98,7 +98,7 @@ final class RadioScenarioTests: XCTestCase {
             "test.yaml:7:25: error: found 'refuse', expected accept or reject",
         ])
         XCTAssertEqual(errors(file("  - parameter-requests")).first,
-                       "test.yaml:7:5: error: found 'parameter-requests', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests); 'parameter-requests' needs a value, e.g. parameter-requests: reject")
+                       "test.yaml:7:5: error: found 'parameter-requests', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); 'parameter-requests' needs a value, e.g. parameter-requests: reject")
         XCTAssertEqual(errors("""
             scenario: radio
             peripherals:

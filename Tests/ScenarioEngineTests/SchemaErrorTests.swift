@@ -37,7 +37,7 @@ final class SchemaErrorTests: XCTestCase {
         central:
           - scan
         """), [
-            "test.yaml:4:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, link, mtu); did you mean 'advertise'?",
+            "test.yaml:4:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, security, link, mtu); did you mean 'advertise'?",
         ])
         XCTAssertEqual(errors("scenario: x\nperipherals: { a: {} }\ncentral: [scan]\ntimout: 5s\n"), [
             "test.yaml:4:1: error: found unknown key 'timout', expected a scenario key (scenario, tags, timeout, seed, requires, expect-failure, peripherals, central); did you mean 'timeout'?",
@@ -46,13 +46,13 @@ final class SchemaErrorTests: XCTestCase {
 
     func testMisspeltStepAndOptionGetDidYouMean() {
         XCTAssertEqual(errors(withStep("- wiat: 2s")), [
-            "test.yaml:10:5: error: found unknown step 'wiat', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests); did you mean 'wait'?",
+            "test.yaml:10:5: error: found unknown step 'wiat', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); did you mean 'wait'?",
         ])
         XCTAssertEqual(errors(withStep("- expect: { notification: FFE1, vaule: text:a }")), [
             "test.yaml:10:35: error: found unknown key 'vaule', expected a 'notification' key (characteristic, value, count, within, in-order, peripheral); did you mean 'value'?",
         ])
         XCTAssertEqual(errors(withStep("- expect: { discoverd: hm10 }")).first,
-                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed); did you mean 'discovered'?")
+                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'discovered'?")
     }
 
     /// `acquire` (BlueZ's AcquireNotify/AcquireWrite) on subscribe and write only; AcquireWrite

@@ -41,6 +41,7 @@ public final class SimulatedPeripheral {
     public init(spec: PeripheralSpec, in lab: Lab) throws {
         self.spec = spec
         var configuration = HostConfiguration(deviceName: spec.servedDeviceName)
+        configuration.security = spec.security.map { $0.settings.securitySettings }
         var publicAddress: BDAddr?
         if let address = spec.address {
             if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }
@@ -123,6 +124,10 @@ public final class SimulatedPeripheral {
                 self.record(.disconnected(connection.peer, reason))
                 self.perform(self.spec.onDisconnect, site: "on-disconnect")
             }
+            if self.spec.security?.requestsSecurityOnConnect == true {
+                self.record(.note("sent Security Request (request-security: on-connect)"))
+                connection.pair()
+            }
             self.perform(self.spec.onConnect, site: "on-connect")
         }
     }
@@ -187,6 +192,11 @@ public final class SimulatedPeripheral {
             break // handled by `run`
         case .powerOff, .requestConnectionUpdate, .burst:
             executeFault(action, context: context, site: site)
+        case .forgetBonds:
+            let count = host.bonds.bonds.count
+            host.bonds.forgetAll()
+            record(.action(action))
+            did(action, "forgot \(count) bond\(count == 1 ? "" : "s")", context)
         case let .disconnect(reason):
             disconnectAll(action, reason: reason ?? .remoteUserTerminatedConnection, context: context)
         case .stopAdvertising:

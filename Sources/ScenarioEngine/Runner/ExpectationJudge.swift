@@ -98,6 +98,8 @@ final class ExpectationJudge {
             try check(f, fail: fail)
         case let .interruption(e):
             try checkInterruption(e, fail: fail)
+        case let .security(e):
+            try checkSecurity(e, fail: fail)
         case let .rssi(e):
             try checkRSSI(e, fail: fail)
         }

@@ -7,6 +7,7 @@ import GAP
 import GATT
 import HCI
 import ScenarioFormat
+import SMP
 import Transport
 
 /// Why a step stopped the scenario (internal: becomes a `ScenarioFailure`).
@@ -50,6 +51,8 @@ final class ScenarioSession {
     lazy var steps = StepRunner(session: self)
     /// The simulator's faults (FaultSteps.swift).
     lazy var faults = FaultSteps(session: self)
+    /// The central's pairings and encryptions (SecurityAccount.swift).
+    let security = SecurityAccount()
     /// What BLELab's host in the central's seat met on its links to flawed peripherals.
     var flawObservations: FlawObservations { (central as? HostCentral)?.flaws ?? FlawObservations() }
 
@@ -173,6 +176,10 @@ final class ScenarioSession {
                     break
                 }
             }
+            // A pairing the peripheral started that failed, and that no expectation took up.
+            if case .passed = outcome, let failed = security.unjudgedFailure(), let last = scenario.steps.last {
+                outcome = .failed(makeFailure(failed, step: last))
+            }
         }
         current = nil
         RealControllers.settleFinalInstant(lab: lab, now: now, central: centralDevice, peripherals: peripherals)
@@ -248,13 +255,17 @@ final class ScenarioSession {
             central = seat
         } else {
             let device: LabDevice
-            do { device = try lab.addDevice(PeripheralSchema.centralID) } catch {
+            // BLELab's central pairs with the Security Manager's defaults (docs/scenarios.md section 19).
+            var configuration = HostConfiguration()
+            configuration.security = SecuritySettings()
+            do { device = try lab.addDevice(PeripheralSchema.centralID, configuration: configuration) } catch {
                 throw StepFailure(kind: .setup, expected: "a controller for the central", seen: "\(error)")
             }
             central = HostCentral(lab: lab, device: device, recordsTimeline: options.recordsTimeline,
                                   peripheralID: { [weak self] in self?.peripheralID(at: $0) }, record: { [weak self] in self?.record($0) })
             watchViolations(of: device.host, device: PeripheralSchema.centralID)
             keepBounded(device, central: true)
+            security.watch(device.host) { [weak self] in self?.peripheralID(at: $0) }
             observations.watchCentral(device.traffic)
             if options.recordsTimeline { watchTimeline(device) }
         }

@@ -21,6 +21,7 @@ final class StepRunner {
 
     func execute(_ step: CentralStep, position: Int) throws {
         if Self.needsTheCentral(step.action), let off = session.centralOff() { throw off }
+        if !step.isExpectation, let failed = session.security.unjudgedFailure() { throw failed }
         switch step.action {
         case let .scan(scan): try self.scan(scan, step: step)
         case let .connect(id, within): try connect(id, within: within, step: step, position: position)
@@ -37,6 +38,7 @@ final class StepRunner {
         case let .peripheralActions(list): try perform(list, step: step)
         case let .expect(expectation): try session.judge.check(expectation, step: step)
         case let .fault(fault): try session.faults.execute(fault, step: step)
+        case let .security(security): try self.security(security, step: step, position: position)
         }
     }
 
@@ -46,9 +48,9 @@ final class StepRunner {
     static func needsTheCentral(_ action: CentralAction) -> Bool {
         switch action {
         case .scan, .connect, .discover, .exchangeMTU, .read, .write, .readDescriptor, .writeDescriptor, .subscribe, .unsubscribe,
-             .disconnect, .fault(.centralPowerOff), .fault(.connectionUpdate):
+             .disconnect, .fault(.centralPowerOff), .fault(.connectionUpdate), .security(.pair), .security(.encrypt):
             return true
-        case .wait, .peripheralActions, .expect, .fault:
+        case .wait, .peripheralActions, .expect, .fault, .security:
             return false
         }
     }
@@ -191,10 +193,15 @@ final class StepRunner {
                 throw StepFailure(kind: .operation, expected: expected ?? "\(what) to complete", seen: "\(error)")
             }
             session.note = "ATT error \(code)"
-            let expectsAnError = following.contains { if case .expect(.error) = $0.action { return true }; return false }
+            // An auto-pair that failed is judged by the `pairing-failed` (or `encryption-failed`) right after.
+            let securityFailed = (code == .insufficientAuthentication || code == .insufficientEncryption) && session.security.autoPair != nil
+                && following.contains { if case .expect(.security(.pairingFailed)) = $0.action { return true }
+                                        if case .expect(.security(.encryptionFailed)) = $0.action { return true }; return false }
+            let expectsAnError = securityFailed || following.contains { if case .expect(.error) = $0.action { return true }; return false }
             guard expectsAnError else {
                 var seen = "\(error)"
                 if case let .gatt(failure) = error { seen = "ATT Error Response \(code) for handle \(hex4(Self.handle(of: failure)))" }
+                if let why = session.security.autoPairFailure { seen += "; auto-pair: \(why)" }
                 throw StepFailure(kind: .unexpectedATTError,
                                   expected: "\(what) to succeed, or an 'expect: { error: \(code.name) }' right after the step", seen: seen)
             }
@@ -221,7 +228,7 @@ final class StepRunner {
     private func read(_ ref: CharacteristicRef, on id: String, step: CentralStep, position: Int) throws {
         guard let address = try target(id, step: step, position: position) else { return }
         try session.characteristic(ref, on: id, at: address)
-        let result = try session.operate("the read of \(ref)") { done in session.central.read(ref, on: address, completion: done) }
+        let result = try operateSecured(id, "the read of \(ref)") { done in session.central.read(ref, on: address, completion: done) }
         if let value = try settle(result, "the read of \(ref)", step: step, position: position) {
             session.lastRead = (step.index, value)
             session.note = "read \(ValueText.describe(value))"
@@ -239,7 +246,7 @@ final class StepRunner {
         let what = command ? "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
             : "the write to \(w.characteristic)"
         let request = SeatWrite(value: w.value, type: w.type, acquire: step.acquire)
-        let result = try session.operate(what) { done in session.central.write(request, to: w.characteristic, on: address, completion: done) }
+        let result = try operateSecured(w.peripheral, what) { done in session.central.write(request, to: w.characteristic, on: address, completion: done) }
         if try settle(result, what, expected: command ? what : nil, step: step, position: position) != nil {
             session.note = session.central.describe(.write(request))
         }
@@ -254,7 +261,7 @@ final class StepRunner {
         // Response) counts; what was in flight before an unsubscription took effect does not.
         let before = handle.map { session.observations.arrivalCount(id, $0) }
         let acquire = step.acquire, configuration = step.subscription
-        let result = try session.operate(what) { done in
+        let result = try operateSecured(id, what) { done in
             session.central.setNotifications(enable, for: ref, on: address, acquire: acquire, configuration: configuration, completion: done)
         }
         if try settle(result, what, step: step, position: position) != nil {
@@ -284,7 +291,7 @@ final class StepRunner {
     private func readDescriptor(_ d: DescriptorRef, on id: String, step: CentralStep, position: Int) throws {
         let connection = try session.live(id)
         let handle = try discovered(d, on: id, connection: connection)
-        let result: Result<[UInt8], SeatError> = try session.operate("the read of \(d)") { done in connection.client.read(handle: handle) { done($0.mapError { SeatError.gatt($0) }) } }
+        let result: Result<[UInt8], SeatError> = try operateSecured(id, "the read of \(d)") { done in connection.client.read(handle: handle) { done($0.mapError { SeatError.gatt($0) }) } }
         if let value = try settle(result, "the read of \(d)", step: step, position: position) {
             session.lastRead = (step.index, value)
             session.note = "read \(ValueText.describe(value)) from \(hex4(handle))"
@@ -298,7 +305,7 @@ final class StepRunner {
         let handle = try discovered(d, on: id, connection: connection)
         let valueHandle = self.session.valueHandle(d.characteristic, on: id)
         let before = valueHandle.map { session.observations.arrivalCount(id, $0) }
-        let result: Result<Void, SeatError> = try session.operate("the write of \(d)") { done in connection.client.write(value, handle: handle) { done($0.mapError { SeatError.gatt($0) }) } }
+        let result: Result<Void, SeatError> = try operateSecured(id, "the write of \(d)") { done in connection.client.write(value, handle: handle) { done($0.mapError { SeatError.gatt($0) }) } }
         if try settle(result, "the write of \(d)", step: step, position: position) != nil {
             session.note = "Write Request to \(hex4(handle)) accepted"
         }

@@ -92,6 +92,8 @@ public enum CentralAction: Hashable {
     case expect(Expectation)
     /// A fault on the air or a change of the link (Faults.swift).
     case fault(FaultStep)
+    /// Pairing, encryption, auto-pair (Security.swift).
+    case security(SecurityStep)
 
     /// Whether the step is an ATT operation whose error an `expect: { error: … }` may take.
     public var isOperation: Bool {
@@ -111,6 +113,7 @@ public enum CentralAction: Hashable {
         case let .readDescriptor(p, _), let .writeDescriptor(p, _, _): return p
         case let .expect(e): return e.peripheral
         case let .fault(f): return f.peripheral
+        case let .security(s): return s.peripheral
         case .scan, .wait, .peripheralActions: return nil
         }
     }

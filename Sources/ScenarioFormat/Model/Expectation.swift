@@ -38,6 +38,8 @@ public enum Expectation: Hashable {
     case interruption(InterruptionExpectation)
     /// The RSSI the central measures for a peripheral: from the last scan, or on the link.
     case rssi(RSSIExpectation)
+    /// Pairing and encryption (Security.swift).
+    case security(SecurityExpectation)
 
     /// The default of every `within`.
     public static let defaultWithin = TimeSpan.seconds(1)
@@ -54,6 +56,7 @@ public enum Expectation: Hashable {
         case .value, .writeSentAs, .error: return nil
         case let .flaw(e): return e.peripheral
         case let .interruption(e): return e.peripheral
+        case let .security(e): return e.peripheral
         }
     }
 
@@ -77,6 +80,7 @@ public enum Expectation: Hashable {
         case let .fault(f): return f.summary
         case let .interruption(e): return e.summary
         case let .rssi(e): return e.summary
+        case let .security(e): return e.summary
         }
     }
 }

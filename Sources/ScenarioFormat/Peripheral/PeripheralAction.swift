@@ -108,6 +108,9 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
     /// Indicates Service Changed (0x2A05, Core 5.4 Vol 3 Part G 7.1) to every central that enabled
     /// it, with this range; nil: the handles added or removed since the last Service Changed.
     case serviceChanged(ATTHandleRange?)
+    /// Forgets every bond (a factory reset): a bonded central's next encryption fails with PIN or
+    /// Key Missing (Vol 3 Part H 2.4.4.2; the LTK request is answered negatively).
+    case forgetBonds
 
     public var description: String {
         switch self {
@@ -129,6 +132,7 @@ public enum PeripheralAction: Hashable, CustomStringConvertible {
         case let .addService(s): return "add-service \(s.uuid) [\(s.characteristics.map(\.uuid.description).joined(separator: ", "))]"
         case let .removeService(u): return "remove-service \(u)"
         case let .serviceChanged(r): return "service-changed" + (r.map { " \($0)" } ?? "")
+        case .forgetBonds: return "forget-bonds"
         }
     }
 

@@ -23,6 +23,8 @@ public struct PeripheralSpec: Hashable {
     public var onDisconnect: [PeripheralAction]
     /// How it misanswers ATT requests, tried in order (scenario key `flaws:`).
     public var flaws: [ATTFlaw] = []
+    /// How it pairs (scenario key `security:`, Security.swift); nil: it refuses pairing.
+    public var security: PeripheralSecurity?
 
     public init(id: String, address: LEAddress? = nil, rssi: Int8? = nil, advertising: AdvertisingSpec? = nil,
                 services: [ServiceSpec] = [], deviceName: String? = nil,
@@ -183,6 +185,10 @@ public struct CharacteristicSpec: Hashable {
     public var onUnsubscribe: [PeripheralAction]
     /// `handle:`: its value's handle, the declaration one before (nil: right after the handles before it).
     public var handle: UInt16?
+    /// `permissions:`: what the link must have to read or write the value (Security.swift).
+    public var permissions = AttributePermissions.open
+    /// `permissions: [encrypted-subscribe]`…: what the link must have to write its CCCD.
+    public var configurationPermissions = AttributePermissions.open
 
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8] = [], descriptors: [GATTDescriptor] = [],
                 extendedProperties: CharacteristicExtendedProperties = [],
@@ -201,8 +207,11 @@ public struct CharacteristicSpec: Hashable {
 
     /// The characteristic as the GATT database takes it.
     public var gattCharacteristic: GATTCharacteristic {
-        GATTCharacteristic(uuid: uuid, properties: properties, value: value, descriptors: descriptors, extendedProperties: extendedProperties,
-                           valueHandle: handle)
+        var c = GATTCharacteristic(uuid: uuid, properties: properties, value: value, descriptors: descriptors, extendedProperties: extendedProperties,
+                                   valueHandle: handle)
+        c.permissions = permissions
+        c.configurationPermissions = configurationPermissions
+        return c
     }
 
     /// The UUIDs of every descriptor the database gives it, in handle order: those its properties

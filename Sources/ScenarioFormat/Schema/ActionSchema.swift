@@ -36,7 +36,7 @@ struct ActionSchema {
     static let disconnectReasons: [HCIStatus] = [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].map { HCIStatus(rawValue: $0) }
 
     static let keywords = ["notify", "indicate", "notify-every", "stop-notifying", "set-value", "respond-error", "delay",
-                           "disconnect", "stop-advertising", "start-advertising"] + flawKeywords + faultKeywords
+                           "disconnect", "stop-advertising", "start-advertising", "forget-bonds"] + flawKeywords + faultKeywords
 
     func actions(_ node: YAMLNode, site: ActionSite) -> [PeripheralAction] {
         guard let items = items(node) else { return [] }
@@ -79,6 +79,7 @@ struct ActionSchema {
             case "start-advertising": return (.startAdvertising, s.mark)
             case "service-changed": return (.serviceChanged(nil), s.mark)
             case "power-off": return (.powerOff, s.mark)
+            case "forget-bonds": return (.forgetBonds, s.mark)
             default:
                 let hint = Self.keywords.contains(s.text) ? "write '\(s.text): …' with its characteristic or value"
                     : Spelling.suggestion(for: s.text, in: Self.keywords)

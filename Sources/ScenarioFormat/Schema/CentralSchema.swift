@@ -20,9 +20,9 @@ struct CentralSchema {
     private(set) var lastTarget: String?
 
     static let keywords = ["scan", "connect", "discover", "mtu", "read", "write", "subscribe", "unsubscribe", "wait", "disconnect",
-                           "peripheral", "expect"] + faultKeywords
+                           "peripheral", "expect"] + faultKeywords + securityKeywords
     /// Steps that may be written without a value.
-    static let bare = ["scan", "discover", "disconnect"] + bareFaultKeywords
+    static let bare = ["scan", "discover", "disconnect"] + bareFaultKeywords + bareSecurityKeywords
 
     /// The step being read said `acquire: true`.
     private var acquire = false
@@ -109,7 +109,7 @@ struct CentralSchema {
         case "wait": return "wait: 2s"
         case "peripheral": return "peripheral: { hm10: [{ notify: FFE1 }] }"
         case "expect": return "expect: { discovered: hm10 }"
-        default: return faultExample(keyword) ?? "\(keyword): …"
+        default: return faultExample(keyword) ?? securityExample(keyword) ?? "\(keyword): …"
         }
     }
 
@@ -260,6 +260,8 @@ struct CentralSchema {
             // The link the step before relied on is down after it.
             if case let .interruption(e) = expectation { connected.removeAll { $0 == e.peripheral } }
             return .expect(expectation)
+        case _ where Self.securityKeywords.contains(keyword.text):
+            return securityStep(keyword: keyword, value: value, siblings: siblings)
         default:
             return faultStep(keyword: keyword, value: value, siblings: siblings)
         }

@@ -11,7 +11,7 @@ struct ExpectationSchema {
 
     static let kinds = ["discovered", "not-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
                         "peripheral-received", "notification", "no-notification", "disconnected", "rssi"] + flawKinds + faultKinds
-        + interruptionKinds
+        + interruptionKinds + securityKinds
 
     mutating func expectation(_ node: YAMLNode, central: inout CentralSchema) -> Expectation? {
         guard let m = r.mapping(node, "an expectation such as { discovered: hm10 } or { notification: FFE1, value: text:hi }") else { return nil }
@@ -159,6 +159,8 @@ struct ExpectationSchema {
             return rssiExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.flawKinds.contains(keyword.text):
             return flawExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
+        case _ where Self.securityKinds.contains(keyword.text):
+            return securityExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         case _ where Self.interruptionKinds.contains(keyword.text):
             return interruptionExpectation(keyword: keyword, value: value, siblings: siblings, central: &central)
         default:

@@ -11,12 +11,12 @@ public struct PeripheralSchema {
     /// `link:` and `mtu:` by peripheral id (FaultSchema.swift).
     private(set) var faults: [String: PeripheralFaults] = [:]
 
-    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws"] + faultKeys
+    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws", "security"] + faultKeys
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
     static let serviceKeys = ["service", "characteristics", "handle"]
-    static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties", "handle",
+    static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties", "handle", "permissions",
                                      "on-write", "on-read", "on-subscribe", "on-unsubscribe"]
 
     /// The id the scripted central has in logs and captures; a peripheral cannot take it.
@@ -74,6 +74,7 @@ public struct PeripheralSchema {
             }
         }
         if let f = faults(m) { faults[id] = f }
+        if let n = m["security"] { spec.security = SecuritySchema(r: r).peripheralSecurity(n) }
         var triggers: [(Int, Int, YAMLMapping)] = []
         var read = ServicesRead()
         if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers, read: &read) }
@@ -392,6 +393,9 @@ public struct PeripheralSchema {
                                       extendedProperties: extended)
         if let h = m["handle"], let handle = r.integer(h, in: 2...0xFFFF, "a value handle from 0x0002 to 0xFFFF (its declaration takes the one before)") {
             spec.handle = UInt16(handle)
+        }
+        if let p = m["permissions"] {
+            SecuritySchema(r: r).permissions(p, properties: properties, into: &spec)
         }
         return (spec, propertiesRead)
     }

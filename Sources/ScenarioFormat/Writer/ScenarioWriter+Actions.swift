@@ -29,6 +29,8 @@ extension ScenarioDocument {
             return flow([("delay", duration(span))])
         case .powerOff:
             return .scalar("power-off")
+        case .forgetBonds:
+            return .scalar("forget-bonds")
         case let .requestConnectionUpdate(r):
             var fields = parameters(r.interval, r.latency, r.timeout)
             if r.via != .l2cap { fields.append(("via", .scalar(r.via.rawValue))) }

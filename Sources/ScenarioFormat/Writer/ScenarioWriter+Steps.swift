@@ -72,6 +72,8 @@ extension ScenarioDocument {
             return keyword("expect", flow(expectation(e)))
         case let .fault(f):
             return faultStep(f)
+        case let .security(s):
+            return securityStep(s)
         }
     }
 
@@ -156,6 +158,8 @@ extension ScenarioDocument {
             case let .mtu(p, size):
                 return [("mtu", .scalar(String(size)))] + named(p)
             }
+        case let .security(s):
+            return securityExpectation(s)
         case let .interruption(i):
             switch i {
             case let .linkLost(p, reason):

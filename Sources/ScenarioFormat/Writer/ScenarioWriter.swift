@@ -64,6 +64,7 @@ struct ScenarioDocument {
         if !p.flaws.isEmpty {
             entries.append(("flaws", .sequence(p.flaws.enumerated().map { site(flaw($1), .flaw(id, $0)) }, .block)))
         }
+        if let security = p.security { entries.append(("security", peripheralSecurity(security))) }
         if !p.onConnect.isEmpty { entries.append(("on-connect", actionList(p.onConnect))) }
         if !p.onDisconnect.isEmpty { entries.append(("on-disconnect", actionList(p.onDisconnect))) }
         if !p.services.isEmpty {
@@ -127,6 +128,8 @@ struct ScenarioDocument {
         if !c.extendedProperties.isEmpty {
             entries.append(("extended-properties", .sequence(c.extendedProperties.names.map { .scalar($0) }, .flow)))
         }
+        let permissions = PermissionName.names(value: c.permissions, configuration: c.configurationPermissions)
+        if !permissions.isEmpty { entries.append(("permissions", .sequence(permissions.map { .scalar($0) }, .flow))) }
         var layout = YAMLOut.Layout.auto
         // Comments about the descriptors stand where `descriptors:` is, or would be.
         var dangling = comments[.descriptors(id, service: s, characteristic: index)].above

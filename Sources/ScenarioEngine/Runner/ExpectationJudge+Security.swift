@@ -1,0 +1,68 @@
+import GAP
+import GATT
+import ScenarioFormat
+import SMP
+
+/// The security expectations (docs/scenarios.md section 19), judged on what BLELab's host in the
+/// central's seat reported of its pairings and encryptions (`SecurityAccount`).
+extension ExpectationJudge {
+    func checkSecurity(_ e: SecurityExpectation, fail: (String) -> StepFailure) throws {
+        let id = e.peripheral
+        guard session.everConnected.contains(id) else { throw fail("never connected to \(id)") }
+        let account = session.security
+        let connection = session.connections[id]
+        /// No pairing is running on the link.
+        let settled = { connection?.pairing.map { $0.isFinished } ?? true }
+        switch e {
+        case let .paired(_, method, secureConnections, bonded, within):
+            _ = try session.waitFor("the pairing with \(id) (within: \(within))", within: within) { account.pairings[id] != nil && settled() }
+            switch account.pairings[id] {
+            case nil:
+                throw fail("no pairing with \(id)" + (connection?.pairing == nil ? " (nothing started one: a pair step, auto-pair, or the peripheral's request-security)" : " finished"))
+            case let .failure(failure)?:
+                throw fail("pairing failed: \(failure.report)")
+            case let .success(r)?:
+                var wrong: [String] = []
+                if let method, PairingMethodName(r.method) != method { wrong.append("by \(PairingMethodName(r.method).rawValue), not \(method.rawValue)") }
+                if let secureConnections, r.secureConnections != secureConnections {
+                    wrong.append(r.secureConnections ? "with Secure Connections" : "with LE legacy pairing")
+                }
+                if let bonded, r.bonded != bonded { wrong.append(r.bonded ? "bonded" : "not bonded") }
+                guard wrong.isEmpty else { throw fail(SecurityAccount.describe(r) + " (" + wrong.joined(separator: "; ") + ")") }
+                session.note = SecurityAccount.describe(r)
+            }
+        case let .encrypted(_, wanted, within):
+            guard let connection else { throw fail("the central's seat does not say whether its link is encrypted") }
+            if wanted {
+                _ = try session.waitFor("the encryption of the link to \(id) (within: \(within))", within: within) { connection.security.encrypted }
+            }
+            guard connection.security.encrypted == wanted else {
+                var seen = "the link to \(id) is \(connection.security)"
+                if wanted, case let .failure(f)? = account.encryptions[id] { seen += " (its encryption failed: \(f.words))" }
+                if wanted, case let .failure(f)? = account.pairings[id] { seen += " (pairing failed: \(f.report))" }
+                throw fail(seen)
+            }
+            session.note = "the link to \(id) is \(connection.security)"
+        case let .pairingFailed(_, reason, within):
+            _ = try session.waitFor("the pairing with \(id) to end (within: \(within))", within: within) { account.pairings[id] != nil && settled() }
+            switch account.pairings[id] {
+            case nil: throw fail("no pairing with \(id)")
+            case let .success(r)?: throw fail(SecurityAccount.describe(r))
+            case let .failure(failure)?:
+                if let reason, failure.name != reason { throw fail("pairing failed: \(failure.report)") }
+                session.note = "pairing failed: \(failure.report)"
+                if account.unjudged?.pairing == true { account.unjudged = nil }
+            }
+        case let .encryptionFailed(_, reason, within):
+            _ = try session.waitFor("an encryption of the link to \(id) to end (within: \(within))", within: within) { account.encryptions[id] != nil }
+            switch account.encryptions[id] {
+            case nil: throw fail("no encryption of the link to \(id) was attempted")
+            case let .success(security)?: throw fail("the link to \(id) was \(security)")
+            case let .failure(f)?:
+                if let reason, f.status != reason { throw fail("encryption failed: \(f.words)") }
+                session.note = "encryption failed: \(f.words)"
+                if account.unjudged?.pairing == false { account.unjudged = nil }
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import BLEWire
+import GAP
+import GATT
+import HCI
+import ScenarioFormat
+import SMP
+
+/// What the central's pairings and encryptions gave, per peripheral (docs/scenarios.md section
+/// 19): whoever started them — a `pair` or `encrypt` step, `auto-pair`, or the peripheral's
+/// Security Request — BLELab's host reports each outcome once, and the security expectations
+/// judge the latest.
+final class SecurityAccount {
+    /// `auto-pair`: on, with the pairing's settings.
+    var autoPair: SecuritySpec?
+    /// Why the running operation's auto-pair failed, for its step's failure.
+    var autoPairFailure: String?
+    /// The latest pairing's outcome with each peripheral.
+    private(set) var pairings: [String: Result<PairingResult, PairingFailure>] = [:]
+    /// The latest encryption's outcome on each peripheral's link: what it gave, or why it failed
+    /// (an HCI status, or nil for a refusal before any command, in words).
+    private(set) var encryptions: [String: Result<LinkSecurity, EncryptionOutcomeFailure>] = [:]
+
+    /// A pairing or encryption that failed where no step was waiting for it (the peripheral's
+    /// Security Request started it) and no `pairing-failed` or `encryption-failed` has judged
+    /// yet: the next step that is not an expectation fails with it, as does the scenario's end.
+    var unjudged: (peripheral: String, pairing: Bool, words: String, expectation: String)?
+
+    struct EncryptionOutcomeFailure: Error {
+        var status: HCIStatus?
+        var words: String
+    }
+
+    /// Listens to BLELab's host in the central's seat; `id` names the peripheral at an address.
+    func watch(_ host: BLEHost, id: @escaping (LEAddress) -> String?) {
+        host.onPairing = { [weak self] connection, result in
+            guard let self, let peripheral = id(connection.peer) else { return }
+            self.pairings[peripheral] = result
+            if case let .failure(failure) = result {
+                self.unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
+            }
+        }
+        host.onEncryptionChange = { [weak self] connection, status in
+            guard let self, let peripheral = id(connection.peer) else { return }
+            self.encryptions[peripheral] = status.isSuccess ? .success(connection.security)
+                : .failure(EncryptionOutcomeFailure(status: status, words: "Encryption Change with status \(status)"))
+            if !status.isSuccess {
+                self.unjudged = (peripheral, false, "encryption failed: Encryption Change with status \(status)", "encryption-failed: \(status.name)")
+            }
+        }
+    }
+
+    /// An encryption refused before it started (no bond, the link gone).
+    func encryptionRefused(_ id: String, _ failure: EncryptionFailure) {
+        if case let .status(status) = failure {
+            encryptions[id] = .failure(EncryptionOutcomeFailure(status: status, words: "\(failure)"))
+        } else {
+            encryptions[id] = .failure(EncryptionOutcomeFailure(status: nil, words: "\(failure)"))
+        }
+    }
+
+    /// "paired by passkey-entry, Secure Connections, bonded, 16-octet key".
+    static func describe(_ r: PairingResult) -> String {
+        "paired by \(PairingMethodName(r.method).rawValue), \(r.secureConnections ? "Secure Connections" : "LE legacy pairing"), "
+            + "\(r.bonded ? "bonded" : "not bonded"), \(r.keySize)-octet key\(r.authenticated ? ", authenticated" : "")"
+    }
+
+    /// The failure no step or expectation took up, as the failure of the step about to run (or
+    /// of the scenario's end).
+    func unjudgedFailure() -> StepFailure? {
+        guard let pending = unjudged else { return nil }
+        unjudged = nil
+        return StepFailure(kind: .operation,
+                           expected: "every pairing and encryption with \(pending.peripheral) to succeed, or an 'expect: { \(pending.expectation) }' once it has failed",
+                           seen: "the \(pending.pairing ? "pairing" : "encryption") that \(pending.peripheral)'s Security Request started: \(pending.words)")
+    }
+}

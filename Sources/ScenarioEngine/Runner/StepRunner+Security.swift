@@ -1,0 +1,121 @@
+import ATT
+import BLELab
+import BLEWire
+import GAP
+import GATT
+import HCI
+import ScenarioFormat
+import SMP
+
+/// The central's security steps (docs/scenarios.md section 19): `pair`, `encrypt`, `auto-pair`,
+/// and the retry `auto-pair` makes of an operation the peripheral refused for want of security.
+extension StepRunner {
+    func security(_ s: SecurityStep, step: CentralStep, position: Int) throws {
+        switch s {
+        case let .autoPair(on, settings):
+            session.security.autoPair = on ? settings : nil
+            session.note = on ? "from now on, Insufficient Authentication or Encryption makes the central pair (or encrypt) and retry"
+                : "auto-pair off"
+        case let .pair(id, settings):
+            let connection = try pairingConnection(id)
+            let result: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id)") { done in
+                connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
+            }
+            session.security.unjudged = nil   // this step judges it
+            switch result {
+            case let .success(r):
+                session.note = SecurityAccount.describe(r)
+            case let .failure(failure):
+                guard expectsSecurityFailure(after: position, of: id, pairing: true) else {
+                    throw StepFailure(kind: .operation,
+                                      expected: "the pairing with \(id) to succeed, or an 'expect: { pairing-failed: \(failure.name?.name ?? "REASON") }' right after the step",
+                                      seen: "pairing failed: \(failure.report)")
+                }
+                session.note = "pairing failed: \(failure.report)"
+            }
+        case let .encrypt(id):
+            let connection = try pairingConnection(id)
+            let result: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id)") { done in
+                connection.encrypt(completion: done)
+            }
+            session.security.unjudged = nil   // this step judges it
+            switch result {
+            case let .success(security):
+                session.note = "link \(security)"
+            case let .failure(failure):
+                session.security.encryptionRefused(id, failure)
+                guard expectsSecurityFailure(after: position, of: id, pairing: false) else {
+                    let name: String
+                    if case let .status(status) = failure { name = status.name } else { name = "REASON" }
+                    throw StepFailure(kind: .operation,
+                                      expected: "the link to \(id) encrypted with the central's bond, or an 'expect: { encryption-failed: \(name) }' right after the step",
+                                      seen: failure == .noBond ? "the central has no bond with \(id): pair first" : "\(failure)")
+                }
+                session.note = "\(failure)"
+            }
+        }
+    }
+
+    /// The central's settings for a pairing: its host's (the Security Manager's defaults).
+    static func centralSettings(_ connection: Connection) -> SecuritySettings {
+        connection.host?.configuration.security ?? SecuritySettings()
+    }
+
+    /// The live GAP connection to `id`, which only BLELab's host in the seat has.
+    private func pairingConnection(_ id: String) throws -> Connection {
+        guard session.central is HostCentral || session.connections[id] != nil else {
+            throw StepFailure(kind: .operation, expected: "a central that pairs", seen: "\(session.central.description) does not pair in the lab")
+        }
+        return try session.live(id)
+    }
+
+    /// Whether an `expect` right after `position` expects a pairing (or encryption) failure with `id`.
+    func expectsSecurityFailure(after position: Int, of id: String, pairing: Bool) -> Bool {
+        session.scenario.steps[(position + 1)...].prefix { $0.isExpectation }.contains { step in
+            switch step.action {
+            case let .expect(.security(.pairingFailed(p, _, _))): return pairing && p == id
+            case let .expect(.security(.encryptionFailed(p, _, _))): return !pairing && p == id
+            default: return false
+            }
+        }
+    }
+
+    /// Runs an ATT operation on `id`; with `auto-pair` on, an answer Insufficient Authentication
+    /// or Insufficient Encryption makes the central encrypt with its bond (or pair, without one),
+    /// then run it once more, as iOS and Android do. A pairing or encryption that fails leaves the
+    /// first answer, which the step settles as any ATT error (or a `pairing-failed` right after it
+    /// expects).
+    func operateSecured<T>(_ id: String, _ what: String, _ start: (@escaping (Result<T, SeatError>) -> Void) -> Void) throws -> Result<T, SeatError> {
+        session.security.autoPairFailure = nil
+        let first = try session.operate(what, start)
+        guard let settings = session.security.autoPair, case let .failure(error) = first, let code = error.attErrorCode,
+              code == .insufficientAuthentication || code == .insufficientEncryption,
+              let connection = session.connections[id], connection.isConnected, let host = connection.host else { return first }
+        if host.bonds.bond(for: connection.peer) != nil, !connection.security.encrypted {
+            let encrypted: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id) (auto-pair)") { done in
+                connection.encrypt(completion: done)
+            }
+            session.security.unjudged = nil   // the operation's step judges it
+            if case let .failure(failure) = encrypted {
+                session.security.encryptionRefused(id, failure)
+                session.security.autoPairFailure = "\(failure)"
+                session.note = "\(code) — auto-pair: \(failure)"
+                return first
+            }
+        } else {
+            let paired: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id) (auto-pair)") { done in
+                connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
+            }
+            session.security.unjudged = nil   // the operation's step judges it
+            if case let .failure(failure) = paired {
+                session.security.autoPairFailure = "pairing failed: \(failure.report)"
+                session.note = "\(code) — auto-pair: pairing failed: \(failure.report)"
+                return first
+            }
+        }
+        let again = try session.operate(what + " (retried after auto-pair)", start)
+        session.record(TimelineEvent(time: session.now, device: PeripheralSchema.centralID, kind: .central,
+                                     text: "auto-pair: \(what) got \(code); link \(connection.security); retried"))
+        return again
+    }
+}
