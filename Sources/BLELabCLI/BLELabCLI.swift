@@ -271,20 +271,18 @@ public struct BLELabCLI {
         return split.backends.isEmpty ? [backend] : split.backends
     }
 
-    /// Prepares every backend (side by side when there are several: helpers start in parallel);
-    /// what went wrong, or nil. On failure the caller shuts them all down.
+    /// Prepares every backend, one after the other, on this thread: what went wrong, or nil. On
+    /// failure the caller shuts them all down. Not side by side on threads of their own: a helper
+    /// started with PR_SET_PDEATHSIG (RootCanal through die_with_parent.py, Bumble's controllers
+    /// with --die-with-parent) gets its signal when the *thread* that started it ends, and so
+    /// would die as soon as a starting thread had done.
     private func prepare(_ backends: [ScenarioBackend], deviceCount: Int) -> String? {
-        let prepare = { (backend: ScenarioBackend) -> String? in
-            do {
-                try backend.prepare(deviceCount: deviceCount)
-                return nil
-            } catch {
+        for backend in backends {
+            do { try backend.prepare(deviceCount: deviceCount) } catch {
                 return "\(backend.description) could not start: \(error)"
             }
         }
-        let failures = backends.count == 1 ? [prepare(backends[0])] : ParallelRuns<String?>.map(backends, prepare)
-        let found = failures.compactMap { $0 }
-        return found.isEmpty ? nil : found.joined(separator: "\nblelab: ")
+        return nil
     }
 
     /// The order in which `--jobs` starts the runs: the longest-bounded first (by `timeout:`, what

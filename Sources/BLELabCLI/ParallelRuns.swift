@@ -61,13 +61,6 @@ final class ParallelRuns<Result> {
     }
 
     deinit { join() }
-
-    /// Calls `body` on each element of `items` on a thread of its own and returns the results in
-    /// order (for starting helper processes side by side).
-    static func map<T>(_ items: [T], _ body: @escaping (T) -> Result) -> [Result] {
-        let runs = ParallelRuns(count: items.count, workers: items.indices.map { k in { _ in body(items[k]) } })
-        return items.indices.map(runs.result)
-    }
 }
 
 /// A pthread mutex with its condition variable, on memory that never moves.
