@@ -81,7 +81,7 @@ final class HeartRateRig {
 func benchHeartRateSession() throws {
     var best = Double.infinity
     var simulated = 0.0
-    for round in 0..<5 {
+    for round in 0..<BenchMode.rounds(5) {
         let wall = try wallSeconds {
             let rig = try HeartRateRig(seed: UInt64(round + 1), recordsTraffic: true)
             try rig.setUp()
@@ -109,7 +109,7 @@ func benchHeartRateSession() throws {
 /// connect, discover, write with response, subscribe, one notification received.
 func benchFullFlow() throws {
     var times: [Double] = []
-    for round in 0..<200 {
+    for round in 0..<BenchMode.rounds(200) {
         let wall = try wallSeconds {
             let rig = try HeartRateRig(seed: UInt64(round + 1), recordsTraffic: true)
             try rig.setUp()
@@ -129,7 +129,7 @@ func benchNotificationThroughput() throws {
     // Best of three rounds on fresh rigs: one round's figure swings by ±30 % with what else the
     // machine does (these machines share their cores), the best is the stack's own speed.
     var best = 0.0
-    for round in 0..<3 {
+    for round in 0..<BenchMode.rounds(3) {
         let rig = try HeartRateRig(seed: 9 + UInt64(round), recordsTraffic: false, interval: .microseconds(7500))
         try rig.setUp()
         let total = 400_000
@@ -174,40 +174,29 @@ func benchScenarioSuite(folder: String) throws {
         }
     }
     var suite = Double.infinity
-    for _ in 0..<5 { suite = min(suite, try wallSeconds { try runAll(scenarios) }) }
+    for _ in 0..<BenchMode.rounds(5) { suite = min(suite, try wallSeconds { try runAll(scenarios) }) }
     print("scenario_suite_count: \(scenarios.count) scenarios")
     print("scenario_suite_wall_ms: \(String(format2: suite * 1000)) ms")
     guard let heartRate = scenarios.first(where: { $0.file.hasSuffix("heart-rate.yaml") }) else {
         throw BenchError(description: "no heart-rate.yaml in \(folder)")
     }
     var single = Double.infinity
-    for _ in 0..<10 { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
+    for _ in 0..<BenchMode.rounds(10) { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
     print("heart_rate_scenario_wall_ms: \(String(format2: single * 1000)) ms")
 }
 
 // `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
 // `blelab-bench --tier TRANSPORT [FOLDER]`: one tier whose spec has commas (hci-user:0,1,2).
-// `--no-suite` (anywhere after the flag) leaves out the suite figures: the quick mode CI uses.
+// Options after the flag (TierBench.swift): --no-suite, --jobs N, --serial-suite.
 if let flag = CommandLine.arguments.dropFirst().first, flag == "--tiers" || flag == "--tier" {
-    let options = CommandLine.arguments.dropFirst(2)
-    let runsSuite = !options.contains("--no-suite")
-    let arguments = options.filter { $0 != "--no-suite" }
-    let tiers = flag == "--tier" ? [arguments.first ?? "sim"]
-        : (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
-    do {
-        for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios", suite: runsSuite) }
-    } catch {
-        print("benchmark failed: \(error)")
-        exit(1)
-    }
-    exit(0)
+    exit(tierBenchMain(flag: flag, options: Array(CommandLine.arguments.dropFirst(2))))
 }
 
 do {
     try benchHeartRateSession()
     try benchFullFlow()
     try benchNotificationThroughput()
-    try benchScenarioSuite(folder: CommandLine.arguments.dropFirst().first ?? "scenarios")
+    try benchScenarioSuite(folder: BenchMode.arguments.first ?? "scenarios")
 } catch {
     print("benchmark failed: \(error)")
     exit(1)
