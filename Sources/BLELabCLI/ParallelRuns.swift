@@ -6,7 +6,10 @@ import Darwin
 
 /// `blelab run --jobs N`: scenario runs on N worker threads, each with a runner (a backend) of its
 /// own, taken from one list in a given order (the longest first: see `BLELabCLI.startOrder`), while
-/// the calling thread takes their results in the list's own order. The calling thread alone writes files and prints, so everything a run leaves — captures
+/// the calling thread takes their results in the list's own order. Results wait for their turn in
+/// memory, so no run starts more than `window` places after the one the caller waits for: memory
+/// stays bounded however many runs (`--repeat`); within the window the given order holds, beyond
+/// it the runs start in list order. The calling thread alone writes files and prints, so everything a run leaves — captures
 /// and their names, the console's lines, JUnit, the timeline — comes in the order and with the
 /// content of a run with one job; only wall times differ.
 ///
@@ -15,15 +18,23 @@ import Darwin
 /// share only the scenarios, which they read.
 final class ParallelRuns<Result> {
     private let lock = Lock()
-    private var next = 0
     private let order: [Int]
+    private let window: Int
+    /// The first position in `order` not taken yet, and the first index (list order) not taken.
+    private var nextInOrder = 0
+    private var nextInList = 0
+    private var taken: [Bool]
+    /// How many results the caller has taken (it takes them in list order).
+    private var released = 0
     private var results: [Result?]
     private var threads: [pthread_t] = []
 
     /// Starts one thread per element of `workers`; thread k calls `workers[k]` with each index it
     /// takes from 0..<count, taken in the order of `order` (a permutation of 0..<count) across threads.
-    init(count: Int, order: [Int]? = nil, workers: [(Int) -> Result]) {
+    init(count: Int, order: [Int]? = nil, window: Int = 256, workers: [(Int) -> Result]) {
         results = Array(repeating: nil, count: count)
+        taken = Array(repeating: false, count: count)
+        self.window = max(1, window)
         self.order = order ?? Array(0..<count)
         precondition(self.order.sorted() == Array(0..<count), "order must be a permutation of the runs")
         for work in workers {
@@ -39,9 +50,19 @@ final class ParallelRuns<Result> {
 
     private func take() -> Int? {
         lock.locked {
-            guard next < order.count else { return nil }
-            defer { next += 1 }
-            return order[next]
+            while true {
+                while nextInOrder < order.count, taken[order[nextInOrder]] { nextInOrder += 1 }
+                while nextInList < taken.count, taken[nextInList] { nextInList += 1 }
+                guard nextInList < taken.count else { return nil }
+                // The next in the given order if it is within the window, else the first in
+                // list order if that is (always so once the caller has caught up), else wait.
+                let candidates = [nextInOrder < order.count ? order[nextInOrder] : nextInList, nextInList]
+                if let index = candidates.first(where: { $0 < released + window }) {
+                    taken[index] = true
+                    return index
+                }
+                lock.wait()
+            }
         }
     }
 
@@ -49,7 +70,11 @@ final class ParallelRuns<Result> {
     func result(_ index: Int) -> Result {
         lock.locked {
             while results[index] == nil { lock.wait() }
-            defer { results[index] = nil }
+            defer {
+                results[index] = nil
+                released = max(released, index + 1)
+                lock.signalAll()
+            }
             return results[index]!
         }
     }
@@ -94,6 +119,9 @@ final class Lock {
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
     }
+
+    /// `broadcast` with the lock held (inside `locked`).
+    func signalAll() { pthread_cond_broadcast(condition) }
 }
 
 /// Starting a pthread on a Swift closure.

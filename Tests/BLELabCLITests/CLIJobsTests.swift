@@ -81,6 +81,31 @@ final class CLIJobsTests: XCTestCase {
         XCTAssertEqual(BLELabCLI.startOrder(runs, tier: .socket), [1, 4, 2, 0, 3], "d skips on socket: last")
     }
 
+    /// Results wait in memory for their turn: no run starts `window` or more places after the
+    /// one the caller waits for, whatever the start order; every result comes, in list order.
+    func testRunsStartWithinAWindowOfTheCallersProgress() {
+        let lock = Lock()
+        var consumed = 0
+        var farthest = 0
+        let count = 200, window = 8
+        let runs = ParallelRuns<Int>(count: count, order: Array((0..<count).reversed()), window: window, workers: (0..<3).map { _ in
+            { index in
+                lock.locked { farthest = max(farthest, index - consumed) }
+                return index * 2
+            }
+        })
+        var results: [Int] = []
+        for index in 0..<count {
+            results.append(runs.result(index))
+            lock.locked { consumed = index + 1 }
+        }
+        runs.join()
+        XCTAssertEqual(results, (0..<count).map { $0 * 2 })
+        // The test counts a result as taken a moment after ParallelRuns does: one place of slack.
+        XCTAssertLessThanOrEqual(farthest, window, "a run started \(farthest) places ahead")
+        XCTAssertGreaterThan(farthest, 1, "the reversed order was followed within the window")
+    }
+
     /// A backend that splits into `parts` backends, each counting what it is asked.
     final class SplittingBackend: ScenarioBackend {
         let parts: Int
