@@ -72,9 +72,12 @@ e2e: deps
 		--capture-air $(E2E_DIR)/air
 
 # Figures, one per line, `name: value unit`. Release build; never part of `make test`.
+# BENCH_QUICK=1: every figure from fewer rounds (`blelab-bench --quick`), for CI; the figures to
+# quote come from a plain `make bench`.
+BENCH_QUICK ?=
 bench: deps
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench scenarios
+	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench $(if $(filter 1 yes,$(BENCH_QUICK)),--quick) scenarios
 
 # Socket tier (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
 # tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
@@ -96,19 +99,23 @@ test-tiers: deps venv
 	$(TIER_ENV) $(SWIFT) test --skip-build --filter TierTests $(SWIFT_FLAGS)
 
 # Every scenario on RootCanal / on Bumble's controllers: JUnit, timeline and captures under
-# build/e2e-rootcanal/ and build/e2e-bumble/, as `make e2e` does for the sim.
+# build/e2e-rootcanal/ and build/e2e-bumble/, as `make e2e` does for the sim. TIER_JOBS scenarios
+# at a time (`blelab run --jobs`), each job on a RootCanal or Bumble process of its own (its own
+# air); the controllers run in real time and mostly wait, so more jobs than cores pay
+# (docs/tiers.md, "Scenarios in parallel"). TIER_JOBS=1: one at a time.
 E2E_ROOTCANAL_DIR ?= $(BUILD_DIR)/e2e-rootcanal
 E2E_BUMBLE_DIR ?= $(BUILD_DIR)/e2e-bumble
+TIER_JOBS ?= 4
 e2e-rootcanal: deps venv
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_ROOTCANAL_DIR) && mkdir -p $(E2E_ROOTCANAL_DIR)
-	$(TIER_ENV) $(BLELAB) run scenarios --transport rootcanal \
+	$(TIER_ENV) $(BLELAB) run scenarios --transport rootcanal --jobs $(TIER_JOBS) \
 		--junit $(E2E_ROOTCANAL_DIR)/junit.xml --json $(E2E_ROOTCANAL_DIR)/timeline.json --capture $(E2E_ROOTCANAL_DIR)/captures
 
 e2e-bumble: deps venv
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_BUMBLE_DIR) && mkdir -p $(E2E_BUMBLE_DIR)
-	$(TIER_ENV) $(BLELAB) run scenarios --transport bumble \
+	$(TIER_ENV) $(BLELAB) run scenarios --transport bumble --jobs $(TIER_JOBS) \
 		--junit $(E2E_BUMBLE_DIR)/junit.xml --json $(E2E_BUMBLE_DIR)/timeline.json --capture $(E2E_BUMBLE_DIR)/captures
 
 # Both, each run to the end even when the other failed; fails when either did.
@@ -129,14 +136,16 @@ hostile: deps venv
 	$(TIER_ENV) $(VENV)/bin/python tools/hostile_peer.py --blelab $(BLELAB) \
 		--rounds $(HOSTILE_ROUNDS) --seed $(HOSTILE_SEED) --out $(BUILD_DIR)/hostile
 
-# Per tier: helper start/stop, one scan→notify flow, the whole suite, in wall time (release build).
-# BENCH_TIERS_SUITE=no leaves out each tier's whole-suite figures (rootcanal_suite_wall_s, …):
-# .ci/run does, since `make e2e-socket` has just run both suites and printed their times.
+# Per tier: helper start/stop, one scan→notify flow, the whole suite with --jobs TIER_JOBS
+# (suite_rootcanal_s, suite_bumble_s), in wall time (release build). BENCH_TIERS_SERIAL=yes adds
+# the suite one scenario at a time (rootcanal_suite_wall_s, …) to compare. BENCH_TIERS_SUITE=no
+# leaves out the suite figures: .ci/run does, since `make e2e-socket` has just run both suites.
 BENCH_TIERS_SUITE ?= yes
+BENCH_TIERS_SERIAL ?= no
 bench-tiers: deps venv
 	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
 	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
-		$(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) scenarios
+		--jobs $(TIER_JOBS) $(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # One small scenario on each tier's controllers, which blelab starts and stops itself: power-on,
 # advertising, scanning, LE Create Connection, discovery, a write and its notification over ACL,
@@ -175,17 +184,23 @@ vm-probe: vm-probe-bin
 		$(abspath $(VM_DIR))/probe/hci_reset link $${BLELAB_HCI//,/ }'
 
 # Every scenario on btvirt's controllers in the VM: build/e2e-vhci/junit.xml and captures/.
+# VHCI_JOBS scenarios at a time, each on a group of controllers of its own (one btvirt, one air,
+# per group: vm/guest-run.sh -g). The VM's two emulated CPUs run every job's host stack.
+VHCI_JOBS ?= 3
 e2e-vhci: deps
-	SWIFT=$(SWIFT) vm/e2e-vhci.sh scenarios
+	SWIFT=$(SWIFT) VHCI_JOBS=$(VHCI_JOBS) vm/e2e-vhci.sh scenarios
 
 # The vhci tier's figures, in the micro-VM (software emulation here, so the host stack itself
-# runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite.
+# runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite with
+# --jobs VHCI_JOBS (suite_vhci_s; VHCI_JOBS groups of controllers, one btvirt each);
+# BENCH_TIERS_SERIAL=yes adds it one at a time (vhci_suite_wall_s).
 bench-vhci: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
 	$(SWIFT) build -c release --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
 	@n=$$($$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
-	vm/run.sh $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
-		--tier hci-user:$$(seq -s, 0 $$((n - 1))) scenarios
+	groups=$$(for g in $$(seq 0 $$(($(VHCI_JOBS) - 1))); do seq -s, $$((g * n)) $$((g * n + n - 1)); done | paste -sd/); \
+	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
+		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
 # scenarios/bluez, plus vm/bluez/failures, in the micro-VM: build/e2e-bluez/ (docs/vhci.md).
@@ -218,12 +233,12 @@ verdicts: deps
 # build/e2e-docker/, and removes the containers, images and dockerd it made, also when interrupted
 # (`exec`: a SIGTERM that make passes on reaches the script itself, not a shell in between).
 e2e-docker: deps
-	SWIFT=$(SWIFT) exec docker/e2e-docker.sh
+	SWIFT=$(SWIFT) VHCI_JOBS=$(VHCI_JOBS) exec docker/e2e-docker.sh
 
 # The same set-up and the vhci suite only: docker_image_build_s, docker_image_mb, docker_start_s
 # (docker run → controllers ready), docker_suite_s; results in build/bench-docker/.
 bench-docker: deps
-	SWIFT=$(SWIFT) exec docker/e2e-docker.sh --bench
+	SWIFT=$(SWIFT) VHCI_JOBS=$(VHCI_JOBS) exec docker/e2e-docker.sh --bench
 
 # Flakes, under load: `make test` SOAK_RUNS times in a row while stress-ng keeps every core
 # busy, then every scenario in scenarios/ SOAK_REPEATS times on the sim (--repeat), twice, so

@@ -43,7 +43,8 @@
 # BLELAB_DEBIAN_MIRROR, E2E_DOCKER_PRIVATE=1 (a private dockerd even when one answers),
 # E2E_DOCKER_STORAGE (the private dockerd's --storage-driver; default: dockerd's choice),
 # BLELAB_BIN (a static blelab built elsewhere, instead of step 4's swift build: CI jobs whose
-# runner has Docker but no Swift), E2E_BLUEZ_PARTS, VM_TIMEOUT.
+# runner has Docker but no Swift), E2E_BLUEZ_PARTS, VM_TIMEOUT, VHCI_JOBS (the vhci suite's
+# scenarios at a time, each on a btvirt of its own; default 1; make passes 3).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -366,9 +367,12 @@ container() {
 }
 
 N="$("$STATE/blelab" list --controllers "$@")" || fail "blelab list --controllers $*: the scenarios do not load"
-say "vhci suite: ${CPATHS[*]} on $N controllers, the $WAY way (docker run ${WAY_FLAGS[*]})"
+# VHCI_JOBS scenarios at a time, each on a group of N controllers from a btvirt of its own.
+JOBS="${VHCI_JOBS:-1}"
+case "$JOBS" in ''|*[!0-9]*|0) fail "VHCI_JOBS wants a count of 1 or more, not '$JOBS'" ;; esac
+say "vhci suite: ${CPATHS[*]} on $JOBS group(s) of $N controllers (--jobs $JOBS), the $WAY way (docker run ${WAY_FLAGS[*]})"
 status=0
-container vhci -n "$N" -- sh -c 'exec blelab run --transport "hci-user:$BLELAB_HCI" "$@" --junit /out/junit.xml --json /out/timeline.json --capture /out/captures' sh "${CPATHS[@]}" || status=$?
+container vhci -n "$N" -g "$JOBS" -- sh -c 'exec blelab run --jobs "$0" --transport "hci-user:$BLELAB_HCI_GROUPS" "$@" --junit /out/junit.xml --json /out/timeline.json --capture /out/captures' "$JOBS" "${CPATHS[@]}" || status=$?
 if [ -n "$READY_AT" ]; then figure docker_start_s "$READY_AT" s
 else say "error: the container never said its controllers were ready (no docker_start_s)"; [ "$status" != 0 ] || status=1; fi
 figure docker_suite_s "$RUN_S" s

@@ -16,9 +16,12 @@
 #         with --cap-drop ALL --security-opt no-new-privileges --read-only --tmpfs /tmp --user
 #         UID:GID (what make e2e-docker uses); --device /dev/kvm lets it use KVM where that works.
 #
-# Usage: IMAGE [--way auto|vhci|vm] [-n N] [GUEST-RUN OPTIONS] [-- COMMAND [ARG…]]
+# Usage: IMAGE [--way auto|vhci|vm] [-n N] [-g G] [GUEST-RUN OPTIONS] [-- COMMAND [ARG…]]
 #   --way       auto (default, or $BLELAB_WAY): vhci when /dev/vhci is there, else vm
 #   -n N        controllers (default: what the image's scenarios need, blelab list --controllers)
+#   -g G        G groups of N controllers, each from a btvirt of its own (an air of its own), named
+#               in BLELAB_HCI_GROUPS (0,1/2,3) for `blelab run --jobs G --transport
+#               "hci-user:$BLELAB_HCI_GROUPS"` (vm/guest-run.sh -g)
 #   GUEST-RUN OPTIONS  vm/guest-run.sh's: --ready-timeout S, --ready-by HOW, --bluez,
 #               --bluez-log DIR, --bluez-timeout S (in the vm way they travel as vm/run.sh --guest-arg)
 #   COMMAND     default: every scenario of the image on the controllers, results in /out:
@@ -49,6 +52,8 @@ while [ $# -gt 0 ]; do
     --way=*) WAY="${1#*=}"; shift ;;
     -n) [ $# -ge 2 ] || die "-n needs a number" 64; N="$2"; shift 2 ;;
     -n*) N="${1#-n}"; shift ;;
+    -g) [ $# -ge 2 ] || die "-g needs a number" 64; GUEST+=("-g$2"); shift 2 ;;
+    -g*) GUEST+=("$1"); shift ;;
     --bluez) GUEST+=(--bluez); shift ;;
     --ready-timeout|--ready-by|--bluez-log|--bluez-timeout)
       [ $# -ge 2 ] || die "$1 needs a value" 64; GUEST+=("$1=$2"); shift 2 ;;
@@ -97,7 +102,7 @@ grep -q " $RW " /proc/self/mountinfo || say "note: $RW is not a volume: the resu
 ENVS=()
 while IFS= read -r name; do
   case "$name" in
-    BLELAB_HCI|BLELAB_CONTROLLERS|BLELAB_VM|BLELAB_WAY|BLELAB_VM_*|BLELAB_BLUEZ*|BLELAB_DBUS_PID|BLELAB_BLUETOOTHD*) continue ;;
+    BLELAB_HCI|BLELAB_HCI_GROUPS|BLELAB_CONTROLLERS|BLELAB_VM|BLELAB_WAY|BLELAB_VM_*|BLELAB_BLUEZ*|BLELAB_DBUS_PID|BLELAB_BLUETOOTHD*) continue ;;
     BLELAB_*|E2E_BLUEZ_PARTS) ENVS+=(--env "$name=${!name}") ;;
   esac
 done < <(compgen -e)

@@ -4,18 +4,22 @@
 #
 #   vm/e2e-vhci.sh [SCENARIO_PATHS…]     (default: scenarios)
 #
-# Boots the VM with as many controllers as the scenarios need (`blelab list --controllers`: the
-# central plus the most peripherals any scenario declares) and runs, inside,
-#   blelab run --transport hci-user:0,1,… PATHS --junit build/e2e-vhci/junit.xml \
-#              --capture build/e2e-vhci/captures
+# Boots the VM with VHCI_JOBS groups of as many controllers as the scenarios need (`blelab list
+# --controllers`: the central plus the most peripherals any scenario declares), each group made by
+# a btvirt of its own (an air of its own: vm/guest-run.sh -g), and runs, inside,
+#   blelab run --jobs VHCI_JOBS --transport hci-user:0,1,…/N,N+1,… PATHS \
+#              --junit build/e2e-vhci/junit.xml --capture build/e2e-vhci/captures
 # with blelab built by `swift build -c release --static-swift-stdlib --product blelab` (then it
 # needs only the host's glibc, libstdc++, libgcc and libm, which the VM sees through 9p).
-# Environment: SWIFT (swift), E2E_VHCI_DIR (build/e2e-vhci), VM_TIMEOUT (seconds, default 1800).
+# Environment: SWIFT (swift), E2E_VHCI_DIR (build/e2e-vhci), VM_TIMEOUT (seconds, default 1800),
+# VHCI_JOBS (scenarios at a time, default 1).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 SWIFT="${SWIFT:-swift}"
 OUT="${E2E_VHCI_DIR:-build/e2e-vhci}"
+JOBS="${VHCI_JOBS:-1}"
+case "$JOBS" in ''|*[!0-9]*|0) say "VHCI_JOBS wants a count of 1 or more, not '$JOBS'"; exit 64 ;; esac
 export VM_TIMEOUT="${VM_TIMEOUT:-1800}"
 [ $# -gt 0 ] || set -- scenarios
 
@@ -28,13 +32,13 @@ say "swift build -c release --static-swift-stdlib --product blelab"
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 N="$("$BLELAB" list --controllers "$@")"
-HCI="$(seq -s, 0 $((N - 1)))"
-say "the scenarios need $N controllers: hci-user:$HCI"
+say "the scenarios need $N controllers; $JOBS job(s), each on a group of $N (guest-run.sh -g $JOBS)"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 status=0
-vm/run.sh "$N" -- "$BLELAB" run --transport "hci-user:$HCI" "$@" \
-  --junit "$OUT/junit.xml" --capture "$OUT/captures" || status=$?
+# The groups as guest-run made them (BLELAB_HCI_GROUPS: 0,1,…/N,N+1,…), read in the VM.
+vm/run.sh --guest-arg "-g$JOBS" "$N" -- bash -c 'exec "$0" run --jobs "$1" --transport "hci-user:$BLELAB_HCI_GROUPS" "${@:2}"' \
+  "$BLELAB" "$JOBS" "$@" --junit "$OUT/junit.xml" --capture "$OUT/captures" || status=$?
 
 # The captures the VM brought back must open in tshark, with every L2CAP frame on the ATT
 # channel (CID 4) decoded as ATT.

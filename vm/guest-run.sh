@@ -6,8 +6,12 @@
 #   - the Docker image (docker/Dockerfile): its entrypoint, docker/entrypoint.sh, runs it in the
 #     container when the host gives it /dev/vhci (else it boots the micro-VM, which runs it).
 #
-# Usage: guest-run.sh [-n N] [--ready-timeout S] [--ready-by HOW] [--bluez] [--] COMMAND [ARG…]
-#   -n N               number of controllers (default: $BLELAB_CONTROLLERS, else 2)
+# Usage: guest-run.sh [-n N] [-g G] [--ready-timeout S] [--ready-by HOW] [--bluez] [--] COMMAND [ARG…]
+#   -n N               number of controllers (default: $BLELAB_CONTROLLERS, else 2); with -g, per group
+#   -g G               G groups of N controllers (default: $BLELAB_GROUPS, else 1), each made by a
+#                      btvirt of its own, one after the other: btvirt puts all of its controllers on
+#                      one air, so each group is an air of its own, for `blelab run --jobs G
+#                      --transport hci-user:$BLELAB_HCI_GROUPS` (one job per group, no cross-talk)
 #   --ready-timeout S  how long to wait for the controllers (default 30 s)
 #   --ready-by HOW     how to tell that the kernel has set them up: debugfs, mgmt, grace or
 #                      auto (default: debugfs when mounted, else mgmt when btmgmt is there)
@@ -24,7 +28,8 @@
 #     BLELAB_HCI       the new controllers' indexes, comma-separated ("0,1" for hci0 and hci1), so
 #                      `blelab run --transport "hci-user:$BLELAB_HCI"` works even where real
 #                      adapters already hold hci0…
-#     BLELAB_CONTROLLERS  N
+#     BLELAB_CONTROLLERS  N × G
+#     BLELAB_HCI_GROUPS   the groups, each comma-separated, separated by '/' ("0,1/2,3" for -n 2 -g 2)
 #   and with --bluez also:
 #     BLELAB_BLUEZ=1, BLELAB_DBUS_PID, BLELAB_BLUETOOTHD_PID (the first bluetoothd's),
 #     DBUS_SYSTEM_BUS_ADDRESS, BLELAB_BLUEZ_LOG (bluetoothd's live log file, `-d` output),
@@ -47,6 +52,7 @@ say() { printf 'guest-run: %s\n' "$*" >&2; }
 die() { printf 'guest-run: error: %s\n' "$1" >&2; exit "${2:-70}"; }
 
 N="${BLELAB_CONTROLLERS:-2}"
+G="${BLELAB_GROUPS:-1}"
 READY_TIMEOUT=30
 READY_BY=auto
 BLUEZ="${BLELAB_BLUEZ:-0}"
@@ -56,6 +62,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -n) [ $# -ge 2 ] || die "-n needs a number" 64; N="$2"; shift 2 ;;
     -n*) N="${1#-n}"; shift ;;
+    -g) [ $# -ge 2 ] || die "-g needs a number" 64; G="$2"; shift 2 ;;
+    -g*) G="${1#-g}"; shift ;;
     --ready-timeout) [ $# -ge 2 ] || die "--ready-timeout needs seconds" 64; READY_TIMEOUT="$2"; shift 2 ;;
     --ready-timeout=*) READY_TIMEOUT="${1#*=}"; shift ;;
     --ready-by) [ $# -ge 2 ] || die "--ready-by needs debugfs, mgmt, grace or auto" 64; READY_BY="$2"; shift 2 ;;
@@ -74,6 +82,8 @@ done
 [ $# -gt 0 ] || die "no command given (usage: guest-run.sh [-n N] [--ready-timeout S] [--ready-by HOW] [--bluez] -- COMMAND…)" 64
 case "$N" in ''|*[!0-9]*) die "-n wants a number of controllers, not '$N'" 64 ;; esac
 [ "$N" -ge 1 ] && [ "$N" -le 16 ] || die "-n $N: between 1 and 16 controllers" 64
+case "$G" in ''|*[!0-9]*) die "-g wants a number of groups, not '$G'" 64 ;; esac
+[ "$G" -ge 1 ] && [ "$G" -le 8 ] || die "-g $G: between 1 and 8 groups" 64
 case "$READY_TIMEOUT" in ''|*[!0-9]*) die "--ready-timeout wants whole seconds, not '$READY_TIMEOUT'" 64 ;; esac
 case "$BLUEZ" in 0|1) ;; *) die "BLELAB_BLUEZ wants 0 or 1, not '$BLUEZ'" 64 ;; esac
 case "$BLUEZ_TIMEOUT" in ''|*[!0-9]*) die "--bluez-timeout wants whole seconds, not '$BLUEZ_TIMEOUT'" 64 ;; esac
@@ -103,14 +113,8 @@ if [ "$BLUEZ" = 1 ]; then
 fi
 
 start=$EPOCHREALTIME
-existing=" "
-for d in /sys/class/bluetooth/hci*; do
-  [ -e "$d" ] && existing="$existing${d##*/} "
-done
-
-BTVIRT_LOG="$(mktemp -t btvirt.XXXXXX.log 2>/dev/null || echo /tmp/btvirt.$$.log)"
-"$BTVIRT" -l"$N" -L >"$BTVIRT_LOG" 2>&1 &
-btvirt_pid=$!
+btvirt_pids=()
+btvirt_logs=()
 child_pid=""
 dbus_pid=""
 bluez_started=0
@@ -129,11 +133,14 @@ cleanup() {
   if [ "$BLUEZ" = 1 ] && [ -n "$BLUEZ_LOGDIR" ] && [ -d "$BLUEZ_RUN" ]; then
     cp "$BLUEZ_RUN/bluetoothd.log" "$BLUEZ_RUN/dbus-daemon.log" "$BLUEZ_LOGDIR/" 2>/dev/null
   fi
-  if kill -0 "$btvirt_pid" 2>/dev/null; then
-    kill -TERM "$btvirt_pid" 2>/dev/null
-    wait "$btvirt_pid" 2>/dev/null
-  fi
-  rm -f "$BTVIRT_LOG"
+  local pid
+  for pid in "${btvirt_pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+    fi
+  done
+  rm -f "${btvirt_logs[@]}"
 }
 trap cleanup EXIT
 trap 'say "interrupted"; exit 130' INT
@@ -173,27 +180,47 @@ set_up() {
   esac
 }
 
-deadline=$(( ${EPOCHSECONDS} + READY_TIMEOUT ))
-while :; do
-  if ! kill -0 "$btvirt_pid" 2>/dev/null; then
-    cat "$BTVIRT_LOG" >&2
-    die "btvirt exited before making $N controllers"
-  fi
-  new_controllers
-  if [ "${#NEW[@]}" -ge "$N" ]; then
-    NEW=($(printf '%s\n' "${NEW[@]}" | sort -V | head -n "$N"))
-    set_up "${NEW[@]}" && break
-  fi
-  if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
-    cat "$BTVIRT_LOG" >&2
-    die "only ${#NEW[@]} of $N controllers ready after ${READY_TIMEOUT} s (have: ${NEW[*]:-none})"
-  fi
-  sleep 0.02
+# One group: a btvirt making N controllers, waited for until the kernel has set them all up; the
+# next group starts only then, so that each group's indexes are its own (the kernel gives the
+# lowest free ones, in creation order).
+ALL=()
+GROUPS_TEXT=""
+for g in $(seq 1 "$G"); do
+  existing=" "
+  for d in /sys/class/bluetooth/hci*; do
+    [ -e "$d" ] && existing="$existing${d##*/} "
+  done
+  BTVIRT_LOG="$(mktemp -t btvirt.XXXXXX.log 2>/dev/null || echo /tmp/btvirt.$$.$g.log)"
+  btvirt_logs+=("$BTVIRT_LOG")
+  "$BTVIRT" -l"$N" -L >"$BTVIRT_LOG" 2>&1 &
+  btvirt_pid=$!
+  btvirt_pids+=("$btvirt_pid")
+  deadline=$(( ${EPOCHSECONDS} + READY_TIMEOUT ))
+  while :; do
+    if ! kill -0 "$btvirt_pid" 2>/dev/null; then
+      cat "$BTVIRT_LOG" >&2
+      die "btvirt exited before making $N controllers (group $g of $G)"
+    fi
+    new_controllers
+    if [ "${#NEW[@]}" -ge "$N" ]; then
+      NEW=($(printf '%s\n' "${NEW[@]}" | sort -V | head -n "$N"))
+      set_up "${NEW[@]}" && break
+    fi
+    if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
+      cat "$BTVIRT_LOG" >&2
+      die "only ${#NEW[@]} of $N controllers ready after ${READY_TIMEOUT} s (group $g of $G; have: ${NEW[*]:-none})"
+    fi
+    sleep 0.02
+  done
+  ALL+=("${NEW[@]}")
+  GROUPS_TEXT="$GROUPS_TEXT${GROUPS_TEXT:+/}$(IFS=,; echo "${NEW[*]//hci/}")"
 done
+NEW=("${ALL[@]}")
 BLELAB_HCI="$(IFS=,; echo "${NEW[*]//hci/}")"
-export BLELAB_HCI BLELAB_CONTROLLERS="$N"
+BLELAB_HCI_GROUPS="$GROUPS_TEXT"
+export BLELAB_HCI BLELAB_HCI_GROUPS BLELAB_CONTROLLERS="$(( N * G ))"
 elapsed=$(( (${EPOCHREALTIME/./} - ${start/./}) / 10000 ))
-say "controllers ready: ${NEW[*]} ($((elapsed / 100)).$(printf '%02d' $((elapsed % 100))) s, by $READY_BY)"
+say "controllers ready: ${NEW[*]}$([ "$G" -gt 1 ] && echo " in $G groups: $BLELAB_HCI_GROUPS") ($((elapsed / 100)).$(printf '%02d' $((elapsed % 100))) s, by $READY_BY)"
 
 # --- BlueZ: a system bus and bluetoothd, for `blelab run --central bluez` / `--peripheral bluez` --
 bluez_die() {

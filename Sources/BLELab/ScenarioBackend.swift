@@ -24,6 +24,24 @@ public protocol ScenarioBackend {
     /// SCAN_REQ outstanding scans only the first of them (docs/tiers.md, "Advertisers in
     /// lockstep"); distinct intervals let no two keep one phase.
     var advertisingIntervalStagger: TimeSpan { get }
+    /// The backends `blelab run --jobs` runs scenarios on at the same time: at most `jobs`, each
+    /// able to serve `deviceCount` devices, each with controllers of its own on an air of its own,
+    /// so that a scan in one scenario never hears another's devices. Each is then prepared, used
+    /// and shut down on its own. One (this backend) with a `note` saying why where that cannot
+    /// be done, and fewer than `jobs` with a note where only fewer fit.
+    func jobBackends(_ jobs: Int, deviceCount: Int) -> JobBackends
+}
+
+/// What `ScenarioBackend.jobBackends` gives: the backends to run on at once, and why there are
+/// fewer than asked for (nil when there are as many).
+public struct JobBackends {
+    public var backends: [ScenarioBackend]
+    public var note: String?
+
+    public init(_ backends: [ScenarioBackend], note: String? = nil) {
+        self.backends = backends
+        self.note = note
+    }
 }
 
 extension ScenarioBackend {
@@ -31,6 +49,10 @@ extension ScenarioBackend {
     public var advertisingIntervalStagger: TimeSpan { .zero }
     public func prepare(deviceCount: Int) throws {}
     public func shutDown() {}
+    /// A backend that knows no way to give each job controllers of its own runs one at a time.
+    public func jobBackends(_ jobs: Int, deviceCount: Int) -> JobBackends {
+        JobBackends([self], note: jobs > 1 ? "\(description) gives no job controllers of its own: one scenario at a time" : nil)
+    }
 }
 
 /// The embedded simulator: deterministic in the seed, on virtual time.
@@ -50,4 +72,10 @@ public struct SimBackend: ScenarioBackend {
     public var tier: TransportTier { .sim }
 
     public func makeLab(seed: UInt64) throws -> Lab { Lab(seed: seed, model: model) }
+
+    /// Every lab has an air of its own and shares nothing with another (no global state, STYLE
+    /// 9), so any number run at once, and give what they would one after the other.
+    public func jobBackends(_ jobs: Int, deviceCount: Int) -> JobBackends {
+        JobBackends(Array(repeating: self, count: max(1, jobs)))
+    }
 }

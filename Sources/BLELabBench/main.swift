@@ -81,7 +81,7 @@ final class HeartRateRig {
 func benchHeartRateSession() throws {
     var best = Double.infinity
     var simulated = 0.0
-    for round in 0..<5 {
+    for round in 0..<BenchMode.rounds(5) {
         let wall = try wallSeconds {
             let rig = try HeartRateRig(seed: UInt64(round + 1), recordsTraffic: true)
             try rig.setUp()
@@ -109,7 +109,7 @@ func benchHeartRateSession() throws {
 /// connect, discover, write with response, subscribe, one notification received.
 func benchFullFlow() throws {
     var times: [Double] = []
-    for round in 0..<200 {
+    for round in 0..<BenchMode.rounds(200) {
         let wall = try wallSeconds {
             let rig = try HeartRateRig(seed: UInt64(round + 1), recordsTraffic: true)
             try rig.setUp()
@@ -129,7 +129,7 @@ func benchNotificationThroughput() throws {
     // Best of three rounds on fresh rigs: one round's figure swings by ±30 % with what else the
     // machine does (these machines share their cores), the best is the stack's own speed.
     var best = 0.0
-    for round in 0..<3 {
+    for round in 0..<BenchMode.rounds(3) {
         let rig = try HeartRateRig(seed: 9 + UInt64(round), recordsTraffic: false, interval: .microseconds(7500))
         try rig.setUp()
         let total = 400_000
@@ -174,14 +174,14 @@ func benchScenarioSuite(folder: String) throws {
         }
     }
     var suite = Double.infinity
-    for _ in 0..<5 { suite = min(suite, try wallSeconds { try runAll(scenarios) }) }
+    for _ in 0..<BenchMode.rounds(5) { suite = min(suite, try wallSeconds { try runAll(scenarios) }) }
     print("scenario_suite_count: \(scenarios.count) scenarios")
     print("scenario_suite_wall_ms: \(String(format2: suite * 1000)) ms")
     guard let heartRate = scenarios.first(where: { $0.file.hasSuffix("heart-rate.yaml") }) else {
         throw BenchError(description: "no heart-rate.yaml in \(folder)")
     }
     var single = Double.infinity
-    for _ in 0..<10 { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
+    for _ in 0..<BenchMode.rounds(10) { single = min(single, try wallSeconds { try runAll([heartRate]) }) }
     print("heart_rate_scenario_wall_ms: \(String(format2: single * 1000)) ms")
 }
 
@@ -238,11 +238,12 @@ func crowdWall(count: Int, rounds: Int) throws -> Double {
 /// the two says whether the cost is linear in the number of devices (10 would be exactly linear).
 /// `BLELAB_BENCH_CROWD=N1,N2` measures other sizes (the 100, 1000, 3000, for instance).
 func benchCrowd() throws {
-    let sizes = (getenv("BLELAB_BENCH_CROWD").map { String(cString: $0) } ?? "1000,10000")
+    // Quick (CI): 1,000 advertisers only; the full figures come from plain `make bench`.
+    let sizes = (getenv("BLELAB_BENCH_CROWD").map { String(cString: $0) } ?? (BenchMode.quick ? "1000" : "1000,10000"))
         .split(separator: ",").compactMap { Int($0) }
     var walls: [Int: Double] = [:]
     for n in sizes {
-        let wall = try crowdWall(count: n, rounds: n <= 1000 ? 3 : 1)
+        let wall = try crowdWall(count: n, rounds: n <= 1000 ? BenchMode.rounds(3) : 1)
         walls[n] = wall
         print("crowd_\(n)_scan_wall_ms: \(String(format2: wall * 1000)) ms")
     }
@@ -328,7 +329,8 @@ func procText(_ path: String) -> String? {
 /// of the benchmark counts in its peak resident set: the child prints its wall time and its peak
 /// RSS. `BLELAB_BENCH_SOAK_HOURS` shortens it.
 func benchSoak() throws {
-    let hours = getenv("BLELAB_BENCH_SOAK_HOURS").flatMap { Int(String(cString: $0)) } ?? 24
+    // Quick (CI): one hour; the day-long figures come from plain `make bench`.
+    let hours = getenv("BLELAB_BENCH_SOAK_HOURS").flatMap { Int(String(cString: $0)) } ?? (BenchMode.quick ? 1 : 24)
     fflush(stdout)
     let executable = CommandLine.arguments[0].contains("/") ? CommandLine.arguments[0] : "/proc/self/exe"
     let argv: [String] = [executable, "--soak", "\(hours)"]
@@ -342,20 +344,9 @@ func benchSoak() throws {
 
 // `blelab-bench --tiers rootcanal,bumble [FOLDER]`: the socket tier's figures (make bench-tiers).
 // `blelab-bench --tier TRANSPORT [FOLDER]`: one tier whose spec has commas (hci-user:0,1,2).
-// `--no-suite` (anywhere after the flag) leaves out the suite figures: the quick mode CI uses.
+// Options after the flag (TierBench.swift): --no-suite, --jobs N, --serial-suite.
 if let flag = CommandLine.arguments.dropFirst().first, flag == "--tiers" || flag == "--tier" {
-    let options = CommandLine.arguments.dropFirst(2)
-    let runsSuite = !options.contains("--no-suite")
-    let arguments = options.filter { $0 != "--no-suite" }
-    let tiers = flag == "--tier" ? [arguments.first ?? "sim"]
-        : (arguments.first ?? "rootcanal,bumble").split(separator: ",").map(String.init)
-    do {
-        for tier in tiers { try benchTier(tier, folder: arguments.dropFirst().first ?? "scenarios", suite: runsSuite) }
-    } catch {
-        print("benchmark failed: \(error)")
-        exit(1)
-    }
-    exit(0)
+    exit(tierBenchMain(flag: flag, options: Array(CommandLine.arguments.dropFirst(2))))
 }
 
 do {
@@ -374,7 +365,7 @@ do {
     try benchHeartRateSession()
     try benchFullFlow()
     try benchNotificationThroughput()
-    try benchScenarioSuite(folder: CommandLine.arguments.dropFirst().first ?? "scenarios")
+    try benchScenarioSuite(folder: BenchMode.arguments.first ?? "scenarios")
     try benchCrowd()
     try benchSoak()
 } catch {

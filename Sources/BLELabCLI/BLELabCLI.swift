@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import BLELab
 import BLERuntime
 import ScenarioEngine
@@ -161,11 +166,6 @@ public struct BLELabCLI {
                 + "the radio is a real or external controller's (use --capture for its HCI, or a sniffer)\nblelab: nothing was run\n")
             return .badInput
         }
-        if arguments.captureAir != nil, backend.tier != .sim {
-            console.err("blelab: --capture-air records the sim's air, and only the sim has one: on --transport \(arguments.transport) "
-                + "the radio is a real or external controller's (use --capture for its HCI, or a sniffer)\nblelab: nothing was run\n")
-            return .badInput
-        }
         guard let scenarios = load(arguments.paths) else {
             console.err("blelab: nothing was run\n")
             return .badInput
@@ -190,58 +190,93 @@ public struct BLELabCLI {
             // Not a typo: with more shards than scenarios, some shards have none.
             console.out("no scenario in shard \(shard) (\(ScenarioSelection(tags: arguments.tags, filter: arguments.filter).select(scenarios).count) selected)\n")
         }
+        let repeats = max(1, arguments.repeatCount)
         let runnable = selected.filter { $0.runs(on: backend.tier) }
-        if !runnable.isEmpty {
-            do { try backend.prepare(deviceCount: runnable.map { roles.deviceCount(for: $0) }.max() ?? 1) } catch {
-                console.err("blelab: \(backend.description) could not start: \(error)\nblelab: nothing was run\n")
-                backend.shutDown()
-                return .badInput
-            }
+        let deviceCount = runnable.map { roles.deviceCount(for: $0) }.max() ?? 1
+        let backends = jobBackends(backend, arguments: arguments, roles: roles, runs: runnable.count * repeats, deviceCount: deviceCount)
+        defer { for b in backends { b.shutDown() } }
+        if !runnable.isEmpty, let failure = prepare(backends, deviceCount: deviceCount) {
+            console.err("blelab: \(failure)\nblelab: nothing was run\n")
+            return .badInput
         }
-        defer { backend.shutDown() }
-        let runner = ScenarioRunner(backend: backend, roles: roles)
+        let runners = backends.map { ScenarioRunner(backend: $0, roles: roles) }
         var captureNames = arguments.capture.map { CaptureNames(files: selected.map(\.file), directory: $0) }
         var airNames = arguments.captureAir.map { CaptureNames(files: selected.map(\.file), directory: $0) }
         if !roles.isEmpty { console.err("blelab: \(roles.description); BLELab's devices on \(backend.description)\n") }
-        let repeats = max(1, arguments.repeatCount)
-        let total = selected.count * repeats
-        let start = wallClock()
-        var runs: [ScenarioRun] = []
-        var status = Status.passed
-        for scenario in selected {
-            let base = arguments.seed ?? scenario.seed ?? Scenario.defaultSeed
-            for repetition in 1...repeats {
-                reporter.willRun(scenario.name, position: runs.count, total: total, elapsed: wallClock() - start)
-                var options = RunOptions(seed: base &+ UInt64(repetition - 1), keepsCaptures: arguments.capture != nil,
-                                         recordsTimeline: arguments.json != nil)
-                options.capturesAir = arguments.captureAir != nil
-                if captureNames != nil, streamsCaptures {
-                    // Each device's capture goes to its file as the run goes (bounded memory).
-                    options.captureFile = { captureNames!.path(file: scenario.file, repetition: repetition, repetitions: repeats, device: $0) }
+        // Every run in the order a single job takes them: scenario by scenario, repetition by repetition.
+        let plan = selected.flatMap { scenario in (1...repeats).map { (scenario: scenario, repetition: $0) } }
+        let options: RunOptions = {
+            var options = RunOptions(keepsCaptures: arguments.capture != nil, recordsTimeline: arguments.json != nil)
+            options.capturesAir = arguments.captureAir != nil
+            return options
+        }()
+        // Jobs read the wall clock from their threads: one at a time, so that an injected clock
+        // (a counter in the tests) need not be thread-safe.
+        let clockLock = Lock(), clock = self.wallClock
+        let wallClock = { clockLock.locked(clock) }
+        // Captures streamed to their files as the runs go (bounded memory): each device's path is
+        // handed out here, in the order one job would ask for them (a run's peripherals, then its
+        // central), so that --jobs names every file as a single job does. A device nobody
+        // foresaw (another stack's seat) gets its name when it asks, under a lock.
+        var streamedPaths: [[String: String]] = []
+        if captureNames != nil, streamsCaptures {
+            streamedPaths = plan.map { entry in
+                guard entry.scenario.runs(on: backend.tier) else { return [:] }
+                var paths: [String: String] = [:]
+                for id in entry.scenario.peripherals.map(\.id) + [PeripheralSchema.centralID] where paths[id] == nil {
+                    paths[id] = captureNames!.path(file: entry.scenario.file, repetition: entry.repetition, repetitions: repeats, device: id)
                 }
-                let began = wallClock()
-                var result = runner.run(scenario, options: options)
-                var run = ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
-                for failure in result.captureFailures {
-                    console.err("blelab: \(failure)\n")
-                    status = .badInput
-                }
-                if captureNames != nil {
-                    for (path, capture) in captureNames!.paths(for: run) {
-                        guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
-                    }
-                    result.captures = []   // written: no need to keep them
-                    run.result = result
-                }
-                if airNames != nil, let air = result.airCapture {
-                    if !write(air, to: airNames!.airPath(for: run)) { status = .badInput }
-                    result.airCapture = nil
-                    run.result = result
-                }
-                reporter.finished(run)
-                runs.append(run)
+                return paths
             }
         }
+        let lateNamesLock = Lock()
+        var lateNames = captureNames
+        func perform(_ index: Int, on runner: ScenarioRunner) -> ScenarioRun {
+            let (scenario, repetition) = plan[index]
+            var each = options
+            each.seed = (arguments.seed ?? scenario.seed ?? Scenario.defaultSeed) &+ UInt64(repetition - 1)
+            if !streamedPaths.isEmpty {
+                let foreseen = streamedPaths[index]
+                each.captureFile = { device in
+                    foreseen[device] ?? lateNamesLock.locked {
+                        lateNames!.path(file: scenario.file, repetition: repetition, repetitions: repeats, device: device)
+                    }
+                }
+            }
+            let began = wallClock()
+            let result = runner.run(scenario, options: each)
+            return ScenarioRun(result: result, repetition: repetition, repetitions: repeats, wallTime: wallClock() - began)
+        }
+        let start = wallClock()
+        let parallel = runners.count > 1
+            ? ParallelRuns<ScenarioRun>(count: plan.count, order: Self.startOrder(plan.map(\.scenario), tier: backend.tier),
+                                        workers: runners.map { runner in { perform($0, on: runner) } }) : nil
+        var runs: [ScenarioRun] = []
+        var status = Status.passed
+        for index in plan.indices {
+            reporter.willRun(plan[index].scenario.name, position: index, total: plan.count, elapsed: wallClock() - start)
+            var run = parallel?.result(index) ?? perform(index, on: runners[0])
+            var result = run.result
+            for failure in result.captureFailures {
+                console.err("blelab: \(failure)\n")
+                status = .badInput
+            }
+            if captureNames != nil {
+                for (path, capture) in captureNames!.paths(for: run) {
+                    guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
+                }
+                result.captures = []   // written: no need to keep them
+                run.result = result
+            }
+            if airNames != nil, let air = result.airCapture {
+                if !write(air, to: airNames!.airPath(for: run)) { status = .badInput }
+                result.airCapture = nil
+                run.result = result
+            }
+            reporter.finished(run)
+            runs.append(run)
+        }
+        parallel?.join()
         if let path = arguments.junit, !write(Array(RunReports.junit(runs, tier: backend.tier).xml.utf8), to: path) { status = .badInput }
         if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
             status = .badInput
@@ -250,6 +285,54 @@ public struct BLELabCLI {
         if status == .badInput { return status }
         return runs.contains { $0.result.failure != nil } ? .failed : .passed
     }
+
+    /// The backends `run` uses at once: `--jobs` of them where the tier can give each job
+    /// controllers of its own on an air of its own (ScenarioBackend.jobBackends), never more than
+    /// there are runs; one, with a note on stderr, where it cannot, and with a seat (--central,
+    /// --peripheral), which is one stack or program outside the lab.
+    private func jobBackends(_ backend: ScenarioBackend, arguments: RunArguments, roles: ScenarioRoles, runs: Int,
+                             deviceCount: Int) -> [ScenarioBackend] {
+        let asked = arguments.jobs == 0 ? Self.onlineCPUs() : arguments.jobs
+        let jobs = min(asked, max(1, runs))
+        guard jobs > 1 else { return [backend] }
+        guard roles.isEmpty else {
+            console.err("blelab: --jobs \(asked): \(roles.description) is one seat, so the scenarios run one at a time\n")
+            return [backend]
+        }
+        let split = backend.jobBackends(jobs, deviceCount: deviceCount)
+        if let note = split.note { console.err("blelab: --jobs \(asked): \(note)\n") }
+        return split.backends.isEmpty ? [backend] : split.backends
+    }
+
+    /// Prepares every backend, one after the other, on this thread: what went wrong, or nil. On
+    /// failure the caller shuts them all down. Not side by side on threads of their own: a helper
+    /// started with PR_SET_PDEATHSIG (RootCanal through die_with_parent.py, Bumble's controllers
+    /// with --die-with-parent) gets its signal when the *thread* that started it ends, and so
+    /// would die as soon as a starting thread had done.
+    private func prepare(_ backends: [ScenarioBackend], deviceCount: Int) -> String? {
+        for backend in backends {
+            do { try backend.prepare(deviceCount: deviceCount) } catch {
+                return "\(backend.description) could not start: \(error)"
+            }
+        }
+        return nil
+    }
+
+    /// The order in which `--jobs` starts the runs: the longest-bounded first (by `timeout:`, what
+    /// a scenario may last, 10 s for one without; runs that skip on this tier last), the rest in list order, so that a
+    /// long run does not start at the end while the others are done (on real controllers, in real
+    /// time, one scenario of a minute bounds the whole suite). Only the start order: results are
+    /// reported in list order.
+    static func startOrder(_ runs: [Scenario], tier: TransportTier) -> [Int] {
+        func bound(_ s: Scenario) -> TimeSpan { s.runs(on: tier) ? s.timeout ?? .seconds(10) : .zero }
+        return runs.indices.sorted { a, b in
+            let (x, y) = (bound(runs[a]), bound(runs[b]))
+            return x != y ? x > y : a < b
+        }
+    }
+
+    /// Online CPUs, for `--jobs 0`/`auto`.
+    static func onlineCPUs() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     /// When `--tag`/`--filter` keep none of `scenarios` (a typo, most likely: in CI it must not
     /// pass as a run of nothing), what to print: what was asked, and the tags or names there

@@ -62,6 +62,9 @@ public struct RunArguments: Equatable {
     public var peripheral: String?
     public var quiet = false
     public var verbose = false
+    /// `--jobs N`: scenario runs at the same time, each on a lab (and controllers) of its own;
+    /// 1 by default, 0 (`--jobs auto`) for one per online CPU.
+    public var jobs = 1
 
     public init() {}
 }
@@ -151,7 +154,7 @@ public enum CLIArguments {
     }
 
     static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--capture-air", "--json", "--transport",
-                             "--central", "--peripheral", "--quiet", "--verbose", "--help"]
+                             "--central", "--peripheral", "--jobs", "--quiet", "--verbose", "--help"]
 
     /// The loop `run` and `list` share: operands (and everything after `--`) go to `paths`; each
     /// option goes to `option` with its `--name=value` part, if any, and the cursor for a separate
@@ -218,6 +221,12 @@ public enum CLIArguments {
             case "--capture-air": run.captureAir = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--json": run.json = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--transport": run.transport = try cursor.value(for: name, inline: inline)
+            case "--jobs", "-j":
+                let text = try cursor.value(for: name, inline: inline)
+                guard let n = text == "auto" ? 0 : Int(text), n >= 0 else {
+                    throw UsageError("--jobs takes a count of scenarios to run at once (1 or more), or 0 or auto for one per CPU, not '\(text)'")
+                }
+                run.jobs = n
             case "--central": run.central = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--peripheral": run.peripheral = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "-q", "--quiet", "-v", "--verbose":
@@ -321,6 +330,12 @@ public enum Help {
       --seed N         use seed N instead of each scenario's own
       --repeat N       run each scenario N times, with seeds S, S+1, … (S: --seed or the scenario's)
       --shard I/N      run only the I-th of N shards (round-robin over the sorted list; 1 <= I <= N)
+      -j, --jobs N     run N scenario runs at once (default 1; 0 or auto: one per CPU), each on a lab
+                       of its own: on the sim, reports, captures and console lines are those of a run
+                       with --jobs 1; rootcanal and bumble start one controller process per job;
+                       hci-user and h4 need a group of controllers per job, on airs of their own
+                       (hci-user:0,1/2,3); seats (--central, --peripheral) and one running RootCanal
+                       run one at a time, saying so on stderr
       --junit FILE     write a JUnit XML report (one testcase per scenario run)
       --json FILE      write a machine-readable timeline of every run
       --capture DIR    write one btsnoop capture per device per scenario run

@@ -62,8 +62,10 @@ public enum HelperRegistry {
 
     /// Installs the handlers for SIGINT, SIGTERM and SIGHUP (once).
     public static func installSignalHandlers() {
-        guard !installed else { return }
-        installed = true
+        guard (HelperLock.locked { () -> Bool in
+            defer { installed = true }
+            return !installed
+        }) else { return }
         _ = slots   // allocate before any handler can run
         for signal in [SIGINT, SIGTERM, SIGHUP] {
             var action = sigaction()
@@ -79,18 +81,39 @@ public enum HelperRegistry {
     }
 
     static func record(_ pgid: pid_t) {
-        for i in 0..<capacity where slots[i] == 0 {
-            slots[i] = pgid
-            return
+        HelperLock.locked {
+            for i in 0..<capacity where slots[i] == 0 {
+                slots[i] = pgid
+                return
+            }
         }
     }
 
     static func forget(_ pgid: pid_t) {
-        for i in 0..<capacity where slots[i] == pgid { slots[i] = 0 }
+        HelperLock.locked {
+            for i in 0..<capacity where slots[i] == pgid { slots[i] = 0 }
+        }
     }
 
     /// The groups recorded now (for tests).
     public static var recorded: [pid_t] { (0..<capacity).map { slots[$0] }.filter { $0 > 0 } }
+}
+
+/// One mutex for the little state helpers share across a process (the registry above, log
+/// names): `blelab run --jobs` starts helpers from several threads at once. The signal handler
+/// takes no lock (it may not): it reads the slots as they are.
+enum HelperLock {
+    nonisolated(unsafe) private static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(m, nil)
+        return m
+    }()
+
+    static func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
 }
 
 /// The signal handler (a C function pointer: no captures, async-signal-safe calls only).

@@ -27,6 +27,10 @@ public final class RealControllerBackend: ScenarioBackend {
     }
 
     public let source: Source
+    /// More groups of controllers, each on an air of its own, after `source`'s (`hci-user:0,1/2,3`:
+    /// `source` is the first group). `blelab run --jobs` runs a scenario on each
+    /// group at once; one job uses `source` alone, so a scenario's devices are always on one air.
+    public var otherAirs: [Source] = []
     public let environment: TierEnvironment
     public var connectTimeout: TimeSpan = .seconds(5)
     /// Makes each lab's loop (tests share one loop with a fake controller or a proxy).
@@ -83,6 +87,63 @@ public final class RealControllerBackend: ScenarioBackend {
     public var advertisingIntervalStagger: TimeSpan {
         if case .rootCanal = source { return RootCanalProcess.tick }
         return .zero
+    }
+
+    /// `blelab run --jobs`: a backend per job, each with controllers on an air of its own (a scan
+    /// must never hear another job's devices). RootCanal and Bumble: each job starts its own
+    /// process, which is its own air (RootCanal puts every connection to one instance on one
+    /// phy; Bumble's controllers share one LocalLink per process). hci-user and h4: the groups
+    /// given (`otherAirs`), since which controllers share an air is known only to whoever made
+    /// them (btvirt puts all of its own on one: vm/guest-run.sh -g starts one btvirt per group);
+    /// h4 endpoints have no groups: one at a time.
+    /// A running RootCanal (`rootcanal:HOST:PORT`) is one air: one scenario at a time.
+    public func jobBackends(_ jobs: Int, deviceCount: Int) -> JobBackends {
+        guard jobs > 1 else { return JobBackends([self]) }
+        switch source {
+        case .rootCanal(nil), .bumble:
+            return JobBackends([self] + (1..<jobs).map { _ in sibling(source) })
+        case .rootCanal(_?):
+            return JobBackends([self], note: "every device on one running RootCanal shares its one air, so scenarios run "
+                + "together would hear each other: one at a time (--transport rootcanal starts a RootCanal per job)")
+        case .endpoints:
+            return JobBackends([self], note: "h4 endpoints are controllers blelab knows nothing of, which may share one air: "
+                + "one scenario at a time")
+        case .userChannel:
+            guard !otherAirs.isEmpty else {
+                return JobBackends([self], note: "hci-user names one group of controllers, and btvirt puts all of its "
+                    + "controllers on one air: give a group per job, each from a btvirt of its own, separated by '/', such as "
+                    + "hci-user:0,1/2,3 (vm/guest-run.sh -g J makes them); one scenario at a time")
+            }
+            let groups = [source] + otherAirs
+            let fit = groups.filter { Self.count(of: $0) >= deviceCount }
+            let used = Array(fit.prefix(jobs))
+            guard let first = used.first else { return JobBackends([self]) }   // prepare says the groups are too small
+            var note: String?
+            if used.count < jobs {
+                note = "\(groups.count) group\(groups.count == 1 ? "" : "s") of controllers given"
+                    + (fit.count < groups.count ? ", \(fit.count) with the \(deviceCount) the scenarios need" : "")
+                    + ": \(used.count) at a time"
+            }
+            return JobBackends([first == source ? self : sibling(first)] + used.dropFirst().map(sibling), note: note)
+        }
+    }
+
+    /// A backend like this one (its log, loop and timeouts) on `source`.
+    private func sibling(_ source: Source) -> RealControllerBackend {
+        let other = RealControllerBackend(source: source, environment: environment)
+        other.connectTimeout = connectTimeout
+        other.makeLoop = makeLoop
+        other.log = log
+        other.onLabMade = onLabMade
+        return other
+    }
+
+    private static func count(of source: Source) -> Int {
+        switch source {
+        case let .endpoints(endpoints): return endpoints.count
+        case let .userChannel(devices): return devices.count
+        case .rootCanal, .bumble: return Int.max
+        }
     }
 
     private func exitNote(_ process: HelperProcess) -> String {

@@ -92,7 +92,10 @@ public struct TierEnvironment: Equatable {
 
     /// A log name unique to this process: "rootcanal-12345", then "rootcanal-12345-2", …
     static func logName(_ base: String) -> String {
-        logCounter += 1
-        return logCounter == 1 ? "\(base)-\(getpid())" : "\(base)-\(getpid())-\(logCounter)"
+        let n = HelperLock.locked { () -> Int in
+            logCounter += 1
+            return logCounter
+        }
+        return n == 1 ? "\(base)-\(getpid())" : "\(base)-\(getpid())-\(n)"
     }
 }

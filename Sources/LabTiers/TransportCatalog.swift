@@ -20,10 +20,11 @@ public enum TransportCatalog {
         ("bumble:unix", "the same on unix sockets"),
         ("h4:EP,EP,…", "H4 sockets, one per device in order (tcp:HOST:PORT, HOST:PORT, unix:PATH)"),
         ("hci-user:N,N,…", "hciN through the HCI user channel, one per device (tier vhci)"),
+        ("hci-user:N,N/N,N…", "groups of controllers on airs of their own: one --jobs job on each"),
     ]
 
-    /// "this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], h4:EP,EP,…, hci-user:N,N,…"
-    public static let offered = "this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], h4:EP,EP,…, hci-user:N,N,…"
+    /// "this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], h4:EP,EP,…, hci-user:N,N,…[/…]"
+    public static let offered = "this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], h4:EP,EP,…, hci-user:N,N,…[/…]"
 
     /// The lines `blelab run --help` shows under --transport (`Help.transportValues`).
     public static var helpLines: String {
@@ -35,10 +36,33 @@ public enum TransportCatalog {
     /// The backend for a `--transport` value; nil when the value names no transport this build
     /// has; throws when it names one but the rest cannot be read.
     public static func backend(for value: String, environment: @autoclosure () -> TierEnvironment = .current()) throws -> ScenarioBackend? {
-        guard let source = try source(for: value) else {
+        let airs = try sources(for: value)
+        guard let source = airs.first else {
             return value == TransportTier.sim.rawValue ? SimBackend() : nil
         }
-        return RealControllerBackend(source: source, environment: environment())
+        let backend = RealControllerBackend(source: source, environment: environment())
+        backend.otherAirs = Array(airs.dropFirst())
+        return backend
+    }
+
+    /// Each group of an `hci-user` value whose groups are separated by `/` (`hci-user:0,1/2,3`:
+    /// controllers on airs of their own), as a source of its own; one source for other values;
+    /// none for `sim` and unknown values. (h4 has no groups: a unix socket's path has slashes.)
+    public static func sources(for value: String) throws -> [RealControllerBackend.Source] {
+        let (name, rest) = split(value)
+        guard name == "hci-user", let rest, rest.contains("/") else { return try source(for: value).map { [$0] } ?? [] }
+        var groups: [RealControllerBackend.Source] = []
+        for (k, group) in rest.split(separator: "/", omittingEmptySubsequences: false).enumerated() {
+            guard !group.isEmpty else {
+                throw TransportValueError(value: value, reason: "group \(k + 1) is empty: groups of controllers are separated by one '/', as in \(name):0,1/2,3")
+            }
+            do {
+                if let source = try source(for: "\(name):\(group)") { groups.append(source) }
+            } catch let error as TransportValueError {
+                throw TransportValueError(value: value, reason: "group \(k + 1): \(error.reason)")
+            }
+        }
+        return groups
     }
 
     /// The external source a value names; nil for `sim` and unknown values.

@@ -52,7 +52,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:35: error: found unknown key 'vaule', expected a 'notification' key (characteristic, value, count, within, in-order, peripheral); did you mean 'value'?",
         ])
         XCTAssertEqual(errors(withStep("- expect: { discoverd: hm10 }")).first,
-                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'discovered'?")
+                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'discovered'?")
     }
 
     /// `acquire` (BlueZ's AcquireNotify/AcquireWrite) on subscribe and write only; AcquireWrite

@@ -96,7 +96,7 @@ final class TransportCatalogTests: XCTestCase {
         let status = BLELabCLI(console: console, transports: Tiers.transports()).main(["run", "--transport", "vhci"])
         XCTAssertEqual(status, .badInput)
         XCTAssertEqual(err, "blelab: transport vhci is not available (this build offers: sim, rootcanal[:HOST:PORT], bumble[:unix], "
-                       + "h4:EP,EP,…, hci-user:N,N,…)\nblelab: nothing was run\n")
+                       + "h4:EP,EP,…, hci-user:N,N,…[/…])\nblelab: nothing was run\n")
     }
 
     func testHCIUserChannelOnAKernelWithoutBluetoothFailsTheSetupSayingSo() throws {
@@ -105,6 +105,46 @@ final class TransportCatalogTests: XCTestCase {
         XCTAssertEqual(status, .failed)
         XCTAssertTrue(out.contains("FAIL Serial app uses Write Request when the module offers write"), out)
         XCTAssertTrue(out.contains("no controller for clone from HCI user channel on hci0, hci1: hci0 (HCI user channel): "), out)
+    }
+
+    // MARK: --jobs: controllers of its own for each job
+
+    func testHCIUserGroupsAreAirsOfTheirOwn() throws {
+        let backend = try XCTUnwrap(TransportCatalog.backend(for: "hci-user:0,1,2/3,4,5/6,7") as? RealControllerBackend)
+        XCTAssertEqual(backend.source, .userChannel([0, 1, 2]), "one job uses the first group alone: one air")
+        XCTAssertEqual(backend.otherAirs, [.userChannel([3, 4, 5]), .userChannel([6, 7])])
+        let split = backend.jobBackends(4, deviceCount: 3)
+        XCTAssertEqual(split.backends.compactMap { ($0 as? RealControllerBackend)?.source }, [.userChannel([0, 1, 2]), .userChannel([3, 4, 5])])
+        XCTAssertEqual(split.note, "3 groups of controllers given, 2 with the 3 the scenarios need: 2 at a time")
+        XCTAssertEqual(backend.jobBackends(2, deviceCount: 2).backends.count, 2)
+        XCTAssertNil(backend.jobBackends(2, deviceCount: 2).note)
+        XCTAssertThrowsError(try TransportCatalog.backend(for: "hci-user:0,1/")) { error in
+            XCTAssertEqual("\(error)", "'hci-user:0,1/': group 2 is empty: groups of controllers are separated by one '/', as in hci-user:0,1/2,3")
+        }
+        XCTAssertThrowsError(try TransportCatalog.backend(for: "hci-user:0/x")) { error in
+            XCTAssertEqual("\(error)", "'hci-user:0/x': group 2: 'x' is not a controller number (0 for hci0)")
+        }
+    }
+
+    func testWhatCannotBeSplitRunsOneAtATime() throws {
+        let oneGroup = try Tiers.backend("hci-user:0,1,2,3").jobBackends(2, deviceCount: 2)
+        XCTAssertEqual(oneGroup.backends.count, 1)
+        XCTAssertEqual(oneGroup.note, "hci-user names one group of controllers, and btvirt puts all of its controllers on one air: give a "
+                       + "group per job, each from a btvirt of its own, separated by '/', such as hci-user:0,1/2,3 (vm/guest-run.sh -g J "
+                       + "makes them); one scenario at a time")
+        let running = try Tiers.backend("rootcanal:127.0.0.1:6402").jobBackends(3, deviceCount: 2)
+        XCTAssertEqual(running.backends.count, 1)
+        XCTAssertTrue(running.note?.hasPrefix("every device on one running RootCanal shares its one air") == true, running.note ?? "")
+        XCTAssertEqual(try Tiers.backend("h4:127.0.0.1:1,127.0.0.1:2").jobBackends(2, deviceCount: 1).backends.count, 1)
+        for transport in ["rootcanal", "bumble", "bumble:unix"] {
+            let backend = try Tiers.backend(transport)
+            let split = backend.jobBackends(3, deviceCount: 5)
+            XCTAssertNil(split.note)
+            let parts = split.backends.compactMap { $0 as? RealControllerBackend }
+            XCTAssertEqual(parts.count, 3, transport)
+            XCTAssertEqual(Set(parts.map { ObjectIdentifier($0) }).count, 3, "\(transport): a process of its own per job")
+            XCTAssertTrue(parts.allSatisfy { $0.source == backend.source }, transport)
+        }
     }
 
     func testHelpListsTheTransports() {

@@ -39,6 +39,16 @@ final class ExpectationJudge {
                 throw fail("the last scan (step \(scan.step)) discovered \(summary)\(scan.others > 0 ? " and \(scan.others) other device(s)" : "")")
             }
             session.note = "the last scan discovered \(summary)"
+        case let .onlyDiscovered(ids):
+            // Any other device, even one the scan's filters kept, is one the scenario did not make:
+            // on real controllers, another scenario's (`blelab run --jobs`), or a stranger's.
+            guard let scan = session.lastScan else { throw fail("no scan has run") }
+            let summary = scan.found.isEmpty ? "nothing" : session.describeScan(scan.found)
+            let others = scan.others > 0 ? " and \(scan.others) other device(s)" : ""
+            guard Set(scan.found.keys) == Set(ids), scan.others == 0 else {
+                throw fail("the last scan (step \(scan.step)) discovered \(summary)\(others)")
+            }
+            session.note = "the last scan discovered \(summary) and nothing else"
         case let .connected(id):
             do { try session.linked(id) } catch let f as StepFailure { throw fail(f.seen) }
         case let .services(list, id):

@@ -11,6 +11,9 @@ public enum Expectation: Hashable {
     case discovered(String)
     /// Not found by the most recent scan.
     case notDiscovered(String)
+    /// The most recent scan found exactly these of the scenario's peripherals and no other device:
+    /// a scan hears only its own lab (`blelab run --jobs` on real controllers: docs/tiers.md).
+    case onlyDiscovered([String])
     /// The central holds a live connection to it.
     case connected(String)
     /// Discovery found at least these services.
@@ -53,7 +56,7 @@ public enum Expectation: Hashable {
         case let .noNotification(p, _, _), let .disconnected(p, _, _): return p
         case let .fault(f): return f.peripheral
         case let .rssi(e): return e.peripheral
-        case .value, .writeSentAs, .error: return nil
+        case .value, .writeSentAs, .error, .onlyDiscovered: return nil
         case let .flaw(e): return e.peripheral
         case let .interruption(e): return e.peripheral
         case let .security(e): return e.peripheral
@@ -65,6 +68,8 @@ public enum Expectation: Hashable {
         switch self {
         case let .discovered(p): return "the last scan discovered \(p)"
         case let .notDiscovered(p): return "the last scan did not discover \(p)"
+        case let .onlyDiscovered(list):
+            return "the last scan discovered " + (list.isEmpty ? "nothing" : list.joined(separator: ", ") + " and nothing else")
         case let .connected(p): return "connected to \(p)"
         case let .services(list, p): return "\(p) has services \(list.map(\.description).joined(separator: ", "))"
         case let .characteristic(ref, properties, p): return "\(p) has characteristic \(ref) with properties \(properties)"

@@ -9,7 +9,7 @@ import YAMLSubset
 struct ExpectationSchema {
     let r: SchemaReader
 
-    static let kinds = ["discovered", "not-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
+    static let kinds = ["discovered", "not-discovered", "only-discovered", "connected", "services", "characteristic", "value", "write-sent-as", "error",
                         "peripheral-received", "notification", "no-notification", "disconnected", "rssi"] + flawKinds + faultKinds
         + interruptionKinds + securityKinds
 
@@ -56,6 +56,16 @@ struct ExpectationSchema {
             case "not-discovered": return .notDiscovered(id)
             default: return .connected(id)
             }
+        case "only-discovered":
+            let f = fields("peripherals", ["peripherals"])
+            guard let list = f.required("peripherals", r, example: "only-discovered: [sensor, strap]"),
+                  let items = r.items(list, "a list of peripheral ids, such as [sensor, strap]") else { return nil }
+            var ids: [String] = []
+            for item in items {
+                guard let id = central.peripheralID(item) else { return nil }
+                ids.append(id)
+            }
+            return .onlyDiscovered(ids)
         case "services":
             let f = fields("services", ["services", "peripheral"])
             let list = f.required("services", r, example: "services: [FFE0]").flatMap { r.uuids($0, "service") }

@@ -117,6 +117,7 @@ extension ScenarioDocument {
         switch e {
         case let .discovered(p): return [("discovered", .scalar(p))]
         case let .notDiscovered(p): return [("not-discovered", .scalar(p))]
+        case let .onlyDiscovered(list): return [("only-discovered", .sequence(list.map { .scalar($0) }, .flow))]
         case let .connected(p): return [("connected", .scalar(p))]
         case let .services(list, p): return [("services", uuids(list))] + named(p)
         case let .characteristic(ref, properties, p):
