@@ -20,14 +20,21 @@ final class EncryptionTests: XCTestCase {
         }
     }
 
+    /// A connected pair whose peripheral answers with `answer`, and LE Enable Encryption sent just
+    /// after anchor 1 (so LL_ENC_REQ goes at event 2).
+    private func encrypting(answer: [UInt8]?, ediv: UInt16 = 1) -> (TestLab, ConnectedPair) {
+        let lab = TestLab()
+        let pair = lab.connectedPair()
+        answerKeyRequests(pair, with: answer)
+        lab.run(until: pair.anchor(1) + .milliseconds(1))
+        pair.central.send(.leEnableEncryption(handle: pair.centralHandle, random: rand, ediv: ediv, longTermKey: key))
+        return (lab, pair)
+    }
+
     /// LL_ENC_REQ and LL_ENC_RSP at event 2 (the peripheral's host asked), LL_START_ENC_REQ at
     /// event 3, both LL_START_ENC_RSP at event 4, where both hosts get Encryption Change.
     func testMatchingKeysEncryptTheLinkInThreeEvents() {
-        let lab = TestLab()
-        let pair = lab.connectedPair()
-        answerKeyRequests(pair, with: key)
-        lab.run(until: pair.anchor(1) + .milliseconds(1))
-        pair.central.send(.leEnableEncryption(handle: pair.centralHandle, random: rand, ediv: 0xBEEF, longTermKey: key))
+        let (lab, pair) = encrypting(answer: key, ediv: 0xBEEF)
         lab.run(until: pair.anchor(10))
 
         XCTAssertEqual(pair.central.received.first?.frame, hex("04 0f 04 00 01 19 20"))   // Command Status, success
@@ -45,11 +52,7 @@ final class EncryptionTests: XCTestCase {
     /// Data handed over after LL_ENC_REQ waits; it goes in the event that completes the
     /// procedure, after both LL_START_ENC_RSP (and after both hosts' Encryption Change).
     func testDataWaitsWhileEncryptionStarts() {
-        let lab = TestLab()
-        let pair = lab.connectedPair()
-        answerKeyRequests(pair, with: key)
-        lab.run(until: pair.anchor(1) + .milliseconds(1))
-        pair.central.send(.leEnableEncryption(handle: pair.centralHandle, random: rand, ediv: 1, longTermKey: key))
+        let (lab, pair) = encrypting(answer: key)
         lab.run(until: pair.anchor(2) + .milliseconds(1))
         // Handed over after LL_ENC_REQ went: it may only go once LL_START_ENC_RSP has.
         pair.central.sendACL(handle: pair.centralHandle, [0x01, 0x00, 0x04, 0x00, 0x0A])
@@ -67,11 +70,7 @@ final class EncryptionTests: XCTestCase {
     }
 
     func testANegativeReplyIsPINOrKeyMissingAtTheCentral() {
-        let lab = TestLab()
-        let pair = lab.connectedPair()
-        answerKeyRequests(pair, with: nil)
-        lab.run(until: pair.anchor(1) + .milliseconds(1))
-        pair.central.send(.leEnableEncryption(handle: pair.centralHandle, random: rand, ediv: 1, longTermKey: key))
+        let (lab, pair) = encrypting(answer: nil)
         lab.run(until: pair.anchor(10))
         // LL_REJECT_EXT_IND (PIN or Key Missing) at event 3; the link stays up, unencrypted.
         XCTAssertEqual(pair.central.received.last?.frame, hex("04 08 04 06 01 00 00"))

@@ -37,7 +37,8 @@ final class PairingTests: LabTestCase {
         XCTAssertTrue(lab.run(within: .seconds(5)) { self.manager.isAdvertising })
     }
 
-    func testReadingAnEncryptedCharacteristicPairsThenReads() throws {
+    /// The lock published, a central connected to it that has read the secret (and so paired).
+    private func pairedByARead() throws -> (CentralRecorder, CBCentralManager, CBPeripheral) {
         publishLock()
         let recorder = CentralRecorder()
         let central = poweredCentral(recorder)
@@ -45,6 +46,11 @@ final class PairingTests: LabTestCase {
         let peripheral = try connectAndDiscover("Lock", with: central, recorder)
         peripheral.readValue(for: try characteristic(secretUUID.uuidString, of: peripheral))
         XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.count("value") == 1 })
+        return (recorder, central, peripheral)
+    }
+
+    func testReadingAnEncryptedCharacteristicPairsThenReads() throws {
+        let (recorder, central, _) = try pairedByARead()
         XCTAssertEqual(recorder.events.last, "value \(secretUUID.uuidString) 636f6465")
         // On the link: the read refused (Insufficient Authentication), SMP, encryption, the read again.
         let centralDevice = try XCTUnwrap(lab.device(of: central))
@@ -53,13 +59,7 @@ final class PairingTests: LabTestCase {
     }
 
     func testAPeripheralThatForgotItsBondEndsTheLinkWithPeerRemovedPairingInformation() throws {
-        publishLock()
-        let recorder = CentralRecorder()
-        let central = poweredCentral(recorder)
-        self.central = central
-        let peripheral = try connectAndDiscover("Lock", with: central, recorder)
-        peripheral.readValue(for: try characteristic(secretUUID.uuidString, of: peripheral))
-        XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.count("value") == 1 })
+        let (recorder, central, peripheral) = try pairedByARead()
         central.cancelPeripheralConnection(peripheral)
         XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.count("disconnect") == 1 })
 
