@@ -10,7 +10,7 @@ extension ExpectationJudge {
         let id = e.peripheral
         guard session.everConnected.contains(id) else { throw fail("never connected to \(id)") }
         let account = session.security
-        let connection = session.connections[id]
+        let connection = session.securityConnection(id)
         /// No pairing is running on the link.
         let settled = { connection?.pairing.map { $0.isFinished } ?? true }
         switch e {

@@ -240,6 +240,9 @@ final class ScenarioSession {
             }
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
             watchViolations(of: peripheral.host, device: spec.id)
+            // Another stack in the central's seat: its pairings are judged on this peripheral's
+            // side of the link, which BLELab's host plays.
+            if roles.central != nil { security.watch(peripheral.host) { _ in id } }
             if options.recordsTimeline {
                 peripheral.onActivity = { [weak self] activity in
                     guard let self else { return }

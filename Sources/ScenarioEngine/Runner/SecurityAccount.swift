@@ -16,6 +16,8 @@ final class SecurityAccount {
     var autoPairFailure: String?
     /// The latest pairing's outcome with each peripheral.
     private(set) var pairings: [String: Result<PairingResult, PairingFailure>] = [:]
+    /// How many pairing outcomes each peripheral's link has reported so far.
+    private(set) var reports: [String: Int] = [:]
     /// The latest encryption's outcome on each peripheral's link: what it gave, or why it failed
     /// (an HCI status, or nil for a refusal before any command, in words).
     private(set) var encryptions: [String: Result<LinkSecurity, EncryptionOutcomeFailure>] = [:]
@@ -35,6 +37,7 @@ final class SecurityAccount {
         host.onPairing = { [weak self] connection, result in
             guard let self, let peripheral = id(connection.peer) else { return }
             self.pairings[peripheral] = result
+            self.reports[peripheral, default: 0] += 1
             if case let .failure(failure) = result {
                 self.unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
             }
