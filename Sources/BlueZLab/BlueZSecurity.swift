@@ -51,6 +51,14 @@ public enum BlueZSecurity {
 
     /// The scenario's central steps that bluetoothd in the central's seat cannot take, or nil.
     public static func centralUnsupported(_ scenario: Scenario) -> String? {
+        let battery = BluetoothUUID(string: "180F"), level = BluetoothUUID(string: "2A19")
+        for p in scenario.peripherals {
+            for (service, c) in p.characteristics where service == battery && c.uuid == level {
+                guard !c.permissions.isOpen || !c.configurationPermissions.isOpen else { continue }
+                return "\(p.id)'s Battery Level (180F/2A19) needs security; bluetoothd's battery plugin reads it and "
+                    + "subscribes by itself on connecting, which makes it pair (with its default agent) before the scenario asks"
+            }
+        }
         for step in scenario.steps {
             switch step.action {
             case let .security(.pair(id, settings)):

@@ -298,26 +298,94 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertTrue(reason.contains("(power-on: curtain) changes the air, which only the sim can do; bluetoothd runs on a real controller"), reason)
     }
 
-    /// BLELab does not pair through bluetoothd yet: every security scenario is skipped, naming
-    /// what needs pairing, in the central's seat and in a peripheral's.
-    func testSecurityScenariosAreRefusedInBothSeats() throws {
+    /// Which security scenarios each BlueZ seat plays, and why it skips the others (BlueZSecurity):
+    /// pairing runs through BLELab's Agent1, so only what bluetoothd and Linux's Security
+    /// Manager cannot do is skipped, with its reason.
+    func testSecurityScenariosBlueZPlaysAndWhyItSkipsTheRest() throws {
         let repository = BlueZPeripheralSupportTests.repository
         let central = try BlueZCentral()
-        let folder = "scenarios/security"
-        let files = try FileManager.default.contentsOfDirectory(atPath: repository.appendingPathComponent(folder).path)
-            .filter { $0.hasSuffix(".yaml") }.sorted()
-        XCTAssertGreaterThanOrEqual(files.count, 10)
-        for file in files {
-            let scenario = try Scenario.load(path: repository.appendingPathComponent("\(folder)/\(file)").path)
-            let reason = try XCTUnwrap(central.unsupported(scenario), file)
-            XCTAssertTrue(reason.hasSuffix(", and BLELab does not pair through bluetoothd yet (no Agent1)"), reason)
-            let provider = BlueZPeripheralProvider()
-            let spec = try XCTUnwrap(provider.served(in: scenario), file)
-            XCTAssertEqual(provider.unsupported(spec, in: scenario), "\(spec.id) served by bluetoothd: \(reason)", file)
+        let provider = BlueZPeripheralProvider()
+        // file → (central's reason, peripheral's reason), each a fragment of the text; nil: played.
+        let expected: [String: (String?, String?)] = [
+            "security/bond-forgotten": ("bluetoothd has no call to encrypt a link with a bond", "forgets a central's keys only with its device object"),
+            "security/fail-authentication-requirements": (nil, "mitm: true with no-input-no-output"),
+            "security/fail-numeric-comparison": (nil, nil),
+            "security/fail-pairing-not-supported": (nil, nil),
+            "security/fail-passkey-entry": (nil, nil),
+            "security/fail-wrong-passkey": (nil, "passkey: 123456 to display; Linux draws the passkey it displays at random"),
+            "security/pair-just-works": (nil, nil),
+            "security/pair-legacy-just-works": (nil, "secure-connections: false"),
+            "security/pair-numeric-comparison": ("bluetoothd's battery plugin reads it", nil),
+            "security/pair-passkey-entry": ("raises the link's security and pairs by itself", "passkey: 123456 to display"),
+            "security/permissions-auto-pair-bond": ("raises the link's security and pairs by itself", nil),
+            "security/permissions-auto-pair-passkey": (nil, "passkey: 042137 to display"),
+            "security/permissions-encrypted-cccd": ("raises the link's security and pairs by itself",
+                                                    "bluetoothd answers Insufficient Encryption (0x0F)"),
+            "security/request-security-on-connect": (nil, "no call for a peripheral to send a Security Request"),
+            "bluez/security-comparison-rejected": (nil, nil),
+            "bluez/security-encrypted-cccd": (nil, nil),
+            "bluez/security-just-works": (nil, nil),
+            "bluez/security-numeric-comparison": (nil, nil),
+            "bluez/security-passkey-entry": (nil, "passkey: 123456 to display"),
+            "bluez/security-passkey-entry-peripheral-types": ("passkey: 314159 to display", nil),
+            "bluez/security-wrong-passkey": (nil, "passkey: 123456 to display"),
+            "bluez/security-wrong-passkey-peripheral-types": ("passkey: 111111 to display", nil),
+        ]
+        var seen: Set<String> = []
+        for folder in ["security", "bluez"] {
+            let files = try FileManager.default.contentsOfDirectory(atPath: repository.appendingPathComponent("scenarios/\(folder)").path)
+                .filter { $0.hasSuffix(".yaml") }.sorted()
+            for file in files {
+                let name = "\(folder)/\(file.dropLast(5))"
+                let scenario = try Scenario.load(path: repository.appendingPathComponent("scenarios/\(name).yaml").path)
+                guard scenario.securityUse != nil else { continue }
+                seen.insert(name)
+                guard let (centralReason, peripheralReason) = expected[name] else { XCTFail("\(name) is not in the table"); continue }
+                let spec = try XCTUnwrap(provider.served(in: scenario), name)
+                for (seat, got, want) in [("central", central.unsupported(scenario), centralReason),
+                                          ("peripheral", provider.unsupported(spec, in: scenario), peripheralReason)] {
+                    if let want {
+                        XCTAssertTrue(got?.contains(want) == true, "\(name), \(seat): \(got ?? "played")")
+                    } else {
+                        XCTAssertNil(got, "\(name), \(seat)")
+                    }
+                }
+            }
         }
-        let beacon = try Scenario.load(path: repository.appendingPathComponent("\(folder)/fail-pairing-not-supported.yaml").path)
-        XCTAssertEqual(central.unsupported(beacon),
-                       "step 4 (pair: beacon) pairs or encrypts, and BLELab does not pair through bluetoothd yet (no Agent1)")
+        XCTAssertEqual(seen, Set(expected.keys))
+        let beacon = try Scenario.load(path: repository.appendingPathComponent("scenarios/security/bond-forgotten.yaml").path)
+        XCTAssertEqual(central.unsupported(beacon), "step 10 (encrypt: lock): bluetoothd has no call to encrypt a link with a bond; "
+                       + "it encrypts by itself when it connects to a device it is bonded with")
+    }
+
+    /// The pairing settings bluetoothd cannot carry (Linux decides MITM from the IO capability,
+    /// Secure Connections and bonding per adapter, and draws a displayed passkey).
+    func testPairingSettingsBlueZCannotCarry() {
+        XCTAssertNil(BlueZSecurity.unsupported(SecuritySpec(), peerIO: nil))
+        XCTAssertNil(BlueZSecurity.unsupported(SecuritySpec(io: .keyboardOnly, mitm: true, passkey: 1), peerIO: .displayOnly))
+        XCTAssertNil(BlueZSecurity.unsupported(SecuritySpec(io: .keyboardDisplay, passkey: 1), peerIO: .displayOnly))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(io: .keyboardDisplay, passkey: 1), peerIO: .keyboardOnly))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(io: .displayOnly, passkey: 1), peerIO: nil))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(secureConnections: false), peerIO: nil))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(bonding: false), peerIO: nil))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(mitm: true), peerIO: nil))
+        XCTAssertNotNil(BlueZSecurity.unsupported(SecuritySpec(io: .displayYesNo, mitm: false), peerIO: nil))
+    }
+
+    /// `permissions:` as GattCharacteristic1 flags (src/gatt-database.c parse_chrc_flags).
+    func testPermissionFlags() {
+        var value = AttributePermissions.open, cccd = AttributePermissions.open
+        XCTAssertEqual(BlueZSecurity.permissionFlags(value: value, configuration: cccd, properties: [.read, .write, .notify]), [])
+        value.read = .encrypted
+        value.write = .authenticated
+        cccd.write = .encrypted
+        XCTAssertEqual(BlueZSecurity.permissionFlags(value: value, configuration: cccd, properties: [.read, .write, .notify]),
+                       ["encrypt-read", "encrypt-authenticated-write", "encrypt-notify"])
+        cccd.write = .authenticated
+        XCTAssertEqual(BlueZSecurity.permissionFlags(value: value, configuration: cccd, properties: [.indicate]),
+                       ["encrypt-authenticated-indicate"])
+        // Each flag also sets its property in bluetoothd: none where the property is not.
+        XCTAssertEqual(BlueZSecurity.permissionFlags(value: value, configuration: cccd, properties: [.read]), ["encrypt-read"])
     }
 
     // MARK: Scanning

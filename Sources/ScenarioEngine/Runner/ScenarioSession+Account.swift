@@ -68,7 +68,7 @@ extension ScenarioSession {
         if let connection = connections[id] { return connection }
         guard roles.central != nil, let host = peripherals[id]?.host else { return nil }
         let links = host.connections.values.sorted { $0.handle < $1.handle }
-        return links.last { $0.isConnected } ?? links.last
+        return links.last { $0.isConnected } ?? links.last ?? security.links[id]
     }
 
     func live(_ id: String) throws -> Connection {
