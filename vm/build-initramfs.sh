@@ -32,11 +32,12 @@ BUSYBOX="$UNPACK/bin/busybox"
 # run time (bluetooth asks for ecdh, AES-CMAC and ECB by name, and nothing in the VM can
 # modprobe them on demand; AF_ALG is how btvirt reaches them). LE Secure Connections also needs
 # the kernel's default random generator: SMP's P-256 key pair comes from ecc's private key, which
-# ecc draws from "stdrng" (drbg, HMAC-SHA-512, seeded with jitterentropy_rng); without it Linux
+# ecc draws from "stdrng" (drbg, HMAC-SHA-512; it runs without jitterentropy_rng, which does not
+# load here: unknown symbol); without it Linux
 # answers every Secure Connections pairing with Pairing Failed, Unspecified Reason.
 WANTED="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p
-sha512_generic jitterentropy_rng drbg
+sha512_generic drbg
 ecc ecdh_generic rfkill crc16 bluetooth hci_vhci
 af_alg algif_hash algif_skcipher cmac ecb"
 
