@@ -126,7 +126,7 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
 
     public func start(completion: @escaping (Result<Void, SeatError>) -> Void) {
         var steps: [(@escaping (SeatError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias,
-                                                                 setPairable, registerAgent]
+                                                                 registerAgent]
         if spec.services.isEmpty {
             // bluetoothd refuses an application without a service ("No object received"); the
             // adapter's own GAP/GATT services are served all the same.
@@ -264,15 +264,6 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
                 }
                 done(nil)
             }
-        }
-    }
-
-    /// `security:` makes it pairable (Adapter1.Pairable: the kernel's bondable setting);
-    /// without it the kernel answers a Pairing Request that asks to bond with Pairing Not
-    /// Supported (net/bluetooth/smp.c), as firmware without a Security Manager does.
-    private func setPairable(_ done: @escaping (SeatError?) -> Void) {
-        client.setProperty("Pairable", of: BlueZName.adapter, at: adapterPath, .boolean(spec.security != nil)) { result in
-            done(result.failureValue.map { self.failure("setting \(self.adapterPath)'s Pairable", $0) })
         }
     }
 

@@ -6,8 +6,9 @@ import ScenarioFormat
 import XCTest
 
 /// bluetoothd's AgentManager1 on the private bus: it records what the agent registered, and
-/// plays bluetoothd's side of a pairing by calling the agent's Agent1 methods.
-private final class FakeAgentManager {
+/// plays bluetoothd's side of a pairing by calling the agent's Agent1 methods (the fake
+/// bluetoothds of the seat tests serve it too).
+final class FakeAgentManager {
     let connection: DBusConnection
     var registered: [(path: DBusObjectPath, capability: String, sender: String?)] = []
     var defaultAgent: DBusObjectPath?

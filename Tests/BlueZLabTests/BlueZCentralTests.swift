@@ -308,20 +308,20 @@ final class BlueZCentralTests: XCTestCase {
         // file → (central's reason, peripheral's reason), each a fragment of the text; nil: played.
         let expected: [String: (String?, String?)] = [
             "security/bond-forgotten": ("bluetoothd has no call to encrypt a link with a bond", "forgets a central's keys only with its device object"),
-            "security/fail-authentication-requirements": (nil, "mitm: true with no-input-no-output"),
-            "security/fail-numeric-comparison": (nil, nil),
-            "security/fail-pairing-not-supported": (nil, nil),
-            "security/fail-passkey-entry": (nil, nil),
-            "security/fail-wrong-passkey": (nil, "passkey: 123456 to display; Linux draws the passkey it displays at random"),
+            "security/fail-authentication-requirements": ("Linux ends the link when the peer fails its pairing", "mitm: true; Linux as the responder"),
+            "security/fail-numeric-comparison": (nil, "mitm: true; Linux as the responder"),
+            "security/fail-pairing-not-supported": ("step 6 (read: FEAB) needs the link to beacon", "bluetoothd pairs whenever a central asks"),
+            "security/fail-passkey-entry": (nil, "mitm: true; Linux as the responder"),
+            "security/fail-wrong-passkey": ("Linux ends the link when the peer fails its pairing", "mitm: true; Linux as the responder"),
             "security/pair-just-works": (nil, nil),
             "security/pair-legacy-just-works": (nil, "secure-connections: false"),
             "security/pair-numeric-comparison": ("bluetoothd's battery plugin reads it", nil),
-            "security/pair-passkey-entry": ("raises the link's security and pairs by itself", "passkey: 123456 to display"),
+            "security/pair-passkey-entry": ("raises the link's security and pairs by itself", "mitm: true; Linux as the responder"),
             "security/permissions-auto-pair-bond": ("raises the link's security and pairs by itself", nil),
-            "security/permissions-auto-pair-passkey": (nil, "passkey: 042137 to display"),
+            "security/permissions-auto-pair-passkey": (nil, "mitm: true; Linux as the responder"),
             "security/permissions-encrypted-cccd": ("raises the link's security and pairs by itself",
                                                     "bluetoothd answers Insufficient Encryption (0x0F)"),
-            "security/request-security-on-connect": (nil, "no call for a peripheral to send a Security Request"),
+            "security/request-security-on-connect": ("bluetoothd's input plugin claims that service", "no call for a peripheral to send a Security Request"),
             "bluez/security-comparison-rejected": (nil, nil),
             "bluez/security-encrypted-cccd": (nil, nil),
             "bluez/security-just-works": (nil, nil),
@@ -356,6 +356,30 @@ final class BlueZCentralTests: XCTestCase {
         let beacon = try Scenario.load(path: repository.appendingPathComponent("scenarios/security/bond-forgotten.yaml").path)
         XCTAssertEqual(central.unsupported(beacon), "step 10 (encrypt: lock): bluetoothd has no call to encrypt a link with a bond; "
                        + "it encrypts by itself when it connects to a device it is bonded with")
+    }
+
+    /// A `pair` step: the agent (registered at begin as the default, NoInputNoOutput) takes the
+    /// step's capability and passkey, and Device1.Pair runs through it; the agent's refusal is
+    /// bluetoothd's AuthenticationFailed, a failed step.
+    func testPairRunsThroughTheAgentWithTheStepsSettings() throws {
+        let (fake, central) = try begun()
+        XCTAssertEqual(fake.agentManager.registered.map(\.capability), ["NoInputNoOutput"])
+        XCTAssertEqual(fake.agentManager.defaultAgent, central.agentPath)
+        let address = try connectedSensor(fake, central)
+        let paired: Result<Void, SeatError>? = wait { done in
+            central.pair(with: address, settings: SecuritySpec(io: .keyboardOnly, mitm: true, passkey: 42137), completion: done)
+        }
+        guard case .success? = paired else { return XCTFail("\(String(describing: paired))") }
+        XCTAssertEqual(fake.typedPasskeys, [42137])
+        XCTAssertEqual(fake.pairedWith, ["KeyboardOnly"])
+        XCTAssertEqual(fake.agentManager.defaultAgent, central.agentPath, "registered again, still the default")
+        // No passkey: the agent says Rejected, bluetoothd AuthenticationFailed.
+        let refused: Result<Void, SeatError>? = wait { done in
+            central.pair(with: address, settings: SecuritySpec(io: .keyboardOnly), completion: done)
+        }
+        guard case let .failure(error)? = refused else { return XCTFail("\(String(describing: refused))") }
+        XCTAssertTrue("\(error)".contains("Device1.Pair: org.bluez.Error.AuthenticationFailed"), "\(error)")
+        XCTAssertEqual(central.agent?.requests.filter { if case .requestPasskey = $0 { return true }; return false }.count, 2)
     }
 
     /// The pairing settings bluetoothd cannot carry (Linux decides MITM from the IO capability,
