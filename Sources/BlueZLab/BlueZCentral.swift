@@ -249,6 +249,20 @@ public final class BlueZCentral: CentralSeat {
     public func pair(with address: LEAddress, settings: SecuritySpec, completion: @escaping (Result<Void, SeatError>) -> Void) {
         guard let client, let agent, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
         guard let path = devicePath(address) else { return completion(.failure(.failed("bluetoothd has no device \(address)"))) }
+        // bluetoothd 5.66 answers Pair only after it has resolved the services; called while the
+        // discovery it starts on connecting still runs, Pair paired (the log says "Proceeding
+        // with service discovery") and never answered. An application waits for
+        // ServicesResolved first, and so does this.
+        until("ServicesResolved of \(path) before Pair", within: .seconds(30), {
+            (try? self.tree[path]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true || !self.isConnected(path: path)
+        }) { [self] _ in
+            guard isConnected(path: path) else { return completion(.failure(.failed(failure ?? "not connected to \(address)"))) }
+            pairResolved(path, settings: settings, client: client, agent: agent, completion: completion)
+        }
+    }
+
+    private func pairResolved(_ path: DBusObjectPath, settings: SecuritySpec, client: BlueZClient, agent: BlueZAgent,
+                              completion: @escaping (Result<Void, SeatError>) -> Void) {
         agent.use(BlueZAgent.Capability(settings.io ?? .noInputNoOutput), answers: BlueZAgent.Answers(settings)) { [self] result in
             if case let .failure(error) = result { return completion(.failure(describe(error, doing: "AgentManager1.RegisterAgent"))) }
             // Past SMP's 30 s timeout (Vol 3 Part H 3.4): bluetoothd answers by then.
