@@ -94,16 +94,18 @@ public enum BlueZSecurity {
         return nil
     }
 
-    /// A step that needs the link after a pairing the peripheral failed. Linux ends an LE link
-    /// when the peer answers its pairing with Pairing Failed (HCI Disconnect, Authentication
-    /// Failure 0x05, seen on the peripheral's HCI in the e2e run); its own refusals
-    /// (passkey-entry-failed, numeric-comparison-failed: its agent said no) keep the link.
-    static func linkAfterPeerFailure(_ scenario: Scenario) -> String? {
-        let own: Set<String> = ["passkey-entry-failed", "numeric-comparison-failed"]
+    /// A step that needs the link after a pairing the peer failed. Linux as the central ends an
+    /// LE link when the peer answers its pairing with Pairing Failed (HCI Disconnect,
+    /// Authentication Failure 0x05, seen on the peripheral's HCI in the e2e run); its own
+    /// refusals (`own`: passkey-entry-failed, numeric-comparison-failed, its agent said no) keep
+    /// the link. As the peripheral it ended the link after the central's refusal too (`own`
+    /// empty: every failure, a `pairing-failed: {}` included).
+    static func linkAfterPeerFailure(_ scenario: Scenario, own: Set<String> = ["passkey-entry-failed", "numeric-comparison-failed"])
+        -> String? {
         var failed: (id: String, step: CentralStep)?
         for step in scenario.steps {
             if case let .expect(.security(.pairingFailed(id, reason, _))) = step.action {
-                if let reason, !own.contains(reason.name) { failed = (id, step) }
+                if reason.map({ !own.contains($0.name) }) ?? own.isEmpty { failed = (id, step) }
                 continue
             }
             guard let (id, at) = failed else { continue }
@@ -115,7 +117,7 @@ public enum BlueZSecurity {
             }
             if needsLink {
                 return "step \(step.index) (\(step.text)) needs the link to \(id) after the pairing \(id) failed at step "
-                    + "\(at.index) (\(at.text)); Linux ends the link when the peer fails its pairing (Disconnect, reason "
+                    + "\(at.index) (\(at.text)); Linux ends the link after such a failed pairing (Disconnect, reason "
                     + "Authentication Failure 0x05)"
             }
         }
@@ -146,6 +148,9 @@ public enum BlueZSecurity {
             return "security: mitm: true; Linux as the responder takes the MITM bit from the central's Pairing Request "
                 + "(net/bluetooth/smp.c), so a central that does not ask for it pairs Just Works"
         }
+        // Linux as the peripheral ended the link after every failed pairing it saw (the central's
+        // refusal too: Authentication Failure, 0x05).
+        if let why = linkAfterPeerFailure(scenario, own: []) { return why }
         // As the responder Linux asks for MITM only when the central does: `mitm` is not its own.
         settings.mitm = nil
         if let why = unsupported(settings, peerIO: pairings.first.map { $0.io ?? .noInputNoOutput }) { return "security: \(why)" }

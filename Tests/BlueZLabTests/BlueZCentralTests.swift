@@ -308,11 +308,11 @@ final class BlueZCentralTests: XCTestCase {
         // file → (central's reason, peripheral's reason), each a fragment of the text; nil: played.
         let expected: [String: (String?, String?)] = [
             "security/bond-forgotten": ("bluetoothd has no call to encrypt a link with a bond", "forgets a central's keys only with its device object"),
-            "security/fail-authentication-requirements": ("Linux ends the link when the peer fails its pairing", "mitm: true; Linux as the responder"),
+            "security/fail-authentication-requirements": ("Linux ends the link after such a failed pairing", "mitm: true; Linux as the responder"),
             "security/fail-numeric-comparison": (nil, "mitm: true; Linux as the responder"),
             "security/fail-pairing-not-supported": ("step 6 (read: FEAB) needs the link to beacon", "bluetoothd pairs whenever a central asks"),
             "security/fail-passkey-entry": (nil, "mitm: true; Linux as the responder"),
-            "security/fail-wrong-passkey": ("Linux ends the link when the peer fails its pairing", "mitm: true; Linux as the responder"),
+            "security/fail-wrong-passkey": ("Linux ends the link after such a failed pairing", "mitm: true; Linux as the responder"),
             "security/pair-just-works": (nil, nil),
             "security/pair-legacy-just-works": (nil, "secure-connections: false"),
             "security/pair-numeric-comparison": ("bluetoothd's battery plugin reads it", nil),
