@@ -26,12 +26,13 @@ extension ScenarioSession {
             guard let seen = peripheralSeats[spec.id]?.address, idsByAddress[seen] == nil else { continue }
             idsByAddress[seen] = spec.id
         }
-        return idsByAddress[address]
+        return idsByAddress[address] ?? formerOwner(of: address)
     }
 
-    /// The address `id` is at: BLELab's device, or what the external peripheral reports.
+    /// The address `id` is at: BLELab's device, or what the external peripheral reports; for a
+    /// peripheral with `privacy:`, where the central knows it to be (`centralAddresses`).
     func address(of id: String) -> LEAddress? {
-        peripheralSeats[id]?.address
+        centralAddresses[id] ?? peripheralSeats[id]?.address
     }
 
     /// "remote-user-terminated (0x13) at 1.2s".

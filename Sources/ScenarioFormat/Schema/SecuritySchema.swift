@@ -31,6 +31,24 @@ struct SecuritySchema {
         return security
     }
 
+    /// A peripheral's `privacy: { rotate: 15m }`.
+    func privacy(_ node: YAMLNode) -> PeripheralPrivacy? {
+        guard let m = r.mapping(node, "privacy settings such as { rotate: 15m } (how often the resolvable private address changes)") else {
+            return nil
+        }
+        r.checkKeys(m, allowed: ["rotate"], of: "a privacy")
+        guard let n = r.required(m, "rotate", in: "privacy", expected: "privacy: { rotate: DURATION }, such as { rotate: 15m }"),
+              let span = r.duration(n, "a rotation interval") else { return nil }
+        let range = PeripheralPrivacy.rotateRange
+        guard range.contains(span) else {
+            r.error(n, expected: "a rotation interval from \(range.lowerBound) to 1h (a controller's RPA timeout, Core Vol 4 Part E 7.8.45)",
+                    hint: span < range.lowerBound ? "an address that changes more often than every second is no device's; Core Vol 3 Part C 10.8.2.2 recommends 15m"
+                        : "Core Vol 3 Part C 10.8.2.2 recommends 15m")
+            return nil
+        }
+        return PeripheralPrivacy(rotate: span)
+    }
+
     /// The settings among fields `field` gives.
     func settings(_ field: (String) -> YAMLNode?) -> SecuritySpec {
         var spec = SecuritySpec()
@@ -130,7 +148,7 @@ extension CentralSchema {
 }
 
 extension ExpectationSchema {
-    static let securityKinds = ["paired", "encrypted", "pairing-failed", "encryption-failed"]
+    static let securityKinds = ["paired", "encrypted", "pairing-failed", "encryption-failed", "addresses-seen"]
 
     func securityExpectation(keyword: YAMLScalar, value: YAMLNode, siblings: [(key: YAMLScalar, value: YAMLNode)],
                              central: inout CentralSchema) -> Expectation? {
@@ -187,6 +205,23 @@ extension ExpectationSchema {
             let span = within(f)
             guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok, let span else { return nil }
             return .security(.pairingFailed(peripheral: id, reason: reason, within: span))
+        case "addresses-seen":
+            // `addresses-seen: 2`, or `addresses-seen: { peripheral: lock, count: 2, resolved: true }`.
+            let f = fields("count", ["count", "resolved", "peripheral"])
+            var ok = true
+            var count: Int?, resolved: Bool?
+            if let n = f["count"] {
+                count = r.integer(n, in: 1...1_000_000, "a count of addresses, 1 or more").map { Int($0) }
+                ok = count != nil
+            }
+            if let n = f["resolved"] { resolved = r.boolean(n); ok = ok && resolved != nil }
+            if f["count"] == nil && f["resolved"] == nil {
+                r.error(at: keyword.mark, found: "addresses-seen without count or resolved",
+                        expected: "what to check, such as addresses-seen: { count: 2, resolved: true }")
+                ok = false
+            }
+            guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
+            return .security(.addressesSeen(peripheral: id, count: count, resolved: resolved))
         default:
             let f = fields("reason", ["reason", "peripheral", "within"])
             var ok = true

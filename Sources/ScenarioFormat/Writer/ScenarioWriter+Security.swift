@@ -57,6 +57,11 @@ extension ScenarioDocument {
         case let .encryptionFailed(p, reason, span):
             return (reason.map { [("encryption-failed", .scalar($0.name))] } ?? [("encryption-failed", flow([]))])
                 + named(p) + securityWithin(span)
+        case let .addressesSeen(p, count, resolved):
+            var fields: Fields = []
+            if let count { fields.append(("count", .scalar(String(count)))) }
+            if let resolved { fields.append(("resolved", .scalar(String(resolved)))) }
+            return [("addresses-seen", flow(fields + named(p)))]
         }
     }
 }

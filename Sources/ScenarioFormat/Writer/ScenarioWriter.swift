@@ -65,6 +65,7 @@ struct ScenarioDocument {
             entries.append(("flaws", .sequence(p.flaws.enumerated().map { site(flaw($1), .flaw(id, $0)) }, .block)))
         }
         if let security = p.security { entries.append(("security", peripheralSecurity(security))) }
+        if let privacy = p.privacy { entries.append(("privacy", .mapping([("rotate", duration(privacy.rotate))], .flow))) }
         if !p.onConnect.isEmpty { entries.append(("on-connect", actionList(p.onConnect))) }
         if !p.onDisconnect.isEmpty { entries.append(("on-disconnect", actionList(p.onDisconnect))) }
         if !p.services.isEmpty {
