@@ -60,7 +60,7 @@ extension ExpectationJudge {
             case nil: throw fail("no encryption of the link to \(id) was attempted")
             case let .success(security)?: throw fail("the link to \(id) was \(security)")
             case let .failure(f)?:
-                if let reason, f.status != reason { throw fail("encryption failed: \(f.words)") }
+                if let reason, !f.matches(reason) { throw fail("encryption failed: \(f.words)") }
                 session.note = "encryption failed: \(f.words)"
                 if account.unjudged?.pairing == false { account.unjudged = nil }
             }

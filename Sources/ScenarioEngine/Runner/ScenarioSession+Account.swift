@@ -128,6 +128,7 @@ extension ScenarioSession {
         if f.latency > .zero { parts.append("latency \(f.latency)") }
         if f.jitter > .zero { parts.append("jitter \(f.jitter)") }
         if !f.drops.isEmpty { parts.append("drop " + f.drops.map(\.description).joined(separator: ", ")) }
+        if let e = f.encryption { parts.append("encryption \(e.rawValue)") }
         return parts.joined(separator: ", ")
     }
 

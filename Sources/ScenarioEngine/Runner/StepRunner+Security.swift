@@ -35,6 +35,7 @@ extension StepRunner {
             }
         case let .encrypt(id):
             let connection = try pairingConnection(id)
+            let mark = session.peripherals[id]?.activity.count ?? 0
             let result: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id)") { done in
                 connection.encrypt(completion: done)
             }
@@ -43,17 +44,28 @@ extension StepRunner {
             case let .success(security):
                 session.note = "link \(security)"
             case let .failure(failure):
-                session.security.encryptionRefused(id, failure)
+                let peripheralStatus = peripheralLinkEnd(of: id, since: mark)
+                session.security.encryptionRefused(id, failure, peripheralStatus: peripheralStatus)
                 guard expectsSecurityFailure(after: position, of: id, pairing: false) else {
-                    let name: String
-                    if case let .status(status) = failure { name = status.name } else { name = "REASON" }
+                    var name = "REASON"
+                    if case let .status(status) = failure { name = (peripheralStatus ?? status).name }
                     throw StepFailure(kind: .operation,
                                       expected: "the link to \(id) encrypted with the central's bond, or an 'expect: { encryption-failed: \(name) }' right after the step",
                                       seen: failure == .noBond ? "the central has no bond with \(id): pair first" : "\(failure)")
                 }
-                session.note = "\(failure)"
+                session.note = "\(failure)" + (peripheralStatus.map { "; the peripheral's end of the link: \($0)" } ?? "")
             }
         }
+    }
+
+    /// Why the simulated peripheral's own end of its link with the central ended, when it did
+    /// after its `mark`-th activity (a MIC failure, 0x3D, is seen there only).
+    func peripheralLinkEnd(of id: String, since mark: Int) -> HCIStatus? {
+        guard let central = session.centralDevice?.host.address, let activity = session.peripherals[id]?.activity else { return nil }
+        for entry in activity[min(mark, activity.count)...] {
+            if case let .disconnected(peer, reason) = entry.kind, peer == central { return reason }
+        }
+        return nil
     }
 
     /// The central's settings for a pairing: its host's (the Security Manager's defaults).
@@ -92,12 +104,13 @@ extension StepRunner {
               code == .insufficientAuthentication || code == .insufficientEncryption,
               let connection = session.connections[id], connection.isConnected, let host = connection.host else { return first }
         if host.bonds.bond(for: connection.peer) != nil, !connection.security.encrypted {
+            let mark = session.peripherals[id]?.activity.count ?? 0
             let encrypted: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id) (auto-pair)") { done in
                 connection.encrypt(completion: done)
             }
             session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = encrypted {
-                session.security.encryptionRefused(id, failure)
+                session.security.encryptionRefused(id, failure, peripheralStatus: peripheralLinkEnd(of: id, since: mark))
                 session.security.autoPairFailure = "\(failure)"
                 session.note = "\(code) — auto-pair: \(failure)"
                 return first

@@ -205,6 +205,7 @@ struct ScenarioDocument {
             entries.append(("drop", drops.count == 1 ? drops[0] : .sequence(drops, .flow)))
         }
         if let k = l.pdusPerEvent { entries.append(("pdus-per-event", .scalar(String(k)))) }
+        if let e = l.encryption { entries.append(("encryption", .scalar(e.rawValue))) }
         if let peripheral { entries.append(("peripheral", .scalar(peripheral))) }
         return .mapping(entries, peripheral == nil ? .auto : .flow)
     }
