@@ -18,9 +18,11 @@ extension StepRunner {
                 : "auto-pair off"
         case let .pair(id, settings):
             let connection = try pairingConnection(id)
+            let handedOver = try handOverOutOfBandData(settings, to: id, connection)
             let result: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            handedOver?()
             session.security.unjudged = nil   // this step judges it
             switch result {
             case let .success(r):
@@ -66,6 +68,27 @@ extension StepRunner {
             if case let .disconnected(peer, reason) = entry.kind, peer == central { return reason }
         }
         return nil
+    }
+
+    /// `oob: true`: the lab hands OOB data between the central's host and the peripheral's, as
+    /// the phone's user taps the device's NFC tag before pairing (GAP's
+    /// `exchangeOutOfBandData`). Returns what forgets it again once the pairing has ended: OOB
+    /// data serves one pairing. Nil without `oob: true`.
+    private func handOverOutOfBandData(_ settings: SecuritySpec, to id: String, _ connection: Connection) throws -> (() -> Void)? {
+        guard settings.oob == true, let central = connection.host else { return nil }
+        guard let peripheral = session.peripherals[id]?.host, session.peripherals[id]?.spec.security?.settings.oob == true else {
+            throw StepFailure(kind: .operation, expected: "\(id) to exchange OOB data (its security: with oob: true, served by BLELab)",
+                              seen: session.peripherals[id] == nil ? "\(id) is served by another stack" : "\(id)'s security: has no oob: true")
+        }
+        do { try BLEHost.exchangeOutOfBandData(central: central, peripheral: peripheral) } catch {
+            throw StepFailure(kind: .operation, expected: "OOB data for the pairing with \(id)", seen: "\(error)")
+        }
+        session.record(TimelineEvent(time: session.now, device: PeripheralSchema.centralID, kind: .central,
+                                     text: "OOB data handed between the central and \(id) (oob: true)"))
+        return { [weak central, weak peripheral] in
+            central?.outOfBandData = nil
+            peripheral?.outOfBandData = nil
+        }
     }
 
     /// The central's settings for a pairing: its host's (the Security Manager's defaults).
@@ -116,9 +139,11 @@ extension StepRunner {
                 return first
             }
         } else {
+            let handedOver = try handOverOutOfBandData(settings, to: id, connection)
             let paired: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id) (auto-pair)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            handedOver?()
             session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = paired {
                 session.security.autoPairFailure = "pairing failed: \(failure.report)"

@@ -67,9 +67,13 @@ public struct SecuritySpec: Hashable {
     public var passkey: UInt32?
     /// The user's answer to Numeric Comparison.
     public var confirm: Bool?
+    /// It has a way to exchange data out of band (an NFC tag, a QR code): a `pair` step with
+    /// `oob: true` hands OOB data between the central and a peripheral whose `security:` has it.
+    public var oob: Bool?
 
     public init(io: IOCapabilityName? = nil, secureConnections: Bool? = nil, bonding: Bool? = nil, mitm: Bool? = nil,
-                passkey: UInt32? = nil, confirm: Bool? = nil) {
+                passkey: UInt32? = nil, confirm: Bool? = nil, oob: Bool? = nil) {
+        self.oob = oob
         self.io = io
         self.secureConnections = secureConnections
         self.bonding = bonding

@@ -75,6 +75,7 @@ public struct PeripheralSchema {
         }
         if let f = faults(m) { faults[id] = f }
         if let n = m["security"] { spec.security = SecuritySchema(r: r).peripheralSecurity(n) }
+        if spec.security?.settings.oob == true { catalog.outOfBand.insert(id) }
         if let n = m["privacy"] { spec.privacy = SecuritySchema(r: r).privacy(n) }
         var triggers: [(Int, Int, YAMLMapping)] = []
         var read = ServicesRead()

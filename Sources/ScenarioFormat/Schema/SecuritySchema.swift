@@ -12,7 +12,7 @@ struct SecuritySchema {
     let r: SchemaReader
 
     /// The keys of `security:` and of a `pair:` step's settings.
-    static let settingKeys = ["io", "secure-connections", "bonding", "mitm", "passkey", "confirm"]
+    static let settingKeys = ["io", "secure-connections", "bonding", "mitm", "passkey", "confirm", "oob"]
 
     /// A peripheral's `security: { io, secure-connections, bonding, mitm, passkey, confirm, request-security }`.
     func peripheralSecurity(_ node: YAMLNode) -> PeripheralSecurity? {
@@ -65,6 +65,7 @@ struct SecuritySchema {
         if let n = field("bonding") { spec.bonding = r.boolean(n) }
         if let n = field("mitm") { spec.mitm = r.boolean(n) }
         if let n = field("confirm") { spec.confirm = r.boolean(n) }
+        if let n = field("oob") { spec.oob = r.boolean(n) }
         if let n = field("passkey"), let s = r.scalar(n, "a passkey of six digits such as 123456") {
             // Vol 3 Part H 2.3.5.3: a passkey is 000000 to 999999, shown with its leading zeros.
             if s.text.count == 6, s.text.allSatisfy({ $0.isASCII && $0.isNumber }), let v = UInt32(s.text) {
@@ -124,6 +125,13 @@ extension CentralSchema {
         }
     }
 
+    /// `oob: true` aimed at a peripheral (or, for auto-pair, a scenario) without OOB data.
+    private func outOfBandError(_ node: YAMLNode, _ id: String?) {
+        let what = id.map { "oob: true for \($0), whose security: has no oob: true" } ?? "oob: true, while no peripheral's security: has oob: true"
+        r.error(at: node.mark, found: what, expected: "a peripheral that can exchange data out of band (an NFC tag, a QR code)",
+                hint: "add oob: true to \(id ?? "the peripheral")'s security:, or leave oob out of this step")
+    }
+
     mutating func securityStep(keyword: YAMLScalar, value: YAMLNode, siblings: [(key: YAMLScalar, value: YAMLNode)]) -> CentralAction? {
         func fields(_ primary: String?, _ allowed: [String]) -> KeywordFields {
             KeywordFields(reader: r, keyword: keyword, node: value, primary: primary, allowed: allowed, siblings: siblings, what: keyword.text)
@@ -133,6 +141,7 @@ extension CentralSchema {
             let f = fields("peripheral", ["peripheral"] + SecuritySchema.settingKeys)
             let settings = SecuritySchema(r: r).settings { f[$0] }
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+            if settings.oob == true, let n = f["oob"], !catalog.outOfBand.contains(id) { outOfBandError(n, id) }
             return .security(.pair(peripheral: id, settings: settings))
         case "encrypt":
             let f = fields("peripheral", ["peripheral"])
@@ -141,6 +150,7 @@ extension CentralSchema {
         default:
             let f = fields("enabled", ["enabled"] + SecuritySchema.settingKeys)
             let settings = SecuritySchema(r: r).settings { f[$0] }
+            if settings.oob == true, let n = f["oob"], catalog.outOfBand.isEmpty { outOfBandError(n, nil) }
             guard let n = f.required("enabled", r, example: "auto-pair: true"), let on = r.boolean(n) else { return nil }
             return .security(.autoPair(on, settings: settings))
         }

@@ -14,6 +14,7 @@ extension ScenarioDocument {
             fields.append(("passkey", .scalar(String(repeating: "0", count: max(0, 6 - digits.count)) + digits)))
         }
         if let c = s.confirm { fields.append(("confirm", .scalar(String(c)))) }
+        if let o = s.oob { fields.append(("oob", .scalar(String(o)))) }
         return fields
     }
 
