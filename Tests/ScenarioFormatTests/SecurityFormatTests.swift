@@ -128,7 +128,7 @@ final class SecurityFormatTests: XCTestCase {
                        ["t.yaml:5:26: error: found passkey '1234567', expected a passkey of six digits, 000000 to 999999 (Core Vol 3 Part H 2.3.5.3)"])
         XCTAssertEqual(errors("    security: { mitm: yes }").count, 1)
         XCTAssertEqual(errors("    security: { pin: 123456 }"),
-                       ["t.yaml:5:17: error: found unknown key 'pin', expected a security key (io, secure-connections, bonding, mitm, passkey, confirm, request-security)"])
+                       ["t.yaml:5:17: error: found unknown key 'pin', expected a security key (io, secure-connections, bonding, mitm, passkey, confirm, oob, request-security)"])
         XCTAssertEqual(errors("", "  - auto-pair"),
                        ["t.yaml:9:5: error: found 'auto-pair', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); 'auto-pair' needs a value, e.g. auto-pair: true"])
         XCTAssertEqual(errors("", "  - expect: { encrypted: maybe }").count, 1)
