@@ -173,10 +173,10 @@ public enum SecurityExpectation: Hashable {
         case let .encryptionFailed(p, reason, within):
             return "the encryption of the link to \(p) to fail\(reason.map { " with \($0.name)" } ?? "") within \(within)"
         case let .addressesSeen(p, count, resolved):
-            var parts: [String] = []
-            if let count { parts.append("at \(count) address\(count == 1 ? "" : "es")") }
-            if let resolved { parts.append(resolved ? "all resolved to its identity" : "none resolved to its identity") }
-            return "the central's scans heard \(p) " + parts.joined(separator: ", ")
+            var text = "the central's scans heard \(p)"
+            if let count { text += " at \(count) address\(count == 1 ? "" : "es")" }
+            if let resolved { text += resolved ? ", all resolved to its identity" : ", none resolved to its identity" }
+            return text
         }
     }
 }
