@@ -42,30 +42,34 @@ final class PrivateAddressTests: XCTestCase {
         let plain = try XCTUnwrap(reportFrames(central).first)
         XCTAssertEqual(Array(plain[3..<13]), hex("02 01 00 01 aa fb 0d 94 81 70"))
 
-        central.send(.leSetScanEnable(enable: false, filterDuplicates: false))
-        central.send(.leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: tag.address, peerIRK: irk.reversed(),
-                                                 localIRK: [UInt8](repeating: 0, count: 16)))
-        central.send(.leSetAddressResolutionEnable(true))
-        lab.settle()
-        central.expectAllSucceeded()
-        central.clear()
-        central.scan()
-        lab.run(for: .milliseconds(500))
-        let resolved = reportFrames(central)
+        let resolved = try rescan(central, lab, after: [
+            .leAddDeviceToResolvingList(peerIdentityType: 0x00, peerIdentity: tag.address, peerIRK: irk.reversed(),
+                                        localIRK: [UInt8](repeating: 0, count: 16)),
+            .leSetAddressResolutionEnable(true),
+        ])
         XCTAssertGreaterThan(resolved.count, 1, "several advertising events heard")
         // Address_Type 02 (Public Identity Address) and the tag's public address, in every report.
         XCTAssertEqual(Set(resolved.map { Array($0[3..<13]) }), [hex("02 01 00 02 0e 00 00 dc 1b 00")])
 
         // The entry removed: the same RPA is reported as it is again, not from a stale answer.
+        let again = try rescan(central, lab, after: [
+            .leSetAddressResolutionEnable(false),
+            .leRemoveDeviceFromResolvingList(peerIdentityType: 0x00, peerIdentity: tag.address),
+            .leSetAddressResolutionEnable(true),
+        ])
+        XCTAssertEqual(Set(again.map { Array($0[3..<13]) }), [hex("02 01 00 01 aa fb 0d 94 81 70")])
+    }
+
+    /// Stops the scan, sends `commands` (each must succeed), scans again for 500 ms and returns
+    /// the reports' frames.
+    private func rescan(_ central: TestHost, _ lab: TestLab, after commands: [HCICommand]) throws -> [[UInt8]] {
         central.send(.leSetScanEnable(enable: false, filterDuplicates: false))
-        central.send(.leSetAddressResolutionEnable(false))
-        central.send(.leRemoveDeviceFromResolvingList(peerIdentityType: 0x00, peerIdentity: tag.address))
-        central.send(.leSetAddressResolutionEnable(true))
+        for command in commands { central.send(command) }
         lab.settle()
         central.expectAllSucceeded()
         central.clear()
         central.scan()
         lab.run(for: .milliseconds(500))
-        XCTAssertEqual(Set(reportFrames(central).map { Array($0[3..<13]) }), [hex("02 01 00 01 aa fb 0d 94 81 70")])
+        return reportFrames(central)
     }
 }

@@ -68,20 +68,7 @@ final class PrivacyFormatTests: XCTestCase {
     }
 
     private func errors(_ peripheral: String, _ central: String = "") -> [String] {
-        do {
-            _ = try Scenario.parse("""
-                scenario: s
-                peripherals:
-                  p:
-                    advertise: { name: P, services: [FFF0] }
-                \(peripheral)
-                central:
-                  - scan: { for: 1s }
-                  - connect: p
-                \(central)
-                """, file: "t.yaml")
-            return []
-        } catch let e as ScenarioErrors { return e.errors.map(\.description) } catch { return ["\(error)"] }
+        SecurityFormatTests.errors(peripheral, central)
     }
 
     func testBadPrivacyIsNamedWithTheFix() {
