@@ -41,13 +41,19 @@ final class PrivacyScenarioTests: XCTestCase {
         """
 
     func testABondedCentralResolvesEveryAddressToOneIdentity() throws {
-        XCTAssertEqual(try run(bondThenRotate + """
+        let passed = try run(bondThenRotate + """
 
               - expect: { addresses-seen: { count: 2, resolved: true } }
               - connect: tag
               - encrypt: tag
               - expect: { encrypted: true }
-            """).verdict, "passed")
+            """)
+        XCTAssertEqual(passed.verdict, "passed")
+        // The scans' notes say what the central's host made of each address (ScanReport.identity).
+        let scans = passed.steps.filter { $0.step.text.hasPrefix("scan") }.compactMap(\.note)
+        XCTAssertEqual(scans.count, 2)
+        XCTAssertTrue(scans[0].hasSuffix(", not resolved)"), scans[0])
+        XCTAssertTrue(scans[1].hasSuffix(", resolved to identity 36:1E:3D:DA:F3:B8/public)"), scans[1])
         let wrong = try run(bondThenRotate + "\n  - expect: { addresses-seen: { count: 2, resolved: false } }").verdict
         XCTAssertTrue(wrong.hasPrefix("step 7 (test.yaml:22): expect: { addresses-seen: { count: 2, resolved: false } }: expected the central's scans heard tag at 2 addresses, none resolved to its identity; seen tag at 2 addresses ("), wrong)
         XCTAssertTrue(wrong.hasSuffix("; the central's host resolves both to tag's identity 36:1E:3D:DA:F3:B8/public: one device"), wrong)

@@ -13,7 +13,14 @@ import ScenarioFormat
 extension ScenarioSession {
     func describeScan(_ found: [String: SeatScanReport]) -> String {
         scenario.peripherals.compactMap { spec in
-            found[spec.id].map { r in r.rssi.map { "\(spec.id) (\($0) dBm)" } ?? spec.id }
+            found[spec.id].map { r in
+                // A peripheral with `privacy:`: where the scan heard it, and who the central's host took it for.
+                var details = r.rssi.map { ["\($0) dBm"] } ?? []
+                if privatePeripherals.contains(spec.id) {
+                    details.append("at \(r.address)" + (r.identity.map { ", resolved to identity \($0)" } ?? ", not resolved"))
+                }
+                return details.isEmpty ? spec.id : "\(spec.id) (\(details.joined(separator: ", ")))"
+            }
         }.joined(separator: ", ")
     }
 
