@@ -50,7 +50,7 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", f + "/passing", f + "/broken/broken.yaml"]), .badInput)
         XCTAssertEqual(cli.out, "", "nothing ran")
         XCTAssertEqual(cli.err, """
-        \(f)/broken/broken.yaml:8:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, security, link, mtu); did you mean 'advertise'?
+        \(f)/broken/broken.yaml:8:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, security, privacy, link, mtu); did you mean 'advertise'?
         \(f)/broken/broken.yaml:12:46: error: found property 'notfy', expected one of broadcast, read, write-without-response, write, notify, indicate, authenticated-signed-writes, extended-properties; did you mean 'notify'?
         \(f)/broken/broken.yaml:14:18: error: found '5', expected a duration such as 250ms, 1s, 1.5s or 2m; add a unit: 5ms or 5s
         blelab: 3 errors in 1 file
