@@ -77,6 +77,9 @@ public struct BLELabCLI {
         case let .list(arguments): return list(arguments)
         case let .importCapture(arguments): return importCapture(arguments)
         case let .verdicts(arguments): return verdicts(arguments)
+        case .schema:
+            console.out(ScenarioJSONSchema.text)
+            return .passed
         }
     }
 

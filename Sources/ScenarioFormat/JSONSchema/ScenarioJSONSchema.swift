@@ -1,0 +1,184 @@
+import ATT
+import BLERuntime
+import GATT
+import HCI
+
+/// The JSON Schema (draft 2020-12) of the scenario format, for editors that complete and check
+/// YAML against one (yaml-language-server: VS Code's YAML extension, Neovim, Helix, JetBrains).
+///
+/// It is made from the schema code, so that it cannot drift from it: the keys of every mapping
+/// are the lists the code checks (`ScenarioSchema.keys`, `PeripheralSchema.keys`, …), the
+/// keywords of steps, expectations and actions are the code's keyword lists, and each keyword's
+/// fields are the ones the code reads it with, found by running the code on it (`KeywordProbe`).
+/// A key added there appears here; what its value may be comes from `ScenarioJSONSchema.shape`
+/// by its name, and a key that has no shape there yet takes any value (`untypedFields` names them).
+///
+/// A file the lab accepts must never be refused: editors read YAML 1.2, where `1800` is a number,
+/// `true` a boolean and `~` null, while the lab reads every scalar as text. So each scalar form
+/// accepts what YAML makes of every text the lab accepts in it, and what the code decides from the
+/// whole file (which peripherals exist, which characteristics they declare, value sizes, the
+/// order of steps) is left to `blelab validate`.
+public enum ScenarioJSONSchema {
+    /// The schema document, as `blelab schema` prints it and schema/blelab-scenario.schema.json holds it.
+    public static var text: String { document.text }
+
+    /// The fields read by the code whose value has no shape here (any value is accepted), as
+    /// `place keyword.field`.
+    public static var untypedFields: [String] {
+        var builder = Builder()
+        _ = builder.build()
+        return builder.untyped
+    }
+
+    static var document: JSON {
+        var builder = Builder()
+        return builder.build()
+    }
+
+    struct Builder {
+        var untyped: [String] = []
+
+        mutating func build() -> JSON {
+            var defs: [(String, JSON)] = Shapes.definitions
+            defs.append(("peripheral", peripheral()))
+            defs.append(("advertise", mapping(PeripheralSchema.advertiseKeys, in: "advertise")))
+            defs.append(("scan-response", mapping(PeripheralSchema.scanResponseKeys, in: "scan-response")))
+            defs.append(("service", mapping(PeripheralSchema.serviceKeys, in: "service", required: ["service"])))
+            defs.append(("characteristic", mapping(PeripheralSchema.characteristicKeys, in: "characteristic", required: ["uuid", "properties"])))
+            defs.append(("descriptor", mapping(DescriptorSchema.keys, in: "descriptor", required: ["uuid"])))
+            defs.append(("security", mapping(SecuritySchema.settingKeys + ["request-security"], in: "security")))
+            defs.append(("link", mapping(FaultSyntax.linkKeys, in: "link")))
+            defs.append(("drop", mapping(FaultSyntax.dropKeys, in: "drop", required: ["att", "from"])))
+            defs.append(("flaw", mapping(FlawSchema.keys, in: "flaw", required: ["request"])))
+            defs.append(("step", steps()))
+            defs.append(("expectation", expectations()))
+            defs.append(("action", actions()))
+            defs.append(("actions", .object([
+                ("description", "peripheral actions: a list such as [{ notify: FFE1 }], or one action"),
+                ("anyOf", [.object([("type", "array"), ("items", ref("action"))]), ref("action")]),
+            ])))
+            var root = mapping(ScenarioSchema.keys, in: "scenario", required: ["scenario", "peripherals", "central"])
+            guard case var .object(members) = root else { return root }
+            members.insert(("$schema", "https://json-schema.org/draft/2020-12/schema"), at: 0)
+            members.insert(("title", "BLELab scenario"), at: 1)
+            members.insert(("description", "A BLELab scenario file (docs/scenarios.md). Made by `blelab schema` from the code that reads scenarios; `blelab validate` checks what a schema cannot."), at: 2)
+            members.append(("$defs", .object(defs)))
+            root = .object(members)
+            return root
+        }
+
+        // MARK: Mappings
+
+        /// An object with exactly `keys`, each shaped by its name in `context`.
+        mutating func mapping(_ keys: [String], in context: String, required: [String] = []) -> JSON {
+            var properties: [(String, JSON)] = []
+            for key in keys {
+                properties.append((key, shape(key, context: context)))
+            }
+            var members: [(String, JSON)] = [("type", "object"), ("properties", .object(properties))]
+            let present = required.filter(keys.contains)
+            if !present.isEmpty { members.append(("required", .array(present.map { .string($0) }))) }
+            members.append(("additionalProperties", false))
+            return .object(members)
+        }
+
+        mutating func peripheral() -> JSON {
+            mapping(PeripheralSchema.keys, in: "peripheral")
+        }
+
+        /// The shape of `key` in `context`, or any value (noted in `untyped`).
+        mutating func shape(_ key: String, context: String) -> JSON {
+            if let s = Shapes.shape(key, context: context) { return s }
+            untyped.append("\(context).\(key)")
+            return .object([("description", .string("see docs/scenarios.md"))])
+        }
+
+        // MARK: Keywords
+
+        /// One item written with `keyword`: its value in any form the code reads it in, and the
+        /// fields it allows beside it (not another keyword of the same list).
+        mutating func keywordItem(_ keyword: String, form: KeywordForm?, place: String, others: [String],
+                                  description: String?) -> JSON {
+            var properties: [(String, JSON)] = []
+            var closed = true
+            switch form {
+            case let .fields(primary, allowed)?:
+                var forms: [JSON] = [.object([("type", "null")])]
+                if let primary { forms.append(shape(primary, context: "\(place) \(keyword)")) }
+                var fields: [(String, JSON)] = []
+                for field in allowed { fields.append((field, shape(field, context: "\(place) \(keyword)"))) }
+                forms.append(.object([("type", "object"), ("properties", .object(fields)), ("additionalProperties", false)]))
+                var value: [(String, JSON)] = []
+                if let description { value.append(("description", .string(description))) }
+                value.append(("anyOf", .array(forms)))
+                properties.append((keyword, .object(value)))
+                for (field, fieldShape) in fields where field != keyword && !others.contains(field) {
+                    properties.append((field, fieldShape))
+                }
+            case .valueOnly?:
+                var value = shape(keyword, context: "\(place) value")
+                if let description, case var .object(m) = value {
+                    m.insert(("description", .string(description)), at: 0)
+                    value = .object(m)
+                }
+                properties.append((keyword, value))
+            case nil:
+                // Read by code of its own: any value, anything beside it.
+                untyped.append("\(place) \(keyword)")
+                properties.append((keyword, description.map { .object([("description", .string($0))]) } ?? .object([])))
+                closed = false
+            }
+            var members: [(String, JSON)] = [("type", "object"), ("required", [.string(keyword)]), ("properties", .object(properties))]
+            if closed { members.append(("additionalProperties", false)) }
+            return .object(members)
+        }
+
+        mutating func steps() -> JSON {
+            var items: [JSON] = [.object([("description", "a step written alone"), ("enum", .array(CentralSchema.bare.map { .string($0) }))])]
+            for keyword in CentralSchema.keywords {
+                switch keyword {
+                case "expect":
+                    items.append(.object([("type", "object"), ("required", ["expect"]),
+                                          ("properties", .object([("expect", ref("expectation"))])), ("additionalProperties", false)]))
+                case "peripheral":
+                    let actionsByPeripheral: JSON = .object([
+                        ("description", .string("peripheral ids with their actions, e.g. \(CentralSchema.example("peripheral"))")),
+                        ("type", "object"), ("propertyNames", Shapes.peripheralIDName), ("additionalProperties", ref("actions")),
+                    ])
+                    items.append(.object([("type", "object"), ("required", ["peripheral"]),
+                                          ("properties", .object([("peripheral", actionsByPeripheral)])), ("additionalProperties", false)]))
+                default:
+                    let others = CentralSchema.keywords.filter { $0 != keyword && $0 != "peripheral" }
+                    items.append(keywordItem(keyword, form: KeywordProbe.form(of: keyword, at: .step), place: "step", others: others,
+                                             description: "e.g. " + CentralSchema.example(keyword)))
+                }
+            }
+            return .object([("description", "a step of the scripted central"), ("anyOf", .array(items))])
+        }
+
+        mutating func expectations() -> JSON {
+            var items: [JSON] = []
+            for kind in ExpectationSchema.kinds {
+                // `value` beside `notification` is the notification's value.
+                let others = ExpectationSchema.kinds.filter { $0 != kind && !(kind == "notification" && $0 == "value") }
+                items.append(keywordItem(kind, form: KeywordProbe.form(of: kind, at: .expectation), place: "expect", others: others,
+                                         description: nil))
+            }
+            return .object([("description", "one expectation, such as { discovered: hm10 } or { notification: FFE1, value: text:hi }"),
+                            ("anyOf", .array(items))])
+        }
+
+        mutating func actions() -> JSON {
+            let bare = ActionSchema.keywords.filter(KeywordProbe.acceptsBareAction)
+            var items: [JSON] = [.object([("description", "an action written alone"), ("enum", .array(bare.map { .string($0) }))])]
+            for keyword in ActionSchema.keywords {
+                let others = ActionSchema.keywords.filter { $0 != keyword }
+                items.append(keywordItem(keyword, form: KeywordProbe.form(of: keyword, at: .action), place: "action", others: others,
+                                         description: nil))
+            }
+            return .object([("description", "a peripheral action such as { notify: FFE1 } or { delay: 100ms }"), ("anyOf", .array(items))])
+        }
+    }
+
+    static func ref(_ name: String) -> JSON { .object([("$ref", .string("#/$defs/\(name)"))]) }
+}
