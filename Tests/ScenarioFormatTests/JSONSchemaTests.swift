@@ -40,9 +40,10 @@ final class JSONSchemaTests: XCTestCase {
         XCTAssertEqual(schema["$defs"]?["peripheral"]?["additionalProperties"], .bool(false))
     }
 
-    /// The keywords each item's anyOf requires, in order.
+    /// The keywords each item's anyOf requires, in order (in `else`, for lists with bare keywords).
     private func keywords(_ def: String) -> [String] {
-        guard case let .array(items)? = schema["$defs"]?[def]?["anyOf"] else { return [] }
+        let list = schema["$defs"]?[def]
+        guard case let .array(items)? = (list?["else"] ?? list)?["anyOf"] else { return [] }
         return items.compactMap { item -> String? in
             guard case let .array(required)? = item["required"], case let .string(k)? = required.first else { return nil }
             return k

@@ -95,11 +95,23 @@ public enum ScenarioJSONSchema {
 
         // MARK: Keywords
 
-        /// One item written with `keyword`: its value in any form the code reads it in, and the
+        /// One keyword of a list, as the schema code reads it.
+        struct Item {
+            var keyword: String
+            /// The keyword's own value.
+            var value: JSON
+            /// The whole item: the keyword, what may stand beside it, nothing else (when closed).
+            var schema: JSON
+            /// The keys an item with this keyword may have (nil: any, its form is unknown).
+            var keys: [String]?
+        }
+
+        /// The item written with `keyword`: its value in any form the code reads it in, and the
         /// fields it allows beside it (not another keyword of the same list).
         mutating func keywordItem(_ keyword: String, form: KeywordForm?, place: String, others: [String],
-                                  description: String?) -> JSON {
+                                  description: String?) -> Item {
             var properties: [(String, JSON)] = []
+            var value: JSON
             var closed = true
             switch form {
             case let .fields(primary, allowed)?:
@@ -108,75 +120,114 @@ public enum ScenarioJSONSchema {
                 var fields: [(String, JSON)] = []
                 for field in allowed { fields.append((field, shape(field, context: "\(place) \(keyword)"))) }
                 forms.append(.object([("type", "object"), ("properties", .object(fields)), ("additionalProperties", false)]))
-                var value: [(String, JSON)] = []
-                if let description { value.append(("description", .string(description))) }
-                value.append(("anyOf", .array(forms)))
-                properties.append((keyword, .object(value)))
+                var members: [(String, JSON)] = []
+                if let description { members.append(("description", .string(description))) }
+                members.append(("anyOf", .array(forms)))
+                value = .object(members)
+                properties.append((keyword, value))
                 for (field, fieldShape) in fields where field != keyword && !others.contains(field) {
                     properties.append((field, fieldShape))
                 }
             case .valueOnly?:
-                var value = shape(keyword, context: "\(place) value")
-                if let description, case var .object(m) = value {
-                    m.insert(("description", .string(description)), at: 0)
-                    value = .object(m)
-                }
+                value = shape(keyword, context: "\(place) value")
+                if let description { value = Shapes.described(value, description) }
                 properties.append((keyword, value))
             case nil:
                 // Read by code of its own: any value, anything beside it.
                 untyped.append("\(place) \(keyword)")
-                properties.append((keyword, description.map { .object([("description", .string($0))]) } ?? .object([])))
+                value = description.map { .object([("description", .string($0))]) } ?? .object([])
+                properties.append((keyword, value))
                 closed = false
             }
-            var members: [(String, JSON)] = [("type", "object"), ("required", [.string(keyword)]), ("properties", .object(properties))]
+            var members: [(String, JSON)] = [("required", [.string(keyword)]), ("properties", .object(properties))]
             if closed { members.append(("additionalProperties", false)) }
-            return .object(members)
+            return Item(keyword: keyword, value: value, schema: .object(members), keys: closed ? properties.map(\.0) : nil)
+        }
+
+        /// A list item that is one of `items`: `if` it has an item's keyword (`when`, by default
+        /// that the keyword is there), `then` it is that item. Editors then name the key that is
+        /// wrong, which one anyOf of all the items would not. `bare`: keywords written alone.
+        func keywordList(_ items: [Item], when: [String: JSON] = [:], completes: [String], bare: [String]?, description: String) -> JSON {
+            var members: [(String, JSON)] = [("type", "object")]
+            members.append(("properties", .object(items.filter { completes.contains($0.keyword) }.map { ($0.keyword, $0.value) })))
+            if items.allSatisfy({ $0.keys != nil }) {
+                var names: [String] = []
+                for item in items { for key in item.keys ?? [] where !names.contains(key) { names.append(key) } }
+                members.append(("propertyNames", .object([("enum", .array(names.map { .string($0) }))])))
+            }
+            members.append(("anyOf", .array(items.map { .object([("required", [.string($0.keyword)])]) })))
+            members.append(("allOf", .array(items.map { item in
+                .object([("if", when[item.keyword] ?? .object([("required", [.string(item.keyword)])])), ("then", item.schema)])
+            })))
+            let object = JSON.object(members)
+            guard let bare else { return .object([("description", .string(description))] + Self.members(of: object)) }
+            return .object([
+                ("description", .string(description)),
+                ("if", .object([("type", "string")])),
+                ("then", .object([("description", "a keyword written alone"), ("enum", .array(bare.map { .string($0) }))])),
+                ("else", object),
+            ])
+        }
+
+        static func members(of json: JSON) -> [(String, JSON)] {
+            if case let .object(m) = json { return m }
+            return []
         }
 
         mutating func steps() -> JSON {
-            var items: [JSON] = [.object([("description", "a step written alone"), ("enum", .array(CentralSchema.bare.map { .string($0) }))])]
+            var items: [Item] = []
             for keyword in CentralSchema.keywords {
                 switch keyword {
                 case "expect":
-                    items.append(.object([("type", "object"), ("required", ["expect"]),
-                                          ("properties", .object([("expect", ref("expectation"))])), ("additionalProperties", false)]))
+                    let value = ref("expectation")
+                    items.append(Item(keyword: keyword, value: value,
+                                      schema: .object([("required", ["expect"]), ("properties", .object([("expect", value)])), ("additionalProperties", false)]),
+                                      keys: ["expect"]))
                 case "peripheral":
-                    let actionsByPeripheral: JSON = .object([
+                    let value: JSON = .object([
                         ("description", .string("peripheral ids with their actions, e.g. \(CentralSchema.example("peripheral"))")),
                         ("type", "object"), ("propertyNames", Shapes.peripheralIDName), ("additionalProperties", ref("actions")),
                     ])
-                    items.append(.object([("type", "object"), ("required", ["peripheral"]),
-                                          ("properties", .object([("peripheral", actionsByPeripheral)])), ("additionalProperties", false)]))
+                    items.append(Item(keyword: keyword, value: value,
+                                      schema: .object([("required", ["peripheral"]), ("properties", .object([("peripheral", value)])), ("additionalProperties", false)]),
+                                      keys: ["peripheral"]))
                 default:
                     let others = CentralSchema.keywords.filter { $0 != keyword && $0 != "peripheral" }
                     items.append(keywordItem(keyword, form: KeywordProbe.form(of: keyword, at: .step), place: "step", others: others,
                                              description: "e.g. " + CentralSchema.example(keyword)))
                 }
             }
-            return .object([("description", "a step of the scripted central"), ("anyOf", .array(items))])
+            // `peripheral` is a step only without another keyword: beside one, it names its peripheral.
+            let others = CentralSchema.keywords.filter { $0 != "peripheral" }
+            let peripheralStep: JSON = .object([("required", ["peripheral"]),
+                                                ("not", .object([("anyOf", .array(others.map { .object([("required", [.string($0)])]) }))]))])
+            return keywordList(items, when: ["peripheral": peripheralStep], completes: others, bare: CentralSchema.bare,
+                               description: "a step of the scripted central")
         }
 
         mutating func expectations() -> JSON {
-            var items: [JSON] = []
+            var items: [Item] = []
             for kind in ExpectationSchema.kinds {
                 // `value` beside `notification` is the notification's value.
                 let others = ExpectationSchema.kinds.filter { $0 != kind && !(kind == "notification" && $0 == "value") }
                 items.append(keywordItem(kind, form: KeywordProbe.form(of: kind, at: .expectation), place: "expect", others: others,
                                          description: nil))
             }
-            return .object([("description", "one expectation, such as { discovered: hm10 } or { notification: FFE1, value: text:hi }"),
-                            ("anyOf", .array(items))])
+            let value: JSON = .object([("required", ["value"]), ("not", .object([("required", ["notification"])]))])
+            return keywordList(items, when: ["value": value], completes: ExpectationSchema.kinds.filter { $0 != "value" }, bare: nil,
+                               description: "one expectation, such as { discovered: hm10 } or { notification: FFE1, value: text:hi }")
         }
 
         mutating func actions() -> JSON {
             let bare = ActionSchema.keywords.filter(KeywordProbe.acceptsBareAction)
-            var items: [JSON] = [.object([("description", "an action written alone"), ("enum", .array(bare.map { .string($0) }))])]
+            var items: [Item] = []
             for keyword in ActionSchema.keywords {
                 let others = ActionSchema.keywords.filter { $0 != keyword }
                 items.append(keywordItem(keyword, form: KeywordProbe.form(of: keyword, at: .action), place: "action", others: others,
                                          description: nil))
             }
-            return .object([("description", "a peripheral action such as { notify: FFE1 } or { delay: 100ms }"), ("anyOf", .array(items))])
+            return keywordList(items, completes: ActionSchema.keywords, bare: bare,
+                               description: "a peripheral action such as { notify: FFE1 } or { delay: 100ms }")
         }
     }
 
