@@ -243,7 +243,19 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", "--help"]), .passed)
         XCTAssertEqual(cli.out, Help.run() + "\n")
         XCTAssertEqual(cli.run(["bogus"]), .badInput)
-        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list, import or verdicts\n")
+        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list, import, verdicts or schema\n")
+    }
+
+    /// `blelab schema` prints the JSON Schema the format's code makes, and only that.
+    func testSchemaPrintsTheJSONSchema() {
+        XCTAssertEqual(cli.run(["schema"]), .passed)
+        XCTAssertEqual(cli.out, ScenarioJSONSchema.text)
+        XCTAssertTrue(cli.out.hasPrefix("{\n  \"$schema\": \"https://json-schema.org/draft/2020-12/schema\","), String(cli.out.prefix(80)))
+        XCTAssertEqual(cli.err, "")
+        XCTAssertEqual(cli.run(["schema", "--help"]), .passed)
+        XCTAssertEqual(cli.out, Help.schema + "\n")
+        XCTAssertEqual(cli.run(["help", "schema"]), .passed)
+        XCTAssertEqual(cli.out, Help.schema + "\n")
     }
 }
 
