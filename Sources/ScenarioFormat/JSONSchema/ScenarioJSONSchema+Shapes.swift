@@ -25,7 +25,7 @@ enum Shapes {
 
     /// One of `names`, exactly as written.
     static func names(_ names: [String], _ description: String) -> J {
-        object([("description", .string(description)), ("enum", .array(names.map { .string($0) }))])
+        object([("description", .string(description)), ("type", "string"), ("enum", .array(names.map { .string($0) }))])
     }
 
     /// One of `names` in any case (the lab lowercases before it compares), offered in lower case.
