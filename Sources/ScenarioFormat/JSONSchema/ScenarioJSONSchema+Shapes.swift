@@ -3,14 +3,14 @@ import BLERuntime
 import GATT
 import HCI
 
-/// What each key's value may be, in JSON Schema, as YAML 1.2 reads it (see ScenarioJSONSchema):
+/// What each key's value may be, in JSONValue Schema, as YAML 1.2 reads it (see ScenarioJSONSchema):
 /// the scalar forms of docs/scenarios.md section 4 as ScalarSyntax and SchemaReader parse them.
 enum Shapes {
-    typealias J = JSON
+    typealias J = JSONValue
 
     static func ref(_ name: String) -> J { ScenarioJSONSchema.ref(name) }
 
-    static func object(_ members: [(String, J)]) -> J { .object(members) }
+    static func object(_ members: [(String, J)]) -> J { .obj(members) }
 
     /// An integer in `range`, as a number or as the text the lab reads (decimal or 0x…; YAML reads
     /// `-0x10` and `0X10` as text).
@@ -18,7 +18,7 @@ enum Shapes {
         let numeral = range.lowerBound < 0 ? "^-?(0[xX][0-9a-fA-F]+|[0-9]+)$" : "^(0[xX][0-9a-fA-F]+|[0-9]+)$"
         return object([
             ("description", .string(description)),
-            ("anyOf", [object([("type", "integer"), ("minimum", .number(range.lowerBound)), ("maximum", .number(range.upperBound))]),
+            ("anyOf", [object([("type", "integer"), ("minimum", .int(range.lowerBound)), ("maximum", .int(range.upperBound))]),
                        object([("type", "string"), ("pattern", .string(numeral))])]),
         ])
     }
@@ -53,7 +53,7 @@ enum Shapes {
 
     static func list(_ item: J, _ description: String, minItems: Int64 = 0) -> J {
         var members: [(String, J)] = [("description", .string(description)), ("type", "array"), ("items", item)]
-        if minItems > 0 { members.append(("minItems", .number(minItems))) }
+        if minItems > 0 { members.append(("minItems", .int(minItems))) }
         return object(members)
     }
 

@@ -3,7 +3,7 @@ import BLERuntime
 import GATT
 import HCI
 
-/// The JSON Schema (draft 2020-12) of the scenario format, for editors that complete and check
+/// The JSONValue Schema (draft 2020-12) of the scenario format, for editors that complete and check
 /// YAML against one (yaml-language-server: VS Code's YAML extension, Neovim, Helix, JetBrains).
 ///
 /// It is made from the schema code, so that it cannot drift from it: the keys of every mapping
@@ -20,7 +20,7 @@ import HCI
 /// order of steps) is left to `blelab validate`.
 public enum ScenarioJSONSchema {
     /// The schema document, as `blelab schema` prints it and schema/blelab-scenario.schema.json holds it.
-    public static var text: String { document.text }
+    public static var text: String { document.render(pretty: true) + "\n" }
 
     /// The fields read by the code whose value has no shape here (any value is accepted), as
     /// `place keyword.field`.
@@ -30,7 +30,7 @@ public enum ScenarioJSONSchema {
         return builder.untyped
     }
 
-    static var document: JSON {
+    static var document: JSONValue {
         var builder = Builder()
         return builder.build()
     }
@@ -38,8 +38,8 @@ public enum ScenarioJSONSchema {
     struct Builder {
         var untyped: [String] = []
 
-        mutating func build() -> JSON {
-            var defs: [(String, JSON)] = Shapes.definitions
+        mutating func build() -> JSONValue {
+            var defs: [(String, JSONValue)] = Shapes.definitions
             defs.append(("peripheral", peripheral()))
             defs.append(("advertise", mapping(PeripheralSchema.advertiseKeys, in: "advertise")))
             defs.append(("scan-response", mapping(PeripheralSchema.scanResponseKeys, in: "scan-response")))
@@ -53,44 +53,44 @@ public enum ScenarioJSONSchema {
             defs.append(("step", steps()))
             defs.append(("expectation", expectations()))
             defs.append(("action", actions()))
-            defs.append(("actions", .object([
+            defs.append(("actions", .obj([
                 ("description", "peripheral actions: a list such as [{ notify: FFE1 }], or one action"),
-                ("anyOf", [.object([("type", "array"), ("items", ref("action"))]), ref("action")]),
+                ("anyOf", [.obj([("type", "array"), ("items", ref("action"))]), ref("action")]),
             ])))
             var root = mapping(ScenarioSchema.keys, in: "scenario", required: ["scenario", "peripherals", "central"])
             guard case var .object(members) = root else { return root }
             members.insert(("$schema", "https://json-schema.org/draft/2020-12/schema"), at: 0)
             members.insert(("title", "BLELab scenario"), at: 1)
             members.insert(("description", "A BLELab scenario file (docs/scenarios.md). Made by `blelab schema` from the code that reads scenarios; `blelab validate` checks what a schema cannot."), at: 2)
-            members.append(("$defs", .object(defs)))
-            root = .object(members)
+            members.append(("$defs", .obj(defs)))
+            root = .obj(members)
             return root
         }
 
         // MARK: Mappings
 
         /// An object with exactly `keys`, each shaped by its name in `context`.
-        mutating func mapping(_ keys: [String], in context: String, required: [String] = []) -> JSON {
-            var properties: [(String, JSON)] = []
+        mutating func mapping(_ keys: [String], in context: String, required: [String] = []) -> JSONValue {
+            var properties: [(String, JSONValue)] = []
             for key in keys {
                 properties.append((key, shape(key, context: context)))
             }
-            var members: [(String, JSON)] = [("type", "object"), ("properties", .object(properties))]
+            var members: [(String, JSONValue)] = [("type", "object"), ("properties", .obj(properties))]
             let present = required.filter(keys.contains)
             if !present.isEmpty { members.append(("required", .array(present.map { .string($0) }))) }
             members.append(("additionalProperties", false))
-            return .object(members)
+            return .obj(members)
         }
 
-        mutating func peripheral() -> JSON {
+        mutating func peripheral() -> JSONValue {
             mapping(PeripheralSchema.keys, in: "peripheral")
         }
 
         /// The shape of `key` in `context`, or any value (noted in `untyped`).
-        mutating func shape(_ key: String, context: String) -> JSON {
+        mutating func shape(_ key: String, context: String) -> JSONValue {
             if let s = Shapes.shape(key, context: context) { return s }
             untyped.append("\(context).\(key)")
-            return .object([("description", .string("see docs/scenarios.md"))])
+            return .obj([("description", .string("see docs/scenarios.md"))])
         }
 
         // MARK: Keywords
@@ -99,9 +99,9 @@ public enum ScenarioJSONSchema {
         struct Item {
             var keyword: String
             /// The keyword's own value.
-            var value: JSON
+            var value: JSONValue
             /// The whole item: the keyword, what may stand beside it, nothing else (when closed).
-            var schema: JSON
+            var schema: JSONValue
             /// The keys an item with this keyword may have (nil: any, its form is unknown).
             var keys: [String]?
         }
@@ -110,20 +110,20 @@ public enum ScenarioJSONSchema {
         /// fields it allows beside it (not another keyword of the same list).
         mutating func keywordItem(_ keyword: String, form: KeywordForm?, place: String, others: [String],
                                   description: String?) -> Item {
-            var properties: [(String, JSON)] = []
-            var value: JSON
+            var properties: [(String, JSONValue)] = []
+            var value: JSONValue
             var closed = true
             switch form {
             case let .fields(primary, allowed)?:
-                var forms: [JSON] = [.object([("type", "null")])]
+                var forms: [JSONValue] = [.obj([("type", "null")])]
                 if let primary { forms.append(shape(primary, context: "\(place) \(keyword)")) }
-                var fields: [(String, JSON)] = []
+                var fields: [(String, JSONValue)] = []
                 for field in allowed { fields.append((field, shape(field, context: "\(place) \(keyword)"))) }
-                forms.append(.object([("type", "object"), ("properties", .object(fields)), ("additionalProperties", false)]))
-                var members: [(String, JSON)] = []
+                forms.append(.obj([("type", "object"), ("properties", .obj(fields)), ("additionalProperties", false)]))
+                var members: [(String, JSONValue)] = []
                 if let description { members.append(("description", .string(description))) }
                 members.append(("anyOf", .array(forms)))
-                value = .object(members)
+                value = .obj(members)
                 properties.append((keyword, value))
                 for (field, fieldShape) in fields where field != keyword && !others.contains(field) {
                     properties.append((field, fieldShape))
@@ -135,61 +135,61 @@ public enum ScenarioJSONSchema {
             case nil:
                 // Read by code of its own: any value, anything beside it.
                 untyped.append("\(place) \(keyword)")
-                value = description.map { .object([("description", .string($0))]) } ?? .object([])
+                value = description.map { .obj([("description", .string($0))]) } ?? .obj([])
                 properties.append((keyword, value))
                 closed = false
             }
-            var members: [(String, JSON)] = [("required", [.string(keyword)]), ("properties", .object(properties))]
+            var members: [(String, JSONValue)] = [("required", [.string(keyword)]), ("properties", .obj(properties))]
             if closed { members.append(("additionalProperties", false)) }
-            return Item(keyword: keyword, value: value, schema: .object(members), keys: closed ? properties.map(\.0) : nil)
+            return Item(keyword: keyword, value: value, schema: .obj(members), keys: closed ? properties.map(\.0) : nil)
         }
 
         /// A list item that is one of `items`: `if` it has an item's keyword (`when`, by default
         /// that the keyword is there), `then` it is that item. Editors then name the key that is
         /// wrong, which one anyOf of all the items would not. `bare`: keywords written alone.
-        func keywordList(_ items: [Item], when: [String: JSON] = [:], completes: [String], bare: [String]?, description: String) -> JSON {
-            var members: [(String, JSON)] = [("type", "object")]
-            members.append(("properties", .object(items.filter { completes.contains($0.keyword) }.map { ($0.keyword, $0.value) })))
+        func keywordList(_ items: [Item], when: [String: JSONValue] = [:], completes: [String], bare: [String]?, description: String) -> JSONValue {
+            var members: [(String, JSONValue)] = [("type", "object")]
+            members.append(("properties", .obj(items.filter { completes.contains($0.keyword) }.map { ($0.keyword, $0.value) })))
             if items.allSatisfy({ $0.keys != nil }) {
                 var names: [String] = []
                 for item in items { for key in item.keys ?? [] where !names.contains(key) { names.append(key) } }
-                members.append(("propertyNames", .object([("enum", .array(names.map { .string($0) }))])))
+                members.append(("propertyNames", .obj([("enum", .array(names.map { .string($0) }))])))
             }
-            members.append(("anyOf", .array(items.map { .object([("required", [.string($0.keyword)])]) })))
+            members.append(("anyOf", .array(items.map { .obj([("required", [.string($0.keyword)])]) })))
             members.append(("allOf", .array(items.map { item in
-                .object([("if", when[item.keyword] ?? .object([("required", [.string(item.keyword)])])), ("then", item.schema)])
+                .obj([("if", when[item.keyword] ?? .obj([("required", [.string(item.keyword)])])), ("then", item.schema)])
             })))
-            let object = JSON.object(members)
-            guard let bare else { return .object([("description", .string(description))] + Self.members(of: object)) }
-            return .object([
+            let object = JSONValue.obj(members)
+            guard let bare else { return .obj([("description", .string(description))] + Self.members(of: object)) }
+            return .obj([
                 ("description", .string(description)),
-                ("if", .object([("type", "string")])),
-                ("then", .object([("description", "a keyword written alone"), ("enum", .array(bare.map { .string($0) }))])),
+                ("if", .obj([("type", "string")])),
+                ("then", .obj([("description", "a keyword written alone"), ("enum", .array(bare.map { .string($0) }))])),
                 ("else", object),
             ])
         }
 
-        static func members(of json: JSON) -> [(String, JSON)] {
-            if case let .object(m) = json { return m }
+        static func members(of json: JSONValue) -> [(String, JSONValue)] {
+            if case let .object(m) = json { return m.map { ($0.key, $0.value) } }
             return []
         }
 
-        mutating func steps() -> JSON {
+        mutating func steps() -> JSONValue {
             var items: [Item] = []
             for keyword in CentralSchema.keywords {
                 switch keyword {
                 case "expect":
                     let value = ref("expectation")
                     items.append(Item(keyword: keyword, value: value,
-                                      schema: .object([("required", ["expect"]), ("properties", .object([("expect", value)])), ("additionalProperties", false)]),
+                                      schema: .obj([("required", ["expect"]), ("properties", .obj([("expect", value)])), ("additionalProperties", false)]),
                                       keys: ["expect"]))
                 case "peripheral":
-                    let value: JSON = .object([
+                    let value: JSONValue = .obj([
                         ("description", .string("peripheral ids with their actions, e.g. \(CentralSchema.example("peripheral"))")),
                         ("type", "object"), ("propertyNames", Shapes.peripheralIDName), ("additionalProperties", ref("actions")),
                     ])
                     items.append(Item(keyword: keyword, value: value,
-                                      schema: .object([("required", ["peripheral"]), ("properties", .object([("peripheral", value)])), ("additionalProperties", false)]),
+                                      schema: .obj([("required", ["peripheral"]), ("properties", .obj([("peripheral", value)])), ("additionalProperties", false)]),
                                       keys: ["peripheral"]))
                 default:
                     let others = CentralSchema.keywords.filter { $0 != keyword && $0 != "peripheral" }
@@ -199,13 +199,13 @@ public enum ScenarioJSONSchema {
             }
             // `peripheral` is a step only without another keyword: beside one, it names its peripheral.
             let others = CentralSchema.keywords.filter { $0 != "peripheral" }
-            let peripheralStep: JSON = .object([("required", ["peripheral"]),
-                                                ("not", .object([("anyOf", .array(others.map { .object([("required", [.string($0)])]) }))]))])
+            let peripheralStep: JSONValue = .obj([("required", ["peripheral"]),
+                                                ("not", .obj([("anyOf", .array(others.map { .obj([("required", [.string($0)])]) }))]))])
             return keywordList(items, when: ["peripheral": peripheralStep], completes: others, bare: CentralSchema.bare,
                                description: "a step of the scripted central")
         }
 
-        mutating func expectations() -> JSON {
+        mutating func expectations() -> JSONValue {
             var items: [Item] = []
             for kind in ExpectationSchema.kinds {
                 // `value` beside `notification` is the notification's value.
@@ -213,12 +213,12 @@ public enum ScenarioJSONSchema {
                 items.append(keywordItem(kind, form: KeywordProbe.form(of: kind, at: .expectation), place: "expect", others: others,
                                          description: nil))
             }
-            let value: JSON = .object([("required", ["value"]), ("not", .object([("required", ["notification"])]))])
+            let value: JSONValue = .obj([("required", ["value"]), ("not", .obj([("required", ["notification"])]))])
             return keywordList(items, when: ["value": value], completes: ExpectationSchema.kinds.filter { $0 != "value" }, bare: nil,
                                description: "one expectation, such as { discovered: hm10 } or { notification: FFE1, value: text:hi }")
         }
 
-        mutating func actions() -> JSON {
+        mutating func actions() -> JSONValue {
             let bare = ActionSchema.keywords.filter(KeywordProbe.acceptsBareAction)
             var items: [Item] = []
             for keyword in ActionSchema.keywords {
@@ -231,5 +231,10 @@ public enum ScenarioJSONSchema {
         }
     }
 
-    static func ref(_ name: String) -> JSON { .object([("$ref", .string("#/$defs/\(name)"))]) }
+    static func ref(_ name: String) -> JSONValue { .obj([("$ref", .string("#/$defs/\(name)"))]) }
+}
+
+extension JSONValue {
+    /// An object of (key, value) pairs, in their order.
+    static func obj(_ members: [(String, JSONValue)]) -> JSONValue { .object(members.map { (key: $0.0, value: $0.1) }) }
 }
