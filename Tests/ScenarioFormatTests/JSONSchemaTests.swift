@@ -1,4 +1,5 @@
 import BLERuntime
+import Foundation
 @testable import ScenarioFormat
 import XCTest
 
@@ -82,6 +83,31 @@ final class JSONSchemaTests: XCTestCase {
             checked += 1
         }
         XCTAssertGreaterThan(checked, 20)
+    }
+
+    /// The value pattern takes exactly the u8:, u16: and u32: numbers ScalarSyntax.bytes takes:
+    /// every u8 and u16 spelling from 0 to past the limit, and u32's edges.
+    func testUnsignedValuePatternsMatchTheParser() throws {
+        let regex = try NSRegularExpression(pattern: Shapes.valueScalarPattern)
+        func matches(_ text: String) -> Bool {
+            regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        }
+        func parses(_ text: String) -> Bool {
+            if case .success = ScalarSyntax.bytes(text) { return true }
+            return false
+        }
+        var texts: [String] = []
+        for n in 0...70_000 {
+            texts += ["u16:\(n)"]
+            if n < 300 { texts += ["u8:\(n)", "u8:00\(n)", "u8:0x\(String(n, radix: 16))", "u8:0X00\(String(n, radix: 16, uppercase: true))"] }
+        }
+        texts += ["u16:0xffff", "u16:0x10000", "u16:0x0000ffff", "u32:4294967295", "u32:4294967296", "u32:0004294967295", "u32:9999999999",
+                  "u32:4294967290", "u32:4294967300", "u32:429496729", "u32:0xFFFFFFFF", "u32:0x100000000", "u32:18446744073709551616",
+                  "u8:", "u8:-1", "u8:+1", "u8:0x", "u8:1.0", "u8: 1", "u16:65536", "u16:99999", "u16:100000"]
+        var wrong: [String] = []
+        for text in texts where matches(text) != parses(text) { wrong.append("\(text): schema \(matches(text)), lab \(parses(text))") }
+        XCTAssertEqual(wrong, [])
+        XCTAssertEqual(Shapes.decimal(atMost: 255), "0*([0-9]{1,2}|[0-1][0-9]{2}|2[0-4][0-9]|25[0-4]|255)")
     }
 
     func testTheProbeReadsFormsAndBareActions() {

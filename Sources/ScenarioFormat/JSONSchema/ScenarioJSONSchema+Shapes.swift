@@ -61,8 +61,29 @@ enum Shapes {
     static let uuidPattern = "(\(hex){4}|\(hex){8}|\(hex){32}|\(hex){8}-\(hex){4}-\(hex){4}-\(hex){4}-\(hex){12})"
     static let numeral = "(0[xX][0-9a-fA-F]+|[0-9]+)"
     /// A value scalar (ScalarSyntax.bytes): `text:` anything, `hex:` an even number of digits
-    /// with spaces anywhere, `u8:`/`u16:`/`u32:` a number (its range is left to blelab validate).
-    static let valueScalarPattern = "^(text:|hex:( *\(hex) *\(hex))* *$|u(8|16|32):\(numeral)$)"
+    /// with spaces anywhere, `u8:`/`u16:`/`u32:` a number that fits (decimal or 0x…, leading
+    /// zeros allowed, as ScalarSyntax.unsigned reads it).
+    static var valueScalarPattern: String {
+        let unsigned = [(8, 1), (16, 2), (32, 4)].map { bits, octets in
+            "u\(bits):(0[xX]0*\(hex){1,\(2 * octets)}|\(decimal(atMost: (1 << UInt64(bits)) - 1)))$"
+        }
+        return "^(text:|hex:( *\(hex) *\(hex))* *$|" + unsigned.joined(separator: "|") + ")"
+    }
+
+    /// Decimal digits (leading zeros allowed) of a number from 0 to `max`, as a regular expression.
+    static func decimal(atMost max: UInt64) -> String {
+        let digits = Array(String(max)).map { Int(String($0))! }
+        var alternatives: [String] = []
+        if digits.count > 1 { alternatives.append("[0-9]{1,\(digits.count - 1)}") }
+        // As many digits as max: equal to it up to position i, then a smaller digit, then any.
+        for i in digits.indices where digits[i] > 0 {
+            let rest = digits.count - i - 1
+            let prefix = digits[..<i].map(String.init).joined()
+            alternatives.append(prefix + (digits[i] == 1 ? "0" : "[0-\(digits[i] - 1)]") + (rest > 1 ? "[0-9]{\(rest)}" : rest == 1 ? "[0-9]" : ""))
+        }
+        alternatives.append(String(max))
+        return "0*(" + alternatives.joined(separator: "|") + ")"
+    }
     static let peripheralIDPattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
     /// A peripheral id as a mapping key: a name the lab accepts, not `central`.
