@@ -177,10 +177,13 @@ enum Shapes {
         // The scenario.
         case ("scenario", "scenario"): return object([("description", "what the scenario checks, one line"), ("type", scalarTypes)])
         case ("scenario", "tags"):
-            let tag = object([("anyOf", [object([("type", "string"), ("pattern", "^[^ ,]+$")]), object([("type", ["number", "boolean"])])])])
+            let tag = object([("anyOf", [object([("type", "string"), ("pattern", "^[^ ,]+$")]), object([("type", ["number", "boolean", "null"])])])])
             return listOrOne(tag, "tags such as [seed, serial], for blelab run --tag")
         case ("scenario", "timeout"): return described(ref("duration"), "the scenario's time limit on the virtual clock")
-        case ("scenario", "seed"): return integer(0...Int64.max, "the seed of the scenario's random choices (a non-negative integer below 2^64)")
+        case ("scenario", "seed"):
+            // Below 2^64, more than JSON's integers here can say: no maximum.
+            return object([("description", "the seed of the scenario's random choices (a non-negative integer below 2^64)"),
+                           ("anyOf", [object([("type", "integer"), ("minimum", 0)]), object([("type", "string"), ("pattern", .string("^\(numeral)$"))])])])
         case ("scenario", "requires"):
             return listOrOne(names(TransportTier.all.map(\.rawValue), "a tier"), "the tiers the scenario can run on, such as [sim]")
         case ("scenario", "expect-failure"): return object([("description", "text the scenario's failure must contain"), ("type", scalarTypes)])
@@ -297,7 +300,7 @@ enum Shapes {
         case (_, "duplicates"), (_, "gatt-cache"), (_, "acquire"), (_, "secure-connections"), (_, "bonding"), (_, "mitm"),
              (_, "confirm"), (_, "bonded"), (_, "encrypted"), (_, "enabled"), (_, "indication"):
             return ref("boolean")
-        case (_, "min-rssi"), (_, "at-least"), (_, "at-most"): return ref("dbm")
+        case ("step scan", "min-rssi"), ("expect rssi", "at-least"), ("expect rssi", "at-most"): return ref("dbm")
         case (_, "size"): return integer(23...517, "an ATT_MTU from 23 to 517")
         case ("step write", "type"): return names(WriteType.allCases.map(\.rawValue), "the write type")
         case ("step subscribe", "type"): return names(CentralSchema.subscriptionTypes.map(\.0), "what to enable in the CCCD")
@@ -306,10 +309,12 @@ enum Shapes {
         case ("expect rssi", "from"): return names(RSSIExpectation.Source.allCases.map(\.rawValue), "where the RSSI comes from")
         case ("expect connect-failed", "reason"):
             return object([("description", "timeout, or an HCI status"), ("anyOf", [object([("const", "timeout")]), ref("hci-status")])])
-        case (_, "reason"): return ref("hci-status")
+        case ("expect disconnected", "reason"), ("expect link-lost", "reason"), ("expect encryption-failed", "reason"),
+             ("action disconnect", "reason"):
+            return ref("hci-status")
         case ("expect notification", "count"): return integer(0...1_000_000, "a count from 0 to 1000000")
         case ("action burst", "count"): return integer(1...10_000, "a count from 1 to 10000")
-        case (_, "count"): return integer(1...1_000_000, "a count from 1 to 1000000")
+        case ("action notify-every", "count"), ("flaw", "count"): return integer(1...1_000_000, "a count from 1 to 1000000")
         case ("action value", "delay"): return described(ref("duration"), "wait before the next action")
         case ("action value", "stop-advertising"), ("action value", "start-advertising"): return object([("type", "null")])
         default:
