@@ -29,10 +29,38 @@ TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
 test: deps ci-lint check-edges
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@$(MAKE) --no-print-directory schema-check junit-check SKIP_BUILD=1
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
 	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
 	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
 	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
+
+# The scenario format's JSON Schema (docs/editors.md), made from the schema code by `blelab schema`:
+# `make schema` writes it to schema/blelab-scenario.schema.json (commit it; a unit test fails
+# while the shipped file is not the generated one). `make schema-check` (part of `make test`):
+# the shipped file is `blelab schema`'s; every scenario in scenarios/ (and schema/tests/*.yaml)
+# validates with check-jsonschema; the broken fixtures fail as schema/tests/broken-fixtures.txt
+# says. `make junit-check` (part of `make test`): what `blelab run --junit` writes, read by
+# junitparser (tools/check-junit.py). Both tools come from PyPI, pinned in
+# tools/requirements-test.txt, in a venv under the build folder (TEST_VENV, made once).
+.PHONY: schema schema-check junit-check test-venv
+TEST_VENV ?= $(BUILD_DIR)/test-venv
+SKIP_BUILD ?=
+BLELAB_BUILD = $(if $(SKIP_BUILD),@true,$(SWIFT) build --product blelab $(SWIFT_FLAGS))
+schema: deps
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(BLELAB) schema > schema/blelab-scenario.schema.json
+
+test-venv:
+	@PYTHON3=$(PYTHON3) bash tools/test-venv.sh $(TEST_VENV)
+
+schema-check: test-venv
+	$(BLELAB_BUILD)
+	$(TEST_VENV)/bin/python tools/check-scenario-schema.py --blelab $(BLELAB) --check-jsonschema $(TEST_VENV)/bin/check-jsonschema
+
+junit-check: test-venv
+	$(BLELAB_BUILD)
+	$(TEST_VENV)/bin/python tools/check-junit.py --blelab $(BLELAB) --out $(BUILD_DIR)/junit-check
 
 # The CI examples (examples/ci/, docs/ci.md): yamllint --strict (Debian's, apt-installed when
 # missing), GitHub's and GitLab's schemas (check-jsonschema from PyPI, in a venv under
