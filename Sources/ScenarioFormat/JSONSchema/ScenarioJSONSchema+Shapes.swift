@@ -1,5 +1,6 @@
 import ATT
 import BLERuntime
+import Controller
 import GATT
 import HCI
 
@@ -206,6 +207,11 @@ enum Shapes {
         case ("peripheral", "flaws"): return list(ref("flaw"), "flawed answers to ATT requests")
         case ("peripheral", "security"): return ref("security")
         case ("peripheral", "link"): return ref("link")
+        case ("peripheral", "privacy"):
+            return object([("description", "privacy: { rotate: DURATION }: a resolvable private address that changes at that interval"),
+                           ("type", "object"),
+                           ("properties", object([("rotate", described(ref("duration"), "how often the address changes, 1s to 1h (15m recommended)"))])),
+                           ("required", ["rotate"]), ("additionalProperties", false)])
         case ("peripheral", "mtu"): return integer(23...517, "the peripheral's ATT_MTU, from 23 to 517")
 
         // Advertising.
@@ -246,6 +252,11 @@ enum Shapes {
                                       object([("type", "integer"), ("minimum", 0), ("maximum", 999_999)])])])
         case ("security", "request-security"): return names(["on-connect"], "on-connect: the peripheral sends Security Request when a central connects")
         case ("expect paired", "method"): return names(PairingMethodName.allCases.map(\.rawValue), "a pairing method")
+        case (_, "oob"): return described(ref("boolean"), "out-of-band data, which the lab hands between its own devices")
+        case ("expect addresses-seen", "count"): return integer(1...1_000_000, "a count of distinct addresses, 1 or more")
+        case ("expect addresses-seen", "resolved"): return ref("boolean")
+        case (_, "encryption") where context == "link" || context == "step link":
+            return names(LinkFaults.EncryptionFault.allCases.map(\.rawValue), "an encryption fault: key-missing (0x06) or mic-failure (0x3D)")
         case ("expect pairing-failed", "reason"): return names(PairingFailureName.allNames, "an SMP Pairing Failed reason, or timeout")
 
         // Link faults.
