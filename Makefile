@@ -3,6 +3,9 @@ SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 PYTHON3 ?= python3
+# Every release build (benchmarks, the vhci/BlueZ/container tiers) uses the same flags, so that one
+# build serves them all: tools/release-flags (docs/architecture.md, "Release builds").
+RELEASE := $(shell cat tools/release-flags)
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
@@ -104,8 +107,8 @@ e2e: deps
 # quote come from a plain `make bench`.
 BENCH_QUICK ?=
 bench: deps
-	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench $(if $(filter 1 yes,$(BENCH_QUICK)),--quick) scenarios
+	$(SWIFT) build $(RELEASE) --product blelab-bench $(SWIFT_FLAGS)
+	$$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench $(if $(filter 1 yes,$(BENCH_QUICK)),--quick) scenarios
 
 # Socket tier (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
 # tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
@@ -171,8 +174,8 @@ hostile: deps venv
 BENCH_TIERS_SUITE ?= yes
 BENCH_TIERS_SERIAL ?= no
 bench-tiers: deps venv
-	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
+	$(SWIFT) build $(RELEASE) --product blelab-bench $(SWIFT_FLAGS)
+	$(TIER_ENV) $$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
 		--jobs $(TIER_JOBS) $(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # One small scenario on each tier's controllers, which blelab starts and stops itself: power-on,
@@ -223,11 +226,11 @@ e2e-vhci: deps
 # --jobs VHCI_JOBS (suite_vhci_s; VHCI_JOBS groups of controllers, one btvirt each);
 # BENCH_TIERS_SERIAL=yes adds it one at a time (vhci_suite_wall_s).
 bench-vhci: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
-	$(SWIFT) build -c release --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
-	@n=$$($$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
+	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
+	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
+	@n=$$($$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
 	groups=$$(for g in $$(seq 0 $$(($(VHCI_JOBS) - 1))); do seq -s, $$((g * n)) $$((g * n + n - 1)); done | paste -sd/); \
-	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
+	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
 		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
