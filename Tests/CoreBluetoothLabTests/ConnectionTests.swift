@@ -174,6 +174,39 @@ final class ConnectionTests: LabTestCase {
         XCTAssertNil(recorder.errors["disconnect HMSoft"])
     }
 
+    /// A scenario file's `mtu:` and `link:` come with its peripherals: `mtu: 23` is the ATT_MTU
+    /// the app gets, and the link's latency delays every PDU each way.
+    func testPeripheralsFromAScenarioKeepTheirMTUAndLink() throws {
+        let path = NSTemporaryDirectory() + "/cblab-mtu-link-\(getpid()).yaml"
+        try """
+        scenario: an old module on a slow link
+        peripherals:
+          module:
+            advertise: { name: OldModule, services: [FFE0] }
+            mtu: 23
+            link: { latency: 200ms }
+            gatt:
+              - service: FFE0
+                characteristics:
+                  - { uuid: FFE1, properties: [read], value: "hex:2a" }
+        central:
+          - wait: 1s
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try lab.addPeripherals(fromScenario: path)
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("OldModule", with: central, recorder)
+        XCTAssertEqual(peripheral.maximumWriteValueLength(for: .withoutResponse), 20, "ATT_MTU 23 − 3, not 247 − 3")
+        let characteristic = try XCTUnwrap(peripheral.services?.first?.characteristics?.first)
+        let asked = lab.now
+        var answered: Instant?
+        recorder.onValue = { _ in answered = self.lab.now }
+        peripheral.readValue(for: characteristic)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { answered != nil })
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(answered) - asked, .milliseconds(400), "the request and the response each 200 ms late")
+    }
+
     func testPoweringTheCentralOffDropsConnectionsWithoutDisconnectCallbacks() throws {
         try lab.addPeripheral(Peripherals.hm10())
         let recorder = CentralRecorder()
