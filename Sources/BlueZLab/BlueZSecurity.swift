@@ -17,6 +17,9 @@ public enum BlueZSecurity {
     /// capability, when known (to tell who displays a passkey).
     public static func unsupported(_ settings: SecuritySpec, peerIO: IOCapabilityName?) -> String? {
         let io = settings.io ?? .noInputNoOutput
+        if settings.oob == true {
+            return "oob: true; bluetoothd has no D-Bus call that hands LE OOB data to the kernel"
+        }
         if settings.secureConnections == false {
             return "secure-connections: false; bluetoothd offers Secure Connections by the adapter's setting (main.conf "
                 + "SecureConnections), not per pairing"
@@ -77,6 +80,9 @@ public enum BlueZSecurity {
                         + "answers Insufficient Authentication or Encryption (src/shared/att.c); it cannot be turned off"
                 }
                 if let why = unsupported(settings, peerIO: nil) { return "step \(step.index) (\(step.text)): \(why)" }
+            case .expect(.security(.addressesSeen)):
+                return "step \(step.index) (\(step.text)): which addresses a central heard and resolved is judged on BLELab's "
+                    + "own central host; bluetoothd resolves private addresses itself and tells only its device objects"
             case .security(.encrypt):
                 return "step \(step.index) (\(step.text)): bluetoothd has no call to encrypt a link with a bond; it encrypts by "
                     + "itself when it connects to a device it is bonded with"
@@ -126,6 +132,9 @@ public enum BlueZSecurity {
 
     /// Why bluetoothd cannot serve `spec`'s security in `scenario`, or nil.
     public static func peripheralUnsupported(_ spec: PeripheralSpec, in scenario: Scenario) -> String? {
+        if spec.privacy != nil {
+            return "privacy: is bluetoothd's own setting (main.conf Privacy), not a GATT application's"
+        }
         let pairings = scenario.steps.compactMap { step -> SecuritySpec? in
             switch step.action {
             case let .security(.pair(id, settings)) where id == spec.id: return settings

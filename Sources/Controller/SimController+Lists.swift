@@ -42,6 +42,8 @@ struct ControllerLists {
     /// RPA_Timeout in seconds (default 900, 7.8.45).
     var rpaTimeout: UInt16 = 900
     var localRPA: (address: BDAddr, until: Instant)?
+    /// Which peer IRK resolves each address heard; forgotten whenever the resolving list changes.
+    var resolution = RPAResolutionCache()
 }
 
 extension SimController {
@@ -83,6 +85,7 @@ extension SimController {
                 return sendCommandComplete(opcode, [HCIStatus.unknownConnectionIdentifier.rawValue])
             }
             lists.resolvingList.remove(at: i)
+            lists.resolution.invalidate()
             lists.localRPA = nil
             sendCommandComplete(opcode, [HCIStatus.success.rawValue])
         case .leClearResolvingList:
@@ -122,6 +125,7 @@ extension SimController {
     private func changeResolvingList(_ change: (inout [ControllerLists.ResolvingEntry]) -> Void) -> HCIStatus {
         guard resolvingListMayChange else { return .commandDisallowed }
         change(&lists.resolvingList)
+        lists.resolution.invalidate()
         lists.localRPA = nil
         return .success
     }
@@ -129,17 +133,17 @@ extension SimController {
     // MARK: Resolution
 
     /// The identity (Address_Type 0x02/0x03) `address` resolves to with the resolving list, when
-    /// resolution is enabled; nil otherwise.
+    /// resolution is enabled; nil otherwise. Each address is resolved once while the list stays
+    /// the same (`RPAResolutionCache`): every advertising report of a device, while its RPA
+    /// lasts, would otherwise cost an AES per entry.
     func resolvedIdentity(of address: LEAddress) -> LEAddress? {
-        guard lists.resolutionEnabled, address.type == .random, (address.address.rawValue >> 46) & 0b11 == 0b01 else { return nil }
-        let raw = address.address.rawValue
-        let prand = [UInt8(raw >> 40 & 0xFF), UInt8(raw >> 32 & 0xFF), UInt8(raw >> 24 & 0xFF)]
-        for entry in lists.resolvingList where entry.peerIRK.contains(where: { $0 != 0 }) {
-            guard let hash = try? SecurityToolbox.ah(entry.peerIRK, prand),
-                  UInt64(hash[0]) << 16 | UInt64(hash[1]) << 8 | UInt64(hash[2]) == raw & 0xFF_FFFF else { continue }
-            return LEAddress(entry.identity.address, type: AddressType(rawValue: entry.identity.type.rawValue | 0x02))
-        }
-        return nil
+        guard lists.resolutionEnabled, address.type == .random else { return nil }
+        // An all-zero peer IRK resolves nothing (7.8.38): it stands in the list as no key.
+        let list = lists.resolvingList
+        guard let k = lists.resolution.index(resolving: address.address.rawValue,
+                                             irks: { list.map { $0.peerIRK.contains { $0 != 0 } ? $0.peerIRK : [] } }) else { return nil }
+        let entry = list[k]
+        return LEAddress(entry.identity.address, type: AddressType(rawValue: entry.identity.type.rawValue | 0x02))
     }
 
     /// How this controller reports `address` to its host: its identity when resolved.
@@ -169,12 +173,9 @@ extension SimController {
         }
         if let current = lists.localRPA, loop.now < current.until { return current.address }
         var random = encryptionRandom
-        var bits: UInt64
-        repeat { bits = random.next() & 0x3F_FFFF } while bits == 0 || bits == 0x3F_FFFF
+        guard let raw = try? ResolvablePrivateAddress.make(irk: irk, draw: { random.next() }) else { return nil }
         encryptionRandom = random
-        let prand = bits | 0x40_0000
-        guard let hash = try? SecurityToolbox.ah(irk, [UInt8(prand >> 16 & 0xFF), UInt8(prand >> 8 & 0xFF), UInt8(prand & 0xFF)]) else { return nil }
-        let address = BDAddr(rawValue: prand << 24 | UInt64(hash[0]) << 16 | UInt64(hash[1]) << 8 | UInt64(hash[2]))
+        let address = BDAddr(rawValue: raw)
         lists.localRPA = (address, loop.now + .seconds(Int64(lists.rpaTimeout)))
         return address
     }

@@ -28,36 +28,29 @@ final class PrivacyState {
     var timer: LoopTimer?
     /// Addresses used so far, in order (for tests and reports).
     var history: [BDAddr] = []
+    /// Which bond's IRK resolves each address heard (`resolvedIdentity`), valid for the bonds
+    /// as they were at `resolutionGeneration`.
+    var resolution = RPAResolutionCache()
+    var resolutionGeneration = -1
 }
 
-/// Resolvable private addresses (Vol 6 Part B 1.3.2.2): the 24-bit prand (its top two bits 0b01)
-/// in the most significant half, ah(IRK, prand) in the least.
-public enum ResolvablePrivateAddress {
+/// Resolvable private addresses with GAP's address types: the form, making and resolving live in
+/// BLECrypto (`ResolvablePrivateAddress`, shared with the sim's controller); these add the
+/// address type, which only a random address can have the form of.
+extension ResolvablePrivateAddress {
     /// Whether `address` has the form of an RPA (random, top bits 0b01).
     public static func isResolvable(_ address: LEAddress) -> Bool {
-        address.type != .public && (address.address.rawValue >> 46) & 0b11 == 0b01
+        address.type != .public && hasResolvableForm(address.address.rawValue)
     }
 
-    /// An RPA for `irk` from 22 random bits (not all 0, not all 1, 1.3.2.2).
+    /// An RPA for `irk` from 22 random bits (three octets of `random`; not all 0, not all 1, 1.3.2.2).
     public static func make(irk: [UInt8], random: () -> UInt8) throws -> BDAddr {
-        var bits: UInt32
-        repeat {
-            bits = (0..<3).reduce(UInt32(0)) { acc, _ in acc << 8 | UInt32(random()) } & 0x3F_FFFF
-        } while bits == 0 || bits == 0x3F_FFFF
-        let prand = bits | 0x40_0000
-        let prandOctets = [UInt8(prand >> 16 & 0xFF), UInt8(prand >> 8 & 0xFF), UInt8(prand & 0xFF)]
-        let hash = try SecurityToolbox.ah(irk, prandOctets)
-        let raw = UInt64(prand) << 24 | UInt64(hash[0]) << 16 | UInt64(hash[1]) << 8 | UInt64(hash[2])
-        return BDAddr(rawValue: raw)
+        BDAddr(rawValue: try make(irk: irk, draw: { (0..<3).reduce(UInt64(0)) { acc, _ in acc << 8 | UInt64(random()) } }))
     }
 
     /// Whether `address` was made with `irk` (1.3.2.3: recompute the hash from its prand).
     public static func resolves(_ address: LEAddress, with irk: [UInt8]) -> Bool {
-        guard isResolvable(address), irk.count == 16 else { return false }
-        let raw = address.address.rawValue
-        let prand = [UInt8(raw >> 40 & 0xFF), UInt8(raw >> 32 & 0xFF), UInt8(raw >> 24 & 0xFF)]
-        guard let hash = try? SecurityToolbox.ah(irk, prand) else { return false }
-        return UInt64(hash[0]) << 16 | UInt64(hash[1]) << 8 | UInt64(hash[2]) == raw & 0xFF_FFFF
+        address.type != .public && resolves(address.address.rawValue, with: irk)
     }
 }
 
@@ -139,14 +132,23 @@ extension BLEHost {
         privacyState.timer = nil
     }
 
-    /// The identity a bonded peer's RPA resolves to (with the IRK it gave), if any.
+    /// The identity a bonded peer's RPA resolves to (with the IRK it gave), if any. Each address
+    /// is resolved once while the bonds stay the same (`RPAResolutionCache`): a scan hears the
+    /// same RPA in every advertising event, and each report would otherwise cost an AES per bond.
     public func resolvedIdentity(of address: LEAddress) -> LEAddress? {
         guard ResolvablePrivateAddress.isResolvable(address) else { return nil }
-        for bond in bonds.bonds {
-            guard let identity = bond.peerIdentity, ResolvablePrivateAddress.resolves(address, with: identity.irk) else { continue }
-            let raw = identity.address.octets.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            return LEAddress(BDAddr(rawValue: raw), type: identity.address.isRandom ? .random : .public)
+        if privacyState.resolutionGeneration != bonds.generation {
+            privacyState.resolution.invalidate()
+            privacyState.resolutionGeneration = bonds.generation
         }
-        return nil
+        let stored = bonds.bonds
+        // A bond without the peer's identity has no IRK: it resolves nothing.
+        guard let k = privacyState.resolution.index(resolving: address.address.rawValue, irks: { stored.map { $0.peerIdentity?.irk ?? [] } }),
+              let identity = stored[k].peerIdentity else { return nil }
+        let raw = identity.address.octets.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return LEAddress(BDAddr(rawValue: raw), type: identity.address.isRandom ? .random : .public)
     }
+
+    /// How many of `resolvedIdentity`'s look-ups the cache answered, and how many ran ah.
+    public var resolutionCounts: (hits: Int, misses: Int) { (privacyState.resolution.hits, privacyState.resolution.misses) }
 }

@@ -52,6 +52,8 @@ public final class BLEHost {
     /// (as phones do); false: ignore it.
     public var answersSecurityRequests = true
     let privacyState = PrivacyState()
+    /// `outOfBandData` (BLEHost+OutOfBand.swift).
+    var oobData: OOBData?
     /// How long a peer whose authentication failed waits before its next Pairing Request is
     /// taken, doubled at each further failure (Vol 3 Part H 2.3.6; the specification leaves the
     /// value to the implementation).

@@ -197,6 +197,8 @@ extension Connection {
         var settings = given
         // A host with privacy gives its IRK and identity address to the peers it bonds with.
         if settings.identity == nil, let identity = host.privacyIdentity { settings.identity = identity }
+        // OOB data the host holds (handed over before the pairing, as an NFC tap does).
+        if settings.oob == nil, let oob = host.outOfBandData { settings.oob = oob }
         let local = Self.smpAddress(localAddress), remote = Self.smpAddress(peer)
         let session = PairingSession(role: pairingRole, settings: settings,
                                      initiator: pairingRole == .initiator ? local : remote,

@@ -1,3 +1,4 @@
+import BLECrypto
 import BLEWire
 import GATT
 import HCI
@@ -34,7 +35,11 @@ public struct Bond: Equatable, Sendable {
 /// A host's bonds: they outlive connections and power cycles of the controller (the host keeps
 /// them, as a phone keeps its paired devices); `forgetAll` is a factory reset.
 public final class BondStore {
-    public private(set) var bonds: [Bond] = []
+    public private(set) var bonds: [Bond] = [] {
+        didSet { generation += 1 }
+    }
+    /// Counts the changes to `bonds` (what caches of its IRKs check).
+    public private(set) var generation = 0
     public init() {}
 
     public func bond(for peer: LEAddress) -> Bond? { bonds.last { $0.matches(peer) } }

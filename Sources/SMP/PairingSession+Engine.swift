@@ -304,7 +304,7 @@ public final class PairingSession {
 
     func beginAuthentication() throws {
         if secureConnections {
-            keyPair = settings.debugKey ? .debug : try P256KeyPair(random: random)
+            keyPair = try settings.debugKey ? .debug : settings.oob?.localKeyPair ?? P256KeyPair(random: random)
             stage = .awaitingPublicKey
             if role == .initiator { sendPublicKey() }
             return

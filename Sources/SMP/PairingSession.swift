@@ -23,15 +23,22 @@ public struct OOBData: Equatable, Sendable {
     public var localRandom: [UInt8]?
     /// The peer's r and confirm value, received out of band.
     public var peer: (random: [UInt8], confirm: [UInt8])?
+    /// The key pair this device's confirm value was made with (its public key's x is in the
+    /// confirm value the peer received): the pairing uses it instead of drawing one. Nil: drawn
+    /// per pairing, as without OOB data.
+    public var localKeyPair: P256KeyPair?
 
-    public init(legacyTK: [UInt8]? = nil, localRandom: [UInt8]? = nil, peer: (random: [UInt8], confirm: [UInt8])? = nil) {
+    public init(legacyTK: [UInt8]? = nil, localRandom: [UInt8]? = nil, peer: (random: [UInt8], confirm: [UInt8])? = nil,
+                localKeyPair: P256KeyPair? = nil) {
         self.legacyTK = legacyTK
         self.localRandom = localRandom
         self.peer = peer
+        self.localKeyPair = localKeyPair
     }
 
     public static func == (a: OOBData, b: OOBData) -> Bool {
         a.legacyTK == b.legacyTK && a.localRandom == b.localRandom && a.peer?.random == b.peer?.random && a.peer?.confirm == b.peer?.confirm
+            && a.localKeyPair == b.localKeyPair
     }
 
     /// The confirm value a device gives out of band with its r (2.3.5.6.4): f4(PKx, PKx, r, 0).

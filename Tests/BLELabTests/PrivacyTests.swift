@@ -75,6 +75,17 @@ final class PrivacyTests: XCTestCase {
         let publicIdentity = LEAddress(try XCTUnwrap(tag.host.publicAddress), type: .public)
         XCTAssertEqual(Set(bondedSaw.compactMap(\.identity)), [publicIdentity])
         XCTAssertTrue(strangerSaw.allSatisfy { $0.identity == nil })
+        // Each address the bonded central heard was resolved once (ah with the bond's IRK), its
+        // other reports answered from the cache; the scan also heard devices other than the tag.
+        let counts = bonded.host.resolutionCounts
+        XCTAssertGreaterThan(bondedSaw.count, Set(bondedSaw.map(\.address)).count)
+        XCTAssertEqual(counts.misses, Set(bondedSaw.map(\.address)).count)
+        XCTAssertGreaterThanOrEqual(counts.hits, bondedSaw.count - Set(bondedSaw.map(\.address)).count)
+        // A new bond (here: the same keys stored again) makes the host resolve afresh.
+        let misses = counts.misses
+        bonded.host.bonds.store(try XCTUnwrap(bonded.host.bonds.bonds.last))
+        XCTAssertEqual(bonded.host.resolvedIdentity(of: try XCTUnwrap(bondedSaw.last).address), publicIdentity)
+        XCTAssertEqual(bonded.host.resolutionCounts.misses, misses + 1)
 
         // Reconnecting to the new address, the bond is found through the IRK and encrypts.
         let again = try lab.wait { done in bonded.host.connect(to: try! XCTUnwrap(bondedSaw.last).address, completion: done) }.get()

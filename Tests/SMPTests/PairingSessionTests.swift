@@ -169,6 +169,29 @@ final class PairingSessionTests: XCTestCase {
         XCTAssertEqual(forged.peripheralOutcome.failure, .sent(.confirmValueFailed))
     }
 
+    /// Two-way OOB (an NFC tap): each side made its confirm value with a key pair drawn before
+    /// the pairing (`OOBData.localKeyPair`), and the pairing uses that key pair; a side that
+    /// pairs with another key than the one its confirm value names fails the peer's check.
+    func testTwoWayOOBUsesTheKeyPairsTheConfirmValuesWereMadeWith() throws {
+        let keyA = try P256KeyPair(privateKey: [UInt8](repeating: 0, count: 31) + [5])
+        let keyB = try P256KeyPair(privateKey: [UInt8](repeating: 0, count: 31) + [7])
+        let rA: [UInt8] = Array(1...16), rB: [UInt8] = Array(17...32)
+        let cA = try OOBData.confirm(publicKeyX: keyA.x, random: rA), cB = try OOBData.confirm(publicKeyX: keyB.x, random: rB)
+        let h = PairingHarness(central: .make(io: .noInputNoOutput) { $0.oob = OOBData(localRandom: rA, peer: (rB, cB), localKeyPair: keyA) },
+                               peripheral: .make(io: .noInputNoOutput) { $0.oob = OOBData(localRandom: rB, peer: (rA, cA), localKeyPair: keyB) })
+        h.run()
+        let results = try XCTUnwrap(h.bothSucceeded)
+        XCTAssertEqual(results.central.method, .oob)
+        XCTAssertTrue(results.peripheral.authenticated)
+        XCTAssertEqual(results.central.longTermKey, results.peripheral.longTermKey)
+
+        // The central's confirm value names keyA, but it pairs with a key drawn anew.
+        let stale = PairingHarness(central: .make(io: .noInputNoOutput) { $0.oob = OOBData(localRandom: rA, peer: (rB, cB)) },
+                                   peripheral: .make(io: .noInputNoOutput) { $0.oob = OOBData(localRandom: rB, peer: (rA, cA), localKeyPair: keyB) })
+        stale.run()
+        XCTAssertEqual(stale.peripheralOutcome.failure, .sent(.confirmValueFailed))
+    }
+
     func testAnAlteredCommitmentOrCheckValueIsCaught() {
         // Just Works: the central checks Cb against Nb (Confirm Value Failed).
         let commitment = PairingHarness(central: .make(io: .noInputNoOutput), peripheral: .make(io: .noInputNoOutput))

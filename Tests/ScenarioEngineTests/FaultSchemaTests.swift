@@ -41,7 +41,7 @@ final class FaultSchemaTests: XCTestCase {
 
     func testMisspeltFaultKeysGetDidYouMean() {
         XCTAssertEqual(errors(file(peripheral: "link: { los: 10% }")), [
-            "test.yaml:9:13: error: found unknown key 'los', expected a link key (loss, latency, jitter, drop, pdus-per-event); did you mean 'loss'?",
+            "test.yaml:9:13: error: found unknown key 'los', expected a link key (loss, latency, jitter, drop, pdus-per-event, encryption); did you mean 'loss'?",
         ])
         XCTAssertEqual(errors(file(step: "- link-los: hm10")).first?.hasSuffix("did you mean 'link-loss'?"), true)
         XCTAssertEqual(errors(file(step: "- out-of-range: { peripheral: hm10, rat: 10dB/s }")), [

@@ -83,7 +83,7 @@ final class FlawScenarioTests: XCTestCase {
     func testFlawExpectationsAreValidated() {
         let opening = "central:\n  - scan\n  - connect: hm10\n  - read: FFE1\n"
         XCTAssertEqual(errors(opening + "  - expect: { malformed-respons: any }"), [
-            "test.yaml:13:15: error: found unknown expectation 'malformed-respons', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'malformed-response'?",
+            "test.yaml:13:15: error: found unknown expectation 'malformed-respons', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed, addresses-seen); did you mean 'malformed-response'?",
         ])
         XCTAssertEqual(errors(opening + "  - expect: { att-timeout: raed }"), [
             "test.yaml:13:28: error: found 'raed', expected the request that timed out (\(requestList), or any); did you mean 'read'?",

@@ -195,7 +195,7 @@ final class SchemaHintTests: XCTestCase {
     /// "found unknown key 'notifcation', expected a 'value' key (value)".
     func testMisspeltExpectationBesideValue() {
         XCTAssertEqual(errors(file(step: "- expect: { notifcation: FFE1, value: text:a }")), [
-            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'notification'?",
+            "test.yaml:11:15: error: found unknown expectation 'notifcation', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed, addresses-seen); did you mean 'notification'?",
         ])
         XCTAssertEqual(errors(file(step: "- expect: { value: text:a, colour: red }")), [
             "test.yaml:11:30: error: found unknown key 'colour', expected a 'value' key (value)",

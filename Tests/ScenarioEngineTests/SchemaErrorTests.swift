@@ -37,7 +37,7 @@ final class SchemaErrorTests: XCTestCase {
         central:
           - scan
         """), [
-            "test.yaml:4:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, security, link, mtu); did you mean 'advertise'?",
+            "test.yaml:4:5: error: found unknown key 'advertize', expected a peripheral key (address, rssi, advertise, gatt, on-connect, on-disconnect, device-name, flaws, security, privacy, link, mtu); did you mean 'advertise'?",
         ])
         XCTAssertEqual(errors("scenario: x\nperipherals: { a: {} }\ncentral: [scan]\ntimout: 5s\n"), [
             "test.yaml:4:1: error: found unknown key 'timout', expected a scenario key (scenario, tags, timeout, seed, requires, expect-failure, peripherals, central); did you mean 'timeout'?",
@@ -52,7 +52,7 @@ final class SchemaErrorTests: XCTestCase {
             "test.yaml:10:35: error: found unknown key 'vaule', expected a 'notification' key (characteristic, value, count, within, in-order, peripheral); did you mean 'value'?",
         ])
         XCTAssertEqual(errors(withStep("- expect: { discoverd: hm10 }")).first,
-                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed); did you mean 'discovered'?")
+                       "test.yaml:10:15: error: found unknown expectation 'discoverd', expected an expectation (discovered, not-discovered, only-discovered, connected, services, characteristic, value, write-sent-as, error, peripheral-received, notification, no-notification, disconnected, rssi, malformed-response, att-timeout, response-time, ignored-notification, service-changed, not-services, connection-parameters, mtu, link-lost, connect-failed, paired, encrypted, pairing-failed, encryption-failed, addresses-seen); did you mean 'discovered'?")
     }
 
     /// `acquire` (BlueZ's AcquireNotify/AcquireWrite) on subscribe and write only; AcquireWrite

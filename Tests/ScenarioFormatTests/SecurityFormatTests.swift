@@ -104,22 +104,7 @@ final class SecurityFormatTests: XCTestCase {
     }
 
     func testMistakesAreNamedWithTheFix() {
-        func errors(_ peripheral: String, _ central: String = "") -> [String] {
-            do {
-                _ = try Scenario.parse("""
-                    scenario: s
-                    peripherals:
-                      p:
-                        advertise: { name: P, services: [FFF0] }
-                    \(peripheral)
-                    central:
-                      - scan: { for: 1s }
-                      - connect: p
-                    \(central)
-                    """, file: "t.yaml")
-                return []
-            } catch let e as ScenarioErrors { return e.errors.map(\.description) } catch { return ["\(error)"] }
-        }
+        func errors(_ peripheral: String, _ central: String = "") -> [String] { Self.errors(peripheral, central) }
         XCTAssertEqual(errors("    gatt: [ { service: FFF0, characteristics: [ { uuid: FFF1, properties: [read], permissions: [encrypted-subscribe] } ] } ]"),
                        ["t.yaml:5:97: error: found encrypted-subscribe on a characteristic with neither notify nor indicate, expected a characteristic with a CCCD (notify or indicate) to protect; add notify to its properties, or remove encrypted-subscribe"])
         XCTAssertEqual(errors("    security: { io: none }"),
@@ -128,11 +113,30 @@ final class SecurityFormatTests: XCTestCase {
                        ["t.yaml:5:26: error: found passkey '1234567', expected a passkey of six digits, 000000 to 999999 (Core Vol 3 Part H 2.3.5.3)"])
         XCTAssertEqual(errors("    security: { mitm: yes }").count, 1)
         XCTAssertEqual(errors("    security: { pin: 123456 }"),
-                       ["t.yaml:5:17: error: found unknown key 'pin', expected a security key (io, secure-connections, bonding, mitm, passkey, confirm, request-security)"])
+                       ["t.yaml:5:17: error: found unknown key 'pin', expected a security key (io, secure-connections, bonding, mitm, passkey, confirm, oob, request-security)"])
         XCTAssertEqual(errors("", "  - auto-pair"),
                        ["t.yaml:9:5: error: found 'auto-pair', expected a step (scan, connect, discover, mtu, read, write, subscribe, unsubscribe, wait, disconnect, peripheral, expect, link-loss, out-of-range, in-range, power-off, power-on, connection-update, link, parameter-requests, pair, encrypt, auto-pair); 'auto-pair' needs a value, e.g. auto-pair: true"])
         XCTAssertEqual(errors("", "  - expect: { encrypted: maybe }").count, 1)
         XCTAssertEqual(errors("", "  - expect: { paired: { method: passkey } }"),
                        ["t.yaml:9:33: error: found pairing method 'passkey', expected one of just-works, passkey-entry, numeric-comparison, oob; did you mean 'passkey-entry'?"])
+    }
+
+    /// The errors of a scenario whose peripheral `p` (advertising FFF0) has the lines
+    /// `peripheral` and whose central scans, connects to p, then runs `central`.
+    static func errors(_ peripheral: String, _ central: String = "") -> [String] {
+        do {
+            _ = try Scenario.parse("""
+                scenario: s
+                peripherals:
+                  p:
+                    advertise: { name: P, services: [FFF0] }
+                \(peripheral)
+                central:
+                  - scan: { for: 1s }
+                  - connect: p
+                \(central)
+                """, file: "t.yaml")
+            return []
+        } catch let e as ScenarioErrors { return e.errors.map(\.description) } catch { return ["\(error)"] }
     }
 }

@@ -42,6 +42,9 @@ public final class SimulatedPeripheral {
         self.spec = spec
         var configuration = HostConfiguration(deviceName: spec.servedDeviceName)
         configuration.security = spec.security.map { $0.settings.securitySettings }
+        // `privacy:`: a resolvable private address, new every `rotate`; the IRK from the host's
+        // seeded random numbers, given to the centrals it bonds with.
+        configuration.privacy = spec.privacy.map { PrivacySettings(rotation: $0.rotate) }
         var publicAddress: BDAddr?
         if let address = spec.address {
             if address.type == .random { configuration.randomAddress = address.address } else { publicAddress = address.address }

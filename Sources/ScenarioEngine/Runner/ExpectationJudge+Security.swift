@@ -8,6 +8,7 @@ import SMP
 extension ExpectationJudge {
     func checkSecurity(_ e: SecurityExpectation, fail: (String) -> StepFailure) throws {
         let id = e.peripheral
+        if case let .addressesSeen(_, count, resolved) = e { return try checkAddressesSeen(id, count: count, resolved: resolved, fail: fail) }
         guard session.everConnected.contains(id) else { throw fail("never connected to \(id)") }
         let account = session.security
         let connection = session.securityConnection(id)
@@ -59,10 +60,42 @@ extension ExpectationJudge {
             case nil: throw fail("no encryption of the link to \(id) was attempted")
             case let .success(security)?: throw fail("the link to \(id) was \(security)")
             case let .failure(f)?:
-                if let reason, f.status != reason { throw fail("encryption failed: \(f.words)") }
+                if let reason, !f.matches(reason) { throw fail("encryption failed: \(f.words)") }
                 session.note = "encryption failed: \(f.words)"
                 if account.unjudged?.pairing == false { account.unjudged = nil }
             }
+        case .addressesSeen:
+            break
         }
+    }
+
+    /// `addresses-seen`: the distinct addresses the central's scans heard `id` at, and whether
+    /// the central's host resolves them to `id`'s identity address (Vol 6 Part B 1.3.2.3) with the
+    /// IRKs its bonds hold now.
+    private func checkAddressesSeen(_ id: String, count: Int?, resolved: Bool?, fail: (String) -> StepFailure) throws {
+        let seen = session.addressesSeen[id] ?? []
+        guard !seen.isEmpty else {
+            throw fail(session.lastScan == nil ? "no scan has run" : "no scan heard \(id)")
+        }
+        let listed = seen.map { "\($0)" }.joined(separator: ", ")
+        var words = "\(id) at \(seen.count) address\(seen.count == 1 ? "" : "es") (\(listed))"
+        if let count, seen.count != count { throw fail(words) }
+        if let resolved {
+            guard let host = (session.central as? HostCentral)?.host else {
+                throw fail("the central's seat (\(session.central.description)) does not say which addresses it resolves")
+            }
+            let identity = session.identityAddress(of: id)
+            let resolving = seen.filter { address in identity != nil && host.resolvedIdentity(of: address) == identity }
+            let identityText = identity.map { "\($0)" } ?? "unknown"
+            switch resolving.count {
+            case seen.count: words += "; the central's host resolves \(seen.count == 1 ? "it" : seen.count == 2 ? "both" : "all \(seen.count)") to \(id)'s identity \(identityText): one device"
+            case 0: words += "; the central's host resolves none to \(id)'s identity \(identityText)" + (seen.count == 1 ? "" : ": \(seen.count) devices to the app")
+            default:
+                words += "; the central's host resolves \(resolving.map { "\($0)" }.joined(separator: ", ")) to \(id)'s identity \(identityText), not "
+                    + seen.filter { !resolving.contains($0) }.map { "\($0)" }.joined(separator: ", ")
+            }
+            if resolved != (resolving.count == seen.count) || (!resolved && !resolving.isEmpty) { throw fail(words) }
+        }
+        session.note = words
     }
 }

@@ -99,7 +99,7 @@ final class HostCentral: CentralSeat {
     func stopScan(completion: @escaping (Result<[SeatScanReport], SeatError>) -> Void) {
         host.stopScanning { [self] _ in
             completion(.success(reports.map { r in
-                SeatScanReport(address: r.address, rssi: r.rssi, names: Self.localNames(r), serviceUUIDs: r.serviceUUIDs)
+                SeatScanReport(address: r.address, rssi: r.rssi, names: Self.localNames(r), serviceUUIDs: r.serviceUUIDs, identity: r.identity)
             }))
         }
     }

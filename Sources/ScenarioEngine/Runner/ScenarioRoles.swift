@@ -85,12 +85,16 @@ public struct SeatScanReport: Equatable {
     public var rssi: Int8?
     public var names: [String]
     public var serviceUUIDs: [BluetoothUUID]
+    /// The identity the central's host resolved a resolvable private address to (with a bond's
+    /// IRK, Core Vol 6 Part B 1.3.2.3), when it did and can say.
+    public var identity: LEAddress?
 
-    public init(address: LEAddress, rssi: Int8?, names: [String], serviceUUIDs: [BluetoothUUID]) {
+    public init(address: LEAddress, rssi: Int8?, names: [String], serviceUUIDs: [BluetoothUUID], identity: LEAddress? = nil) {
         self.address = address
         self.rssi = rssi
         self.names = names
         self.serviceUUIDs = serviceUUIDs
+        self.identity = identity
     }
 }
 

@@ -13,7 +13,14 @@ import ScenarioFormat
 extension ScenarioSession {
     func describeScan(_ found: [String: SeatScanReport]) -> String {
         scenario.peripherals.compactMap { spec in
-            found[spec.id].map { r in r.rssi.map { "\(spec.id) (\($0) dBm)" } ?? spec.id }
+            found[spec.id].map { r in
+                // A peripheral with `privacy:`: where the scan heard it, and who the central's host took it for.
+                var details = r.rssi.map { ["\($0) dBm"] } ?? []
+                if privatePeripherals.contains(spec.id) {
+                    details.append("at \(r.address)" + (r.identity.map { ", resolved to identity \($0)" } ?? ", not resolved"))
+                }
+                return details.isEmpty ? spec.id : "\(spec.id) (\(details.joined(separator: ", ")))"
+            }
         }.joined(separator: ", ")
     }
 
@@ -26,12 +33,13 @@ extension ScenarioSession {
             guard let seen = peripheralSeats[spec.id]?.address, idsByAddress[seen] == nil else { continue }
             idsByAddress[seen] = spec.id
         }
-        return idsByAddress[address]
+        return idsByAddress[address] ?? formerOwner(of: address)
     }
 
-    /// The address `id` is at: BLELab's device, or what the external peripheral reports.
+    /// The address `id` is at: BLELab's device, or what the external peripheral reports; for a
+    /// peripheral with `privacy:`, where the central knows it to be (`centralAddresses`).
     func address(of id: String) -> LEAddress? {
-        peripheralSeats[id]?.address
+        centralAddresses[id] ?? peripheralSeats[id]?.address
     }
 
     /// "remote-user-terminated (0x13) at 1.2s".
@@ -137,6 +145,7 @@ extension ScenarioSession {
         if f.latency > .zero { parts.append("latency \(f.latency)") }
         if f.jitter > .zero { parts.append("jitter \(f.jitter)") }
         if !f.drops.isEmpty { parts.append("drop " + f.drops.map(\.description).joined(separator: ", ")) }
+        if let e = f.encryption { parts.append("encryption \(e.rawValue)") }
         return parts.joined(separator: ", ")
     }
 

@@ -44,6 +44,13 @@ final class ScenarioSession {
     /// (`peripheralID(at:)`); rebuilt when a look-up misses, since an external peripheral's
     /// address becomes known only once its stack serves it.
     var idsByAddress: [LEAddress: String] = [:]
+    /// The peripherals with `privacy:`: their address changes (ScenarioSession+Privacy.swift).
+    var privatePeripherals: [String] = []
+    /// Where the central knows each peripheral with `privacy:` to be: the address its latest scan
+    /// heard it at, or the one it connected to (`address(of:)`).
+    var centralAddresses: [String: LEAddress] = [:]
+    /// Every address the central's scans heard each peripheral at, in the order first heard.
+    var addressesSeen: [String: [LEAddress]] = [:]
     let observations: LinkObservations
     /// Judges the `expect:` steps (ExpectationJudge.swift).
     lazy var judge = ExpectationJudge(session: self)
@@ -229,6 +236,7 @@ final class ScenarioSession {
                 throw StepFailure(kind: .setup, expected: "peripheral \(spec.id)'s GATT database to be built", seen: "\(error)")
             }
             seat(peripheral, as: spec.id)
+            if spec.privacy != nil { privatePeripherals.append(spec.id) }
             keepBounded(peripheral.device, central: false)
             peripheral.keepsSentValues = false
             let id = spec.id

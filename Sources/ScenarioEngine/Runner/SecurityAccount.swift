@@ -33,6 +33,12 @@ final class SecurityAccount {
     struct EncryptionOutcomeFailure: Error {
         var status: HCIStatus?
         var words: String
+        /// Why the peripheral's end of the link ended meanwhile, when it did (a MIC failure, 0x3D,
+        /// is seen there: the central only times out).
+        var peripheralStatus: HCIStatus? = nil
+
+        /// Whether either end saw `reason`.
+        func matches(_ reason: HCIStatus) -> Bool { status == reason || peripheralStatus == reason }
     }
 
     /// Listens to BLELab's host in the central's seat; `id` names the peripheral at an address.
@@ -66,13 +72,16 @@ final class SecurityAccount {
         unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
     }
 
-    /// An encryption refused before it started (no bond, the link gone).
-    func encryptionRefused(_ id: String, _ failure: EncryptionFailure) {
-        if case let .status(status) = failure {
-            encryptions[id] = .failure(EncryptionOutcomeFailure(status: status, words: "\(failure)"))
-        } else {
+    /// An encryption that failed: refused before it started (no bond, the link gone), or ended
+    /// by the link's end; `peripheralStatus` is why the peripheral's end ended meanwhile.
+    func encryptionRefused(_ id: String, _ failure: EncryptionFailure, peripheralStatus: HCIStatus? = nil) {
+        guard case let .status(status) = failure else {
             encryptions[id] = .failure(EncryptionOutcomeFailure(status: nil, words: "\(failure)"))
+            return
         }
+        var words = "\(failure)"
+        if let peripheralStatus, peripheralStatus != status { words += "; the peripheral's end of the link: \(peripheralStatus)" }
+        encryptions[id] = .failure(EncryptionOutcomeFailure(status: status, words: words, peripheralStatus: peripheralStatus))
     }
 
     /// "paired by passkey-entry, Secure Connections, bonded, 16-octet key".

@@ -28,9 +28,11 @@ extension StepRunner {
             try seatPair(id, settings, position: position)
         case let .pair(id, settings):
             let connection = try pairingConnection(id)
+            let handedOver = try handOverOutOfBandData(settings, to: id, connection)
             let result: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            handedOver?()
             session.security.unjudged = nil   // this step judges it
             switch result {
             case let .success(r):
@@ -45,6 +47,7 @@ extension StepRunner {
             }
         case let .encrypt(id):
             let connection = try pairingConnection(id)
+            let mark = session.peripherals[id]?.activity.count ?? 0
             let result: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id)") { done in
                 connection.encrypt(completion: done)
             }
@@ -53,15 +56,16 @@ extension StepRunner {
             case let .success(security):
                 session.note = "link \(security)"
             case let .failure(failure):
-                session.security.encryptionRefused(id, failure)
+                let peripheralStatus = peripheralLinkEnd(of: id, since: mark)
+                session.security.encryptionRefused(id, failure, peripheralStatus: peripheralStatus)
                 guard expectsSecurityFailure(after: position, of: id, pairing: false) else {
-                    let name: String
-                    if case let .status(status) = failure { name = status.name } else { name = "REASON" }
+                    var name = "REASON"
+                    if case let .status(status) = failure { name = (peripheralStatus ?? status).name }
                     throw StepFailure(kind: .operation,
                                       expected: "the link to \(id) encrypted with the central's bond, or an 'expect: { encryption-failed: \(name) }' right after the step",
                                       seen: failure == .noBond ? "the central has no bond with \(id): pair first" : "\(failure)")
                 }
-                session.note = "\(failure)"
+                session.note = "\(failure)" + (peripheralStatus.map { "; the peripheral's end of the link: \($0)" } ?? "")
             }
         }
     }
@@ -103,6 +107,37 @@ extension StepRunner {
         }
     }
 
+    /// Why the simulated peripheral's own end of its link with the central ended, when it did
+    /// after its `mark`-th activity (a MIC failure, 0x3D, is seen there only).
+    func peripheralLinkEnd(of id: String, since mark: Int) -> HCIStatus? {
+        guard let central = session.centralDevice?.host.address, let activity = session.peripherals[id]?.activity else { return nil }
+        for entry in activity[min(mark, activity.count)...] {
+            if case let .disconnected(peer, reason) = entry.kind, peer == central { return reason }
+        }
+        return nil
+    }
+
+    /// `oob: true`: the lab hands OOB data between the central's host and the peripheral's, as
+    /// the phone's user taps the device's NFC tag before pairing (GAP's
+    /// `exchangeOutOfBandData`). Returns what forgets it again once the pairing has ended: OOB
+    /// data serves one pairing. Nil without `oob: true`.
+    private func handOverOutOfBandData(_ settings: SecuritySpec, to id: String, _ connection: Connection) throws -> (() -> Void)? {
+        guard settings.oob == true, let central = connection.host else { return nil }
+        guard let peripheral = session.peripherals[id]?.host, session.peripherals[id]?.spec.security?.settings.oob == true else {
+            throw StepFailure(kind: .operation, expected: "\(id) to exchange OOB data (its security: with oob: true, served by BLELab)",
+                              seen: session.peripherals[id] == nil ? "\(id) is served by another stack" : "\(id)'s security: has no oob: true")
+        }
+        do { try BLEHost.exchangeOutOfBandData(central: central, peripheral: peripheral) } catch {
+            throw StepFailure(kind: .operation, expected: "OOB data for the pairing with \(id)", seen: "\(error)")
+        }
+        session.record(TimelineEvent(time: session.now, device: PeripheralSchema.centralID, kind: .central,
+                                     text: "OOB data handed between the central and \(id) (oob: true)"))
+        return { [weak central, weak peripheral] in
+            central?.outOfBandData = nil
+            peripheral?.outOfBandData = nil
+        }
+    }
+
     /// The central's settings for a pairing: its host's (the Security Manager's defaults).
     static func centralSettings(_ connection: Connection) -> SecuritySettings {
         connection.host?.configuration.security ?? SecuritySettings()
@@ -139,20 +174,23 @@ extension StepRunner {
               code == .insufficientAuthentication || code == .insufficientEncryption,
               let connection = session.connections[id], connection.isConnected, let host = connection.host else { return first }
         if host.bonds.bond(for: connection.peer) != nil, !connection.security.encrypted {
+            let mark = session.peripherals[id]?.activity.count ?? 0
             let encrypted: Result<LinkSecurity, EncryptionFailure> = try session.operate("the encryption of the link to \(id) (auto-pair)") { done in
                 connection.encrypt(completion: done)
             }
             session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = encrypted {
-                session.security.encryptionRefused(id, failure)
+                session.security.encryptionRefused(id, failure, peripheralStatus: peripheralLinkEnd(of: id, since: mark))
                 session.security.autoPairFailure = "\(failure)"
                 session.note = "\(code) — auto-pair: \(failure)"
                 return first
             }
         } else {
+            let handedOver = try handOverOutOfBandData(settings, to: id, connection)
             let paired: Result<PairingResult, PairingFailure> = try session.operate("the pairing with \(id) (auto-pair)") { done in
                 connection.pair(settings.applied(to: Self.centralSettings(connection)), completion: done)
             }
+            handedOver?()
             session.security.unjudged = nil   // the operation's step judges it
             if case let .failure(failure) = paired {
                 session.security.autoPairFailure = "pairing failed: \(failure.report)"

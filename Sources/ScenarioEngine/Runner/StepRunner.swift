@@ -70,8 +70,14 @@ final class StepRunner {
         // min-rssi: the report's RSSI (one the stack did not give cannot pass).
         let strongEnough = { (r: SeatScanReport) in scan.minRSSI.map { floor in r.rssi.map { $0 >= floor } ?? false } ?? true }
         for report in reports where (scan.names.isEmpty || report.names.contains(where: scan.names.contains)) && strongEnough(report) {
-            if let id = session.peripheralID(at: report.address) { found[id] = report } else { others += 1 }
+            if let id = session.peripheralID(at: report.address) {
+                found[id] = report
+                session.heard(id, at: report.address)
+            } else {
+                others += 1
+            }
         }
+        session.followPrivateAddresses(found)
         session.lastScan = (step.index, found, others)
         session.discovered.formUnion(found.keys)
         session.note = found.isEmpty ? "discovered nothing" : "discovered " + session.describeScan(found)

@@ -67,9 +67,13 @@ public struct SecuritySpec: Hashable {
     public var passkey: UInt32?
     /// The user's answer to Numeric Comparison.
     public var confirm: Bool?
+    /// It has a way to exchange data out of band (an NFC tag, a QR code): a `pair` step with
+    /// `oob: true` hands OOB data between the central and a peripheral whose `security:` has it.
+    public var oob: Bool?
 
     public init(io: IOCapabilityName? = nil, secureConnections: Bool? = nil, bonding: Bool? = nil, mitm: Bool? = nil,
-                passkey: UInt32? = nil, confirm: Bool? = nil) {
+                passkey: UInt32? = nil, confirm: Bool? = nil, oob: Bool? = nil) {
+        self.oob = oob
         self.io = io
         self.secureConnections = secureConnections
         self.bonding = bonding
@@ -90,6 +94,22 @@ public struct PeripheralSecurity: Hashable {
     public init(settings: SecuritySpec = SecuritySpec(), requestsSecurityOnConnect: Bool = false) {
         self.settings = settings
         self.requestsSecurityOnConnect = requestsSecurityOnConnect
+    }
+}
+
+/// A peripheral's `privacy:`: it advertises from a resolvable private address (Core Vol 6 Part B
+/// 1.3.2.2) that changes every `rotate`, and gives its IRK and identity address to the centrals it
+/// bonds with (Vol 3 Part H 3.6.4, 3.6.5), which then resolve its addresses to it.
+public struct PeripheralPrivacy: Hashable {
+    /// How often the address changes: T_GAP(private_addr_int) (Vol 3 Part C 10.8.2.2 recommends 15 minutes).
+    public var rotate: TimeSpan
+
+    /// The range a scenario may give: that of a controller's RPA_Timeout (LE Set Resolvable
+    /// Private Address Timeout, Vol 4 Part E 7.8.45), 1 s to 1 hour.
+    public static let rotateRange = TimeSpan.seconds(1)...TimeSpan.seconds(3600)
+
+    public init(rotate: TimeSpan) {
+        self.rotate = rotate
     }
 }
 
@@ -122,6 +142,10 @@ public enum SecurityExpectation: Hashable {
     case pairingFailed(peripheral: String, reason: PairingFailureName?, within: TimeSpan)
     /// The latest encryption of the link failed, with this HCI status if given.
     case encryptionFailed(peripheral: String, reason: HCIStatus?, within: TimeSpan)
+    /// The central's scans so far heard the peripheral at `count` distinct addresses, and its host
+    /// resolves all of them (true) or none of them (false) to the peripheral's identity address,
+    /// with the keys it holds now: one device to the app, or a new one at each address.
+    case addressesSeen(peripheral: String, count: Int?, resolved: Bool?)
 
     /// How long a pairing may take untold: a Secure Connections pairing is some twenty SMP PDUs,
     /// a connection event or two each.
@@ -129,7 +153,8 @@ public enum SecurityExpectation: Hashable {
 
     public var peripheral: String {
         switch self {
-        case let .paired(p, _, _, _, _), let .encrypted(p, _, _), let .pairingFailed(p, _, _), let .encryptionFailed(p, _, _): return p
+        case let .paired(p, _, _, _, _), let .encrypted(p, _, _), let .pairingFailed(p, _, _), let .encryptionFailed(p, _, _),
+             let .addressesSeen(p, _, _): return p
         }
     }
 
@@ -147,6 +172,11 @@ public enum SecurityExpectation: Hashable {
             return "the pairing with \(p) to fail\(reason.map { " with \($0.name)" } ?? "") within \(within)"
         case let .encryptionFailed(p, reason, within):
             return "the encryption of the link to \(p) to fail\(reason.map { " with \($0.name)" } ?? "") within \(within)"
+        case let .addressesSeen(p, count, resolved):
+            var text = "the central's scans heard \(p)"
+            if let count { text += " at \(count) address\(count == 1 ? "" : "es")" }
+            if let resolved { text += resolved ? ", all resolved to its identity" : ", none resolved to its identity" }
+            return text
         }
     }
 }
@@ -191,6 +221,7 @@ extension Scenario {
     public var securityUse: String? {
         for p in peripherals {
             if p.security != nil { return "\(p.id) declares security: (pairing)" }
+            if p.privacy != nil { return "\(p.id) declares privacy: (a resolvable private address, resolved with the IRK a bond gives)" }
             if let c = p.characteristics.first(where: { !$0.characteristic.permissions.isOpen || !$0.characteristic.configurationPermissions.isOpen }) {
                 return "\(p.id)'s \(c.characteristic.uuid) has permissions: that need an encrypted link"
             }

@@ -25,6 +25,9 @@ public struct PeripheralSpec: Hashable {
     public var flaws: [ATTFlaw] = []
     /// How it pairs (scenario key `security:`, Security.swift); nil: it refuses pairing.
     public var security: PeripheralSecurity?
+    /// Its resolvable private address and how often it changes (scenario key `privacy:`,
+    /// Security.swift); nil: it advertises from its identity address.
+    public var privacy: PeripheralPrivacy?
 
     public init(id: String, address: LEAddress? = nil, rssi: Int8? = nil, advertising: AdvertisingSpec? = nil,
                 services: [ServiceSpec] = [], deviceName: String? = nil,

@@ -11,7 +11,7 @@ import YAMLSubset
 public struct FaultSyntax {
     let r: SchemaReader
 
-    static let linkKeys = ["loss", "latency", "jitter", "drop", "pdus-per-event"]
+    static let linkKeys = ["loss", "latency", "jitter", "drop", "pdus-per-event", "encryption"]
     static let dropKeys = ["att", "from"]
     static let parameterKeys = ["interval", "latency", "timeout"]
 
@@ -34,6 +34,23 @@ public struct FaultSyntax {
         if let n = field("pdus-per-event") {
             if let k = r.integer(n, in: 1...32, "a number of data PDUs per connection event from 1 to 32 (the lab's default is 4)") {
                 faults.pdusPerEvent = Int(k)
+            } else { ok = false }
+        }
+        if let n = field("encryption") {
+            // The Encryption Start procedure (Vol 6 Part B 5.1.3.1) failing whatever the hosts do.
+            let names = LinkFaults.EncryptionFault.allCases.map(\.rawValue)
+            let expected = "an encryption fault: key-missing (PIN or Key Missing, 0x06) or mic-failure (Connection Terminated due to MIC Failure, 0x3D)"
+            if let s = r.scalar(n, expected) {
+                if let fault = LinkFaults.EncryptionFault(rawValue: s.text) {
+                    faults.encryption = fault
+                } else {
+                    let squeezed = s.text.lowercased().filter { $0.isLetter || $0.isNumber }
+                    let hint = squeezed.contains("pin") || squeezed == "0x06" || squeezed == "06" ? "did you mean 'key-missing'?"
+                        : squeezed.contains("mic") || squeezed.contains("3d") ? "did you mean 'mic-failure'?"
+                        : Spelling.suggestion(for: s.text, in: names)
+                    r.error(n, expected: expected, hint: hint)
+                    ok = false
+                }
             } else { ok = false }
         }
         return ok ? faults : nil

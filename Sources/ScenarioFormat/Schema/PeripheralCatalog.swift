@@ -24,6 +24,9 @@ final class PeripheralCatalog {
     /// Peripherals with a service whose UUID is invalid: a name that does not resolve in them may
     /// be one of that service's, so it is not reported again.
     private var incomplete: Set<String> = []
+    /// Peripherals whose `security:` says they exchange OOB data (`oob: true`): those a `pair`
+    /// with `oob: true` may aim at.
+    var outOfBand: Set<String> = []
 
     static let standard: [Entry] = [
         Entry(service: .genericAccessService, characteristic: .deviceName, properties: .read),

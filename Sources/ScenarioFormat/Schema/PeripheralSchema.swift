@@ -11,7 +11,7 @@ public struct PeripheralSchema {
     /// `link:` and `mtu:` by peripheral id (FaultSchema.swift).
     private(set) var faults: [String: PeripheralFaults] = [:]
 
-    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws", "security"] + faultKeys
+    static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws", "security", "privacy"] + faultKeys
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
                                 "tx-power", "flags", "scan-response"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
@@ -75,6 +75,8 @@ public struct PeripheralSchema {
         }
         if let f = faults(m) { faults[id] = f }
         if let n = m["security"] { spec.security = SecuritySchema(r: r).peripheralSecurity(n) }
+        if spec.security?.settings.oob == true { catalog.outOfBand.insert(id) }
+        if let n = m["privacy"] { spec.privacy = SecuritySchema(r: r).privacy(n) }
         var triggers: [(Int, Int, YAMLMapping)] = []
         var read = ServicesRead()
         if let g = m["gatt"] { spec.services = services(g, of: id, triggers: &triggers, read: &read) }

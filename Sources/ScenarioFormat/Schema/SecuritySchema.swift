@@ -12,7 +12,7 @@ struct SecuritySchema {
     let r: SchemaReader
 
     /// The keys of `security:` and of a `pair:` step's settings.
-    static let settingKeys = ["io", "secure-connections", "bonding", "mitm", "passkey", "confirm"]
+    static let settingKeys = ["io", "secure-connections", "bonding", "mitm", "passkey", "confirm", "oob"]
 
     /// A peripheral's `security: { io, secure-connections, bonding, mitm, passkey, confirm, request-security }`.
     func peripheralSecurity(_ node: YAMLNode) -> PeripheralSecurity? {
@@ -31,6 +31,24 @@ struct SecuritySchema {
         return security
     }
 
+    /// A peripheral's `privacy: { rotate: 15m }`.
+    func privacy(_ node: YAMLNode) -> PeripheralPrivacy? {
+        guard let m = r.mapping(node, "privacy settings such as { rotate: 15m } (how often the resolvable private address changes)") else {
+            return nil
+        }
+        r.checkKeys(m, allowed: ["rotate"], of: "a privacy")
+        guard let n = r.required(m, "rotate", in: "privacy", expected: "privacy: { rotate: DURATION }, such as { rotate: 15m }"),
+              let span = r.duration(n, "a rotation interval") else { return nil }
+        let range = PeripheralPrivacy.rotateRange
+        guard range.contains(span) else {
+            r.error(n, expected: "a rotation interval from \(range.lowerBound) to 1h (a controller's RPA timeout, Core Vol 4 Part E 7.8.45)",
+                    hint: span < range.lowerBound ? "an address that changes more often than every second is no device's; Core Vol 3 Part C 10.8.2.2 recommends 15m"
+                        : "Core Vol 3 Part C 10.8.2.2 recommends 15m")
+            return nil
+        }
+        return PeripheralPrivacy(rotate: span)
+    }
+
     /// The settings among fields `field` gives.
     func settings(_ field: (String) -> YAMLNode?) -> SecuritySpec {
         var spec = SecuritySpec()
@@ -47,6 +65,7 @@ struct SecuritySchema {
         if let n = field("bonding") { spec.bonding = r.boolean(n) }
         if let n = field("mitm") { spec.mitm = r.boolean(n) }
         if let n = field("confirm") { spec.confirm = r.boolean(n) }
+        if let n = field("oob") { spec.oob = r.boolean(n) }
         if let n = field("passkey"), let s = r.scalar(n, "a passkey of six digits such as 123456") {
             // Vol 3 Part H 2.3.5.3: a passkey is 000000 to 999999, shown with its leading zeros.
             if s.text.count == 6, s.text.allSatisfy({ $0.isASCII && $0.isNumber }), let v = UInt32(s.text) {
@@ -106,6 +125,13 @@ extension CentralSchema {
         }
     }
 
+    /// `oob: true` aimed at a peripheral (or, for auto-pair, a scenario) without OOB data.
+    private func outOfBandError(_ node: YAMLNode, _ id: String?) {
+        let what = id.map { "oob: true for \($0), whose security: has no oob: true" } ?? "oob: true, while no peripheral's security: has oob: true"
+        r.error(at: node.mark, found: what, expected: "a peripheral that can exchange data out of band (an NFC tag, a QR code)",
+                hint: "add oob: true to \(id ?? "the peripheral")'s security:, or leave oob out of this step")
+    }
+
     mutating func securityStep(keyword: YAMLScalar, value: YAMLNode, siblings: [(key: YAMLScalar, value: YAMLNode)]) -> CentralAction? {
         func fields(_ primary: String?, _ allowed: [String]) -> KeywordFields {
             KeywordFields(reader: r, keyword: keyword, node: value, primary: primary, allowed: allowed, siblings: siblings, what: keyword.text)
@@ -115,6 +141,7 @@ extension CentralSchema {
             let f = fields("peripheral", ["peripheral"] + SecuritySchema.settingKeys)
             let settings = SecuritySchema(r: r).settings { f[$0] }
             guard let id = target(f["peripheral"], characteristic: nil, at: keyword) else { return nil }
+            if settings.oob == true, let n = f["oob"], !catalog.outOfBand.contains(id) { outOfBandError(n, id) }
             return .security(.pair(peripheral: id, settings: settings))
         case "encrypt":
             let f = fields("peripheral", ["peripheral"])
@@ -123,6 +150,7 @@ extension CentralSchema {
         default:
             let f = fields("enabled", ["enabled"] + SecuritySchema.settingKeys)
             let settings = SecuritySchema(r: r).settings { f[$0] }
+            if settings.oob == true, let n = f["oob"], catalog.outOfBand.isEmpty { outOfBandError(n, nil) }
             guard let n = f.required("enabled", r, example: "auto-pair: true"), let on = r.boolean(n) else { return nil }
             return .security(.autoPair(on, settings: settings))
         }
@@ -130,7 +158,7 @@ extension CentralSchema {
 }
 
 extension ExpectationSchema {
-    static let securityKinds = ["paired", "encrypted", "pairing-failed", "encryption-failed"]
+    static let securityKinds = ["paired", "encrypted", "pairing-failed", "encryption-failed", "addresses-seen"]
 
     func securityExpectation(keyword: YAMLScalar, value: YAMLNode, siblings: [(key: YAMLScalar, value: YAMLNode)],
                              central: inout CentralSchema) -> Expectation? {
@@ -187,6 +215,23 @@ extension ExpectationSchema {
             let span = within(f)
             guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok, let span else { return nil }
             return .security(.pairingFailed(peripheral: id, reason: reason, within: span))
+        case "addresses-seen":
+            // `addresses-seen: 2`, or `addresses-seen: { peripheral: lock, count: 2, resolved: true }`.
+            let f = fields("count", ["count", "resolved", "peripheral"])
+            var ok = true
+            var count: Int?, resolved: Bool?
+            if let n = f["count"] {
+                count = r.integer(n, in: 1...1_000_000, "a count of addresses, 1 or more").map { Int($0) }
+                ok = count != nil
+            }
+            if let n = f["resolved"] { resolved = r.boolean(n); ok = ok && resolved != nil }
+            if f["count"] == nil && f["resolved"] == nil {
+                r.error(at: keyword.mark, found: "addresses-seen without count or resolved",
+                        expected: "what to check, such as addresses-seen: { count: 2, resolved: true }")
+                ok = false
+            }
+            guard let id = central.target(f["peripheral"], characteristic: nil, at: keyword), ok else { return nil }
+            return .security(.addressesSeen(peripheral: id, count: count, resolved: resolved))
         default:
             let f = fields("reason", ["reason", "peripheral", "within"])
             var ok = true

@@ -14,6 +14,7 @@ extension ScenarioDocument {
             fields.append(("passkey", .scalar(String(repeating: "0", count: max(0, 6 - digits.count)) + digits)))
         }
         if let c = s.confirm { fields.append(("confirm", .scalar(String(c)))) }
+        if let o = s.oob { fields.append(("oob", .scalar(String(o)))) }
         return fields
     }
 
@@ -57,6 +58,11 @@ extension ScenarioDocument {
         case let .encryptionFailed(p, reason, span):
             return (reason.map { [("encryption-failed", .scalar($0.name))] } ?? [("encryption-failed", flow([]))])
                 + named(p) + securityWithin(span)
+        case let .addressesSeen(p, count, resolved):
+            var fields: Fields = []
+            if let count { fields.append(("count", .scalar(String(count)))) }
+            if let resolved { fields.append(("resolved", .scalar(String(resolved)))) }
+            return [("addresses-seen", flow(fields + named(p)))]
         }
     }
 }

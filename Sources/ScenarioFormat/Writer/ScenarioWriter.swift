@@ -65,6 +65,7 @@ struct ScenarioDocument {
             entries.append(("flaws", .sequence(p.flaws.enumerated().map { site(flaw($1), .flaw(id, $0)) }, .block)))
         }
         if let security = p.security { entries.append(("security", peripheralSecurity(security))) }
+        if let privacy = p.privacy { entries.append(("privacy", .mapping([("rotate", duration(privacy.rotate))], .flow))) }
         if !p.onConnect.isEmpty { entries.append(("on-connect", actionList(p.onConnect))) }
         if !p.onDisconnect.isEmpty { entries.append(("on-disconnect", actionList(p.onDisconnect))) }
         if !p.services.isEmpty {
@@ -204,6 +205,7 @@ struct ScenarioDocument {
             entries.append(("drop", drops.count == 1 ? drops[0] : .sequence(drops, .flow)))
         }
         if let k = l.pdusPerEvent { entries.append(("pdus-per-event", .scalar(String(k)))) }
+        if let e = l.encryption { entries.append(("encryption", .scalar(e.rawValue))) }
         if let peripheral { entries.append(("peripheral", .scalar(peripheral))) }
         return .mapping(entries, peripheral == nil ? .auto : .flow)
     }
