@@ -127,14 +127,7 @@ public final class CBLab {
             if let link = faults.link, let air = lab.air, let controller = peripheral.device.controller {
                 air.setLinkFaults(link, for: controller)
             }
-            if let mtu = faults.mtu {
-                // Its Exchange MTU Response's Server Rx MTU (Vol 3 Part F 3.4.2.2), on every connection.
-                let previous = peripheral.host.onConnection
-                peripheral.host.onConnection = { connection in
-                    connection.bearer.preferredMTU = UInt16(mtu)
-                    previous?(connection)
-                }
-            }
+            if let mtu = faults.mtu { peripheral.answeredMTU = mtu }
             return peripheral
         }
     }

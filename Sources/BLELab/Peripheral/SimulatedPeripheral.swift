@@ -27,6 +27,10 @@ public final class SimulatedPeripheral {
     /// that reads `activity` only for connections and actions sets it.
     public var keepsSentValues = true
     public var onActivity: ((PeripheralActivity) -> Void)?
+    /// The ATT_MTU the peripheral answers an Exchange MTU with (a scenario's `mtu:`): its Server
+    /// Rx MTU (Vol 3 Part F 3.4.2.2), set on each connection's bearer before any PDU arrives.
+    /// Nil: the host's default.
+    public var answeredMTU: Int?
 
     /// Sequencing, delays, answers and value sources of the actions.
     let runner: PeripheralActionRunner
@@ -118,6 +122,7 @@ public final class SimulatedPeripheral {
         flawMatches = [Int](repeating: 0, count: spec.flaws.count)
         host.onConnection = { [weak self] connection in
             guard let self, connection.role == .peripheral else { return }
+            if let mtu = self.answeredMTU { connection.bearer.preferredMTU = UInt16(clamping: mtu) }
             self.installFlaws(on: connection.bearer)
             self.record(.connected(connection.peer))
             let peer = connection.peer

@@ -33,15 +33,7 @@ final class FaultSteps {
                 let (air, controller) = try simulated(spec.id, "link: faults")
                 air.setLinkFaults(link, for: controller)
             }
-            if let mtu = faults.mtu {
-                // The peripheral's receive MTU, its Exchange MTU Response's Server Rx MTU (Vol 3
-                // Part F 3.4.2.2): set on each connection's bearer before any PDU arrives.
-                let previous = peripheral.host.onConnection
-                peripheral.host.onConnection = { connection in
-                    connection.bearer.preferredMTU = UInt16(mtu)
-                    previous?(connection)
-                }
-            }
+            if let mtu = faults.mtu { peripheral.answeredMTU = mtu }
         }
     }
 
