@@ -108,7 +108,7 @@ class DOM(html.parser.HTMLParser):
             self.scripts += 1
         if tag == "details" and "scenario" in classes:
             self.scenarios.append([next(c for c in classes if c != "scenario"), "open" in a, ""])
-        if tag == "svg" and "msc" in classes:
+        if tag == "svg" and "msc" in classes and a.get("role") == "img":  # not the lanes' header
             self.charts.append(0)
         if tag == "g" and "row" in classes and self.charts:
             self.charts[-1] += 1

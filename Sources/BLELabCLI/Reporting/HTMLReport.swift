@@ -161,6 +161,7 @@ public enum HTMLReport {
                         m.step.map { .int(Int64($0)) } ?? .null, m.detail.map { .string($0) } ?? .null])
             })),
             ("failure_page", chart.failureIndex.map { .int(Int64($0 / pageSize)) } ?? .null),
+            ("failure_row", chart.failureIndex.map { .int(Int64($0)) } ?? .null),
             ("steps", .array(r.steps.map { s in
                 .object([
                     ("index", .int(Int64(s.step.index))),
@@ -170,6 +171,7 @@ public enum HTMLReport {
                     ("outcome", .string(s.outcome.rawValue)),
                     ("note", s.note.map { .string($0) } ?? .null),
                     ("page", chart.stepRows[s.step.index].map { .int(Int64($0 / pageSize)) } ?? .null),
+                    ("row", chart.stepRows[s.step.index].map { .int(Int64($0)) } ?? .null),
                 ])
             })),
         ])

@@ -62,7 +62,8 @@ ol.steps .text { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 ol.steps .stepnote { display: block; color: var(--muted); margin-left: 16px; word-break: break-word; }
 .pager { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; font-size: 12px; padding: 4px 0 6px; color: var(--muted); }
 .pager button:disabled { opacity: .4; cursor: default; }
-.chart-scroll { overflow: auto; max-height: 640px; border: 1px solid var(--line); border-radius: 6px; }
+.chart-scroll { overflow: auto; max-height: 560px; border: 1px solid var(--line); border-radius: 6px; }
+.chart-head { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #eaeef2; }
 svg.msc { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 svg.msc .lane-head rect { fill: #24292f; } svg.msc .lane-head text { fill: #fff; font-weight: 600; }
 svg.msc .lifeline { stroke: #afb8c1; stroke-dasharray: 2 3; }
@@ -123,23 +124,25 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
   function drawChart(sc, key, page, holder) {
     var lanes = sc.lanes, msgs = sc.messages;
     var from = page * PAGE, to = Math.min(msgs.length, from + PAGE);
-    var TIME = 92, LANE = Math.max(190, Math.min(380, 1000 / Math.max(1, lanes.length))), ROW = 24, HEAD = 34;
-    var width = TIME + LANE * lanes.length + 40, height = HEAD + (to - from) * ROW + 12;
+    var TIME = 92, LANE = Math.max(180, Math.min(320, 960 / Math.max(1, lanes.length))), ROW = 24, HEAD = 34;
+    var width = TIME + LANE * lanes.length + 40, height = (to - from) * ROW + 12;
     var x = function (i) { return TIME + LANE * i + LANE / 2; };
+    // The lanes' names in a header of their own that stays put while the rows scroll.
+    var head = s('svg', { 'class': 'msc', width: width, height: HEAD, viewBox: '0 0 ' + width + ' ' + HEAD });
     var svg = s('svg', { 'class': 'msc', width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, role: 'img' });
     svg.appendChild(s('title', {}, 'Message sequence chart of ' + sc.name + ', rows ' + (from + 1) + '\u2013' + to + ' of ' + msgs.length));
     var defs = s('defs', {});
     for (var kind in STYLE) marker(defs, 'a-' + key + '-' + kind, STYLE[kind].color);
     svg.appendChild(defs);
     lanes.forEach(function (name, i) {
-      svg.appendChild(s('line', { 'class': 'lifeline', x1: x(i), y1: HEAD - 4, x2: x(i), y2: height }));
+      svg.appendChild(s('line', { 'class': 'lifeline', x1: x(i), y1: 0, x2: x(i), y2: height }));
       var g = s('g', { 'class': 'lane-head' });
-      g.appendChild(s('rect', { x: x(i) - LANE / 2 + 12, y: 4, width: LANE - 24, height: 24, rx: 5 }));
-      g.appendChild(s('text', { x: x(i), y: 20, 'text-anchor': 'middle' }, clip(name, Math.floor((LANE - 30) / 7))));
-      svg.appendChild(g);
+      g.appendChild(s('rect', { x: x(i) - LANE / 2 + 12, y: 5, width: LANE - 24, height: 24, rx: 5 }));
+      g.appendChild(s('text', { x: x(i), y: 21, 'text-anchor': 'middle' }, clip(name, Math.floor((LANE - 30) / 7))));
+      head.appendChild(g);
     });
     for (var r = from; r < to; r++) {
-      var m = msgs[r], y = HEAD + (r - from) * ROW, mid = y + ROW / 2 + 4;
+      var m = msgs[r], y = (r - from) * ROW, mid = y + ROW / 2 + 4;
       var t = m[0], a = m[1], b = m[2], kind = m[3], label = m[4], detail = m[6];
       var g = s('g', { 'class': 'row k-' + kind, 'data-row': r });
       g.appendChild(s('title', {}, ms(t) + '  ' + label + (detail ? '\n' + detail : '')));
@@ -159,7 +162,7 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
         g.appendChild(s('line', attrs));
         var span = Math.abs(x2 - x1), tag = TAG[kind] ? TAG[kind] + ' \u00b7 ' : '';
         g.appendChild(s('text', { 'class': 'lbl', x: (x1 + x2) / 2, y: ly - 4, 'text-anchor': 'middle', fill: st.color },
-                        clip(tag + label, Math.floor(span / 5.8))));
+                        clip(tag + label, Math.floor(span / 6.4))));
       } else {
         // A mark on one lane; its text runs toward the wider side (left of the last lane).
         var st2 = STYLE[kind] || STYLE.note, cx = x(a), left = lanes.length > 1 && a === lanes.length - 1;
@@ -170,6 +173,9 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
       svg.appendChild(g);
     }
     holder.textContent = '';
+    var top = h('div', 'chart-head');
+    top.appendChild(head);
+    holder.appendChild(top);
     holder.appendChild(svg);
   }
 
@@ -248,7 +254,8 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
     var page = sc.failure_page !== null ? sc.failure_page : 0;
     var prev = h('button', null, '\u25c0 previous'), next = h('button', null, 'next \u25b6'), where = h('span');
     prev.type = next.type = 'button';
-    function show(p) {
+    // Page p, scrolled to row `focus` (an index into all the rows) when it is on it.
+    function show(p, focus) {
       page = Math.max(0, Math.min(pages - 1, p));
       var a = page * PAGE, b = Math.min(sc.messages.length, a + PAGE);
       prev.disabled = page === 0;
@@ -257,6 +264,8 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
         ? 'rows ' + (a + 1) + '\u2013' + b + ' of ' + sc.messages.length + ' \u00b7 page ' + (page + 1) + ' of ' + pages + ' \u00b7 ' + ms(sc.messages[a][0]) + ' \u2013 ' + ms(sc.messages[b - 1][0])
         : 'no events recorded';
       drawChart(sc, key, page, holder);
+      var row = focus === undefined ? null : holder.querySelector('g.row[data-row="' + focus + '"]');
+      holder.scrollTop = row ? Math.max(0, (focus - a) * 24 - holder.clientHeight / 2) : 0;
     }
     prev.onclick = function () { show(page - 1); };
     next.onclick = function () { show(page + 1); };
@@ -266,7 +275,7 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
     if (sc.failure_page !== null) {
       var jump = h('button', null, '\u2717 failure');
       jump.type = 'button';
-      jump.onclick = function () { show(sc.failure_page); };
+      jump.onclick = function () { show(sc.failure_page, sc.failure_row); };
       pager.appendChild(jump);
     }
     chartPane.appendChild(h('h4', null, 'Message sequence chart (virtual time)'));
@@ -282,14 +291,14 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
       li.appendChild(h('span', 'text', st.index + '. ' + st.text));
       li.title = 'line ' + st.line + ', started at ' + st.start + ' (' + st.outcome + ')';
       if (st.note) li.appendChild(h('span', 'stepnote', st.note));
-      if (st.page !== null) li.onclick = function () { show(st.page); };
+      if (st.page !== null) li.onclick = function () { show(st.page, st.row); };
       list.appendChild(li);
     });
     stepsPane.appendChild(list);
     panes.appendChild(chartPane);
     panes.appendChild(stepsPane);
     body.appendChild(panes);
-    show(page);
+    show(page, sc.failure_row === null ? undefined : sc.failure_row);
   }
 
   var all = Array.prototype.slice.call(document.querySelectorAll('details.scenario'));
