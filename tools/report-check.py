@@ -68,11 +68,11 @@ def chromium():
     fail("no Chromium: install Debian's chromium (make report-check does)")
 
 
-def browse(browser, report, flags):
+def browse(browser, report, flags, fragment=""):
     with tempfile.TemporaryDirectory(prefix="report-check-") as profile:
         run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
                               "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "--window-size=1400,1100",
-                              *flags, "file://" + os.path.abspath(report)],
+                              *flags, "file://" + os.path.abspath(report) + fragment],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     if console:
@@ -107,7 +107,8 @@ class DOM(html.parser.HTMLParser):
         if tag == "script":
             self.scripts += 1
         if tag == "details" and "scenario" in classes:
-            self.scenarios.append([next(c for c in classes if c != "scenario"), "open" in a, ""])
+            self.scenarios.append([next(c for c in classes if c not in ("scenario", "hidden")), "open" in a, "", "hidden" in classes,
+                                   a.get("data-search") or ""])
         if tag == "svg" and "msc" in classes and a.get("role") == "img":  # not the lanes' header
             self.charts.append(0)
         if tag == "g" and "row" in classes and self.charts:
@@ -192,10 +193,10 @@ def png_colours(path):
     return colours
 
 
-def check(browser, report, failing, shots):
+def check(browser, report, failing, shots, filter=None):
     started = time.monotonic()
     dom = DOM()
-    dom.feed(browse(browser, report, ["--dump-dom"]))
+    dom.feed(browse(browser, report, ["--dump-dom"], "#filter=" + filter if filter else ""))
     if not dom.ready:
         fail(f"{report}: the page's script did not run to its end (no data-ready)")
     if not dom.summary:
@@ -208,7 +209,7 @@ def check(browser, report, failing, shots):
     if failing:
         if "PWNED" in dom.title:
             fail(f"{report}: a scenario's name ran as script")
-        outcome, opened, name = dom.scenarios[0]
+        outcome, opened, name = dom.scenarios[0][:3]
         if outcome != "failed" or not opened:
             fail(f"{report}: the first scenario listed is {outcome} ({'open' if opened else 'closed'}), not the failure, opened")
         if name.strip() != HOSTILE:
@@ -219,6 +220,12 @@ def check(browser, report, failing, shots):
             fail(f"{report}: the failure's chart is empty")
     elif not dom.charts or dom.charts[0] == 0:
         fail(f"{report}: the opened scenario's chart is empty")
+    if filter:
+        # The filter box (given in the address: #filter=…) hides exactly the scenarios without it.
+        shown = [s for s in dom.scenarios if not s[3]]
+        wrong = [s[2] for s in dom.scenarios if s[3] == (filter in s[4])]
+        if not shown or len(shown) == len(dom.scenarios) or wrong:
+            fail(f"{report}#filter={filter}: {len(shown)} of {len(dom.scenarios)} shown; wrongly shown or hidden: {wrong}")
     for rows in dom.charts:
         if rows == 0 or rows > PAGE_SIZE:
             fail(f"{report}: a chart of {rows} rows (expected 1 to {PAGE_SIZE})")
@@ -258,7 +265,7 @@ def main():
         opened = os.path.join(out, os.path.basename(os.path.dirname(os.path.abspath(report))) + "-" + os.path.basename(report))
         with open(opened, "w") as f:
             f.write(re.sub(r'(<details class="scenario \w+" data-index="0")', r"\1 open", page, count=1))
-        check(browser, opened, False, shots)
+        check(browser, opened, False, shots, filter="curtain")
     print(f"report_check_s: {time.monotonic() - started:.1f} s")
 
 

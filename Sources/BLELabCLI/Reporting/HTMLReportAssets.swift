@@ -316,6 +316,9 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
     });
     shown.textContent = n + ' of ' + all.length + ' shown';
   }
+  // A link can carry a filter: report.html#filter=heart
+  var asked = /^#filter=(.*)$/.exec(location.hash);
+  if (asked) filter.value = decodeURIComponent(asked[1]);
   filter.addEventListener('input', apply);
   onlyFailed.addEventListener('change', apply);
   document.getElementById('expand-failed').onclick = function () {
