@@ -79,7 +79,7 @@ e2e: deps
 # failure first with its chart, one page of rows, a screenshot not all one colour (tools/report-check.py).
 .PHONY: report-check
 REPORT_CHECK_DIR ?= $(BUILD_DIR)/report-check
-report-check: e2e
+report-check: deps e2e
 	@command -v chromium >/dev/null 2>&1 || bash tools/install-deps.sh chromium
 	$(PYTHON3) tools/report-check.py $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab $(REPORT_CHECK_DIR) $(E2E_DIR)/report.html
 

@@ -85,7 +85,7 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertFalse(page.lowercased().contains("</script><script>alert"))
         XCTAssertFalse(page.contains("<b>bold</b>"))
         XCTAssertFalse(page.contains("<!--"))
-        XCTAssertTrue(page.contains(#"<span class="name">&lt;/script&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &lt;!-- &amp; &#39;q&#39; → é"#))
+        XCTAssertTrue(page.contains(#"<span class="name">&lt;/script&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &lt;!-- &amp; &apos;q&apos; → é"#))
         XCTAssertTrue(page.contains("<title>BLELab run: 0 passed, 1 failed</title>"))
         // The embedded JSON gives back every string exactly.
         let scenario = try XCTUnwrap((try embedded(page)["scenarios"] as? [[String: Any]])?.first)
@@ -97,7 +97,7 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(failure["seen"] as? String, "<b>bold</b>")
 
         XCTAssertEqual(HTMLReport.scriptSafe(#"{"a":"</script>&<!--\#u{2028}"}"#), #"{"a":"\u003c/script\u003e\u0026\u003c!--\u2028"}"#)
-        XCTAssertEqual(HTMLReport.escape(#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;")
+        XCTAssertEqual(HTMLReport.escape(#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;")
     }
 
     // MARK: Chart

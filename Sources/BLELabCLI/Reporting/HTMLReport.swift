@@ -327,22 +327,9 @@ public enum HTMLReport {
 
     // MARK: Escaping
 
-    /// `text` for HTML text and attribute values (double-quoted).
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for c in text.unicodeScalars {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
-    }
+    /// `text` for HTML text and attribute values: `& < > " '` as entity references (XML's
+    /// escaping, which HTML reads the same; line breaks kept), characters XML forbids as U+FFFD.
+    static func escape(_ text: String) -> String { XMLText.escapeContent(text) }
 
     /// JSON safe inside `<script>`: no `<` (so no `</script>` or `<!--`), `>`, `&`, nor the line
     /// separators JavaScript once refused in strings; each one as its `\u` escape, which is the
