@@ -133,7 +133,7 @@ final class HTMLReportTests: XCTestCase {
         typealias K = HTMLReport.ChartMessage.Kind
         let rows = chart.messages.map { "\($0.kind.rawValue) \($0.from)→\($0.to)" }
         XCTAssertEqual(rows, [
-            "step 0→0", "connect 1→0", "security 0→0",
+            "step 0→0", "connect 1→0", "security-step 0→0",
             "write-request 0→1", "response 1→0", "write-command 0→1", "notification 1→0", "error 1→0",
             "fault 1→1",
             "failure 0→0",          // at 10 ms: after what happened by then, before what came later
@@ -196,6 +196,23 @@ final class HTMLReportTests: XCTestCase {
     }
 
     // MARK: Through the command line
+
+    func testPairingAndEncryptionAreOnTheChartBetweenTheCentralAndThePeripheral() throws {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)   // Tests/BLELabCLITests/HTMLReportTests.swift
+        let file = parts.joined(separator: "/") + "/scenarios/security/fail-wrong-passkey.yaml"
+        let cli = CLIHarness()
+        XCTAssertEqual(cli.run(["run", "--html", "r.html", file]), .passed)
+        let page = String(decoding: try XCTUnwrap(cli.files["r.html"]), as: UTF8.self)
+        let scenario = try XCTUnwrap((try embedded(page)["scenarios"] as? [[String: Any]])?.first)
+        XCTAssertEqual(scenario["lanes"] as? [String], ["central", "lock"])
+        let rows = try XCTUnwrap(scenario["messages"] as? [[Any]]).map { "\($0[3]) \($0[1])→\($0[2]) \($0[4])" }
+        // Three pair steps: two pairings the peripheral refuses, then one that encrypts the link.
+        XCTAssertEqual(rows.filter { $0.hasPrefix("security-step 0→0 step ") }.count, 3, "\(rows)")
+        XCTAssertEqual(rows.filter { $0.hasPrefix("security 0→1 pairing with lock failed: ") }.count, 2, "\(rows)")
+        XCTAssertEqual(rows.filter { $0.hasPrefix("security 0→1 pairing with lock: paired by passkey-entry") }.count, 1, "\(rows)")
+        XCTAssertEqual(rows.filter { $0.hasPrefix("security 0→1 link to lock encrypted: ") }.count, 1, "\(rows)")
+    }
 
     func testRunWritesTheReportWithCapturesStepsAndTheReproduceLine() throws {
         let cli = CLIHarness()

@@ -184,6 +184,8 @@ public enum HTMLReport {
         enum Kind: String {
             case request, response, writeRequest = "write-request", writeCommand = "write-command", notification, indication,
                  confirmation, error, advertising, connect, disconnect, security, fault, violation, note, step, failure
+            /// A `pair`, `encrypt`, `bond` or `unpair` step.
+            case securityStep = "security-step"
         }
 
         var time: Int64
@@ -237,7 +239,7 @@ public enum HTMLReport {
                 currentStep = e.step
                 if let step = e.step, stepRows[step] == nil { stepRows[step] = messages.count }
                 let securityStep = ["pair", "encrypt", "bond", "unpair"].contains { e.text.hasPrefix($0) }
-                messages.append(ChartMessage(time: t, from: 0, to: 0, kind: securityStep ? .security : .step,
+                messages.append(ChartMessage(time: t, from: 0, to: 0, kind: securityStep ? .securityStep : .step,
                                              label: "step \(e.step.map(String.init) ?? "?"): \(e.text)", step: e.step))
             case .stepEnded:
                 // Advertising seen: a scan that discovered a peripheral of the chart.
@@ -265,7 +267,13 @@ public enum HTMLReport {
             case .peripheral, .central:
                 guard let (kind, label) = classify(e.text) else { continue }
                 let toCentral = kind == .connect || kind == .disconnect
-                messages.append(ChartMessage(time: t, from: here, to: toCentral && here != 0 ? 0 : here, kind: kind, label: label, step: currentStep))
+                var to = toCentral && here != 0 ? 0 : here
+                // The central's pairing or encryption with a peripheral: between the two.
+                if kind == .security, here == 0,
+                   let peer = lanes.indices.dropFirst().first(where: { e.text.contains("with \(lanes[$0])") || e.text.contains("to \(lanes[$0]) ") }) {
+                    to = peer
+                }
+                messages.append(ChartMessage(time: t, from: here, to: to, kind: kind, label: label, step: currentStep))
             case .protocolViolation:
                 var label = "protocol violation"
                 if let layer = e.layer { label += " (\(layer)\(e.violation.map { " \($0)" } ?? ""))" }

@@ -91,8 +91,9 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
     'notification': { color: '#bc4c00' }, 'indication': { color: '#bc4c00', width: 2 }, 'confirmation': { color: '#bc4c00', dash: '2 3' },
     'error': { color: '#cf222e', width: 2 }, 'advertising': { color: '#8c959f', dash: '1 4', width: 2 },
     'connect': { color: '#1a7f37', width: 3, both: true }, 'disconnect': { color: '#cf222e', dash: '6 3', width: 2, both: true },
-    'security': { color: '#8250df' }, 'fault': { color: '#d4a72c', icon: '\u26a1' }, 'violation': { color: '#8250df', icon: '\u26a0' },
-    'note': { color: '#57606a', icon: '\u2022' }
+    'security': { color: '#8250df', width: 2, dash: '1 3', both: true }, 'fault': { color: '#d4a72c', icon: '\u26a1' }, 'violation': { color: '#8250df', icon: '\u26a0' },
+    'note': { color: '#57606a', icon: '\u2022' }, 'security-step': { color: '#8250df' }, 'step': { color: '#0550ae' },
+    'failure': { color: '#cf222e' }
   };
   var TAG = { 'write-request': 'WRITE REQ', 'write-command': 'WRITE CMD' };
 
@@ -148,10 +149,10 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
       g.appendChild(s('title', {}, ms(t) + '  ' + label + (detail ? '\n' + detail : '')));
       g.appendChild(s('rect', { 'class': 'hit', x: 0, y: y, width: width, height: ROW }));
       g.appendChild(s('text', { 'class': 't', x: 4, y: mid }, ms(t)));
-      if (kind === 'step' || kind === 'security' || kind === 'failure') {
-        var band = kind === 'step' ? 'step' : kind === 'security' ? 'security' : 'fail';
+      if (kind === 'step' || kind === 'security-step' || kind === 'failure') {
+        var band = kind === 'step' ? 'step' : kind === 'security-step' ? 'security' : 'fail';
         g.appendChild(s('rect', { 'class': band + '-band', x: TIME - 4, y: y + 2, width: width - TIME - 4, height: ROW - 4, rx: 4 }));
-        var text = (kind === 'failure' ? '\u2717 ' : kind === 'security' ? '\ud83d\udd12 ' : '\u25b8 ') + label;
+        var text = (kind === 'failure' ? '\u2717 ' : kind === 'security-step' ? '\u25c6 ' : '\u25b8 ') + label;
         g.appendChild(s('text', { 'class': band + '-text', x: TIME + 4, y: mid }, clip(text, Math.floor((width - TIME - 16) / 6.2))));
       } else if (a !== b) {
         var st = STYLE[kind] || STYLE.note, x1 = x(a), x2 = x(b), ly = y + ROW - 7;
@@ -182,7 +183,7 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
   function legend() {
     var box = h('div', 'legend');
     [['request', 'request'], ['response', 'response'], ['write-request', 'write request'], ['write-command', 'write command (dashed)'],
-     ['notification', 'notification'], ['error', 'error'], ['connect', 'connection'], ['disconnect', 'disconnection'], ['advertising', 'advertising seen']]
+     ['notification', 'notification'], ['error', 'error'], ['connect', 'connection'], ['disconnect', 'disconnection'], ['security', 'pairing, encryption'], ['advertising', 'advertising seen']]
       .forEach(function (k) {
         var st = STYLE[k[0]], item = h('span');
         var svg = s('svg', { width: 28, height: 8 });

@@ -36,11 +36,18 @@ final class SecurityAccount {
         func matches(_ reason: HCIStatus) -> Bool { status == reason || peripheralStatus == reason }
     }
 
+    /// With a timeline: each pairing's and encryption's outcome in words, with the peripheral's id.
+    var record: ((_ peripheral: String, _ text: String) -> Void)?
+
     /// Listens to BLELab's host in the central's seat; `id` names the peripheral at an address.
     func watch(_ host: BLEHost, id: @escaping (LEAddress) -> String?) {
         host.onPairing = { [weak self] connection, result in
             guard let self, let peripheral = id(connection.peer) else { return }
             self.pairings[peripheral] = result
+            switch result {
+            case let .success(r): self.record?(peripheral, "pairing with \(peripheral): \(Self.describe(r))")
+            case let .failure(f): self.record?(peripheral, "pairing with \(peripheral) failed: \(f.report)")
+            }
             if case let .failure(failure) = result {
                 self.unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
             }
@@ -49,6 +56,8 @@ final class SecurityAccount {
             guard let self, let peripheral = id(connection.peer) else { return }
             self.encryptions[peripheral] = status.isSuccess ? .success(connection.security)
                 : .failure(EncryptionOutcomeFailure(status: status, words: "Encryption Change with status \(status)"))
+            self.record?(peripheral, status.isSuccess ? "link to \(peripheral) encrypted: \(connection.security)"
+                : "encryption with \(peripheral) failed: Encryption Change with status \(status)")
             if !status.isSuccess {
                 self.unjudged = (peripheral, false, "encryption failed: Encryption Change with status \(status)", "encryption-failed: \(status.name)")
             }
