@@ -125,7 +125,10 @@ footer { color: var(--muted); font-size: 12px; padding: 10px 20px 20px; }
   function drawChart(sc, key, page, holder) {
     var lanes = sc.lanes, msgs = sc.messages;
     var from = page * PAGE, to = Math.min(msgs.length, from + PAGE);
-    var TIME = 92, LANE = Math.max(180, Math.min(320, 960 / Math.max(1, lanes.length))), ROW = 24, HEAD = 34;
+    var TIME = 92, ROW = 24, HEAD = 34;
+    // Lanes as wide as the pane allows (labels are clipped to their arrow), within bounds.
+    var room = (holder.clientWidth || 960) - TIME - 50;
+    var LANE = Math.max(180, Math.min(420, room / Math.max(1, lanes.length)));
     var width = TIME + LANE * lanes.length + 40, height = (to - from) * ROW + 12;
     var x = function (i) { return TIME + LANE * i + LANE / 2; };
     // The lanes' names in a header of their own that stays put while the rows scroll.
