@@ -195,8 +195,10 @@ def png_colours(path):
 
 def check(browser, report, failing, shots, filter=None):
     started = time.monotonic()
+    png = os.path.join(shots, os.path.basename(report)[:-len(".html")] + ".png")
     dom = DOM()
-    dom.feed(browse(browser, report, ["--dump-dom"], "#filter=" + filter if filter else ""))
+    # One browser start: the DOM after the script ran, and a screenshot.
+    dom.feed(browse(browser, report, ["--dump-dom", f"--screenshot={png}"], "#filter=" + filter if filter else ""))
     if not dom.ready:
         fail(f"{report}: the page's script did not run to its end (no data-ready)")
     if not dom.summary:
@@ -205,7 +207,6 @@ def check(browser, report, failing, shots, filter=None):
         fail(f"{report}: {dom.scripts} script elements, not 2 (the data and the code): something in the data became markup")
     if not dom.scenarios:
         fail(f"{report}: no scenarios listed")
-    png = os.path.join(shots, os.path.basename(report)[:-len(".html")] + ".png")
     if failing:
         if "PWNED" in dom.title:
             fail(f"{report}: a scenario's name ran as script")
@@ -229,7 +230,6 @@ def check(browser, report, failing, shots, filter=None):
     for rows in dom.charts:
         if rows == 0 or rows > PAGE_SIZE:
             fail(f"{report}: a chart of {rows} rows (expected 1 to {PAGE_SIZE})")
-    browse(browser, report, [f"--screenshot={png}"])
     colours = png_colours(png)
     if len(colours) < 8:
         fail(f"{report}: the screenshot {png} has {len(colours)} colour(s)")
@@ -259,12 +259,13 @@ def main():
     if not pages or not any(int(re.search(r"page 1 of (\d+)", p).group(1)) > 10 for p in pages):
         fail(f"{long_report}: no pager over many pages: {dom.pagers}")
     for report in reports:
-        # A copy with its first scenario opened, so that a report of passes draws a chart too.
+        # A copy with the first scenario the filter keeps opened, so that a report of passes
+        # draws a chart too.
         with open(report) as f:
             page = f.read()
         opened = os.path.join(out, os.path.basename(os.path.dirname(os.path.abspath(report))) + "-" + os.path.basename(report))
         with open(opened, "w") as f:
-            f.write(re.sub(r'(<details class="scenario \w+" data-index="0")', r"\1 open", page, count=1))
+            f.write(re.sub(r'(<details class="scenario \w+" data-index="\d+" data-search="[^"]*curtain[^"]*")', r"\1 open", page, count=1))
         check(browser, opened, False, shots, filter="curtain")
     print(f"report_check_s: {time.monotonic() - started:.1f} s")
 

@@ -186,6 +186,14 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertFalse(page.contains("<tr><td>Handle"))
     }
 
+    func testWhatAScanDiscovered() {
+        XCTAssertEqual(HTMLReport.discovered("passed: discovered strap (-59 dBm), uart (-57 dBm)").map { "\($0.name) \($0.rssi)" },
+                       ["strap -59 dBm", "uart -57 dBm"])
+        XCTAssertEqual(HTMLReport.discovered("passed: discovered curtain (-59 dBm)").map(\.name), ["curtain"])
+        XCTAssertTrue(HTMLReport.discovered("passed: nothing discovered").isEmpty)
+        XCTAssertTrue(HTMLReport.discovered("passed: the last scan discovered curtain (-59 dBm)").isEmpty)
+    }
+
     func testRelativeLinks() {
         XCTAssertEqual(HTMLReport.relativePath("build/e2e/captures/a.central.btsnoop", fromPageAt: "build/e2e/report.html", cwd: "/w"),
                        "captures/a.central.btsnoop")
@@ -235,5 +243,9 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(kinds.filter { $0 == "advertising" }.count, 1, "the scan found hm10")
         XCTAssertEqual(kinds.filter { $0 == "failure" }.count, 1)
         XCTAssertEqual(kinds.last, "failure", "nothing happened after the failed expectation")
+        // The scan fixture: one scan, then two expectations that quote what it discovered.
+        let scan = try XCTUnwrap(scenarios.first { ($0["file"] as? String)?.hasSuffix("nested/scan.yaml") == true })
+        let advertising = try XCTUnwrap(scan["messages"] as? [[Any]]).filter { $0[3] as? String == "advertising" }
+        XCTAssertEqual(advertising.map { "\($0[1])→\($0[2]) step \($0[5])" }, ["1→0 step 1"], "the scan's; not the expectations'")
     }
 }

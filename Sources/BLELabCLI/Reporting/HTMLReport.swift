@@ -218,7 +218,14 @@ public enum HTMLReport {
             lanes.append(device)
             return lanes.count - 1
         }
-        for e in r.timeline where e.device != "central" && e.kind != .stepStarted && e.kind != .stepEnded { _ = lane(e.device) }
+        var scans: Set<Int> = []
+        for e in r.timeline {
+            switch e.kind {
+            case .stepStarted: if let step = e.step, e.text.hasPrefix("scan") { scans.insert(step) }
+            case .stepEnded: if let step = e.step, scans.contains(step) { for (name, _) in discovered(e.text) { _ = lane(name) } }
+            default: if e.device != "central" { _ = lane(e.device) }
+            }
+        }
         let peripheralLanes = lanes.count - 1
 
         // Peripheral-side PDUs still to be matched with the central's record of them, by octets
@@ -242,11 +249,10 @@ public enum HTMLReport {
                 messages.append(ChartMessage(time: t, from: 0, to: 0, kind: securityStep ? .securityStep : .step,
                                              label: "step \(e.step.map(String.init) ?? "?"): \(e.text)", step: e.step))
             case .stepEnded:
-                // Advertising seen: a scan that discovered a peripheral of the chart.
-                if e.text.hasPrefix("passed: ") {
-                    let note = String(e.text.dropFirst("passed: ".count))
-                    for p in lanes.indices.dropFirst() where note.contains("discovered \(lanes[p])") {
-                        messages.append(ChartMessage(time: t, from: p, to: 0, kind: .advertising, label: "advertising seen", step: e.step, detail: note))
+                // Advertising seen: what a scan discovered (not the expectations that quote it).
+                if let step = e.step, scans.contains(step) {
+                    for (name, rssi) in discovered(e.text) {
+                        messages.append(ChartMessage(time: t, from: lane(name), to: 0, kind: .advertising, label: "advertising seen (\(rssi))", step: step))
                     }
                 }
             case .att:
@@ -295,6 +301,20 @@ public enum HTMLReport {
             failureIndex = at
         }
         return Chart(lanes: lanes, messages: messages, failureIndex: failureIndex, stepRows: stepRows)
+    }
+
+    /// The peripherals a scan step's end names, with their RSSI: `passed: discovered strap
+    /// (-59 dBm), uart (-57 dBm)` → strap, -59 dBm; uart, -57 dBm.
+    static func discovered(_ text: String) -> [(name: String, rssi: String)] {
+        let prefix = "passed: discovered "
+        guard text.hasPrefix(prefix) else { return [] }
+        return text.dropFirst(prefix.count).split(separator: ")").compactMap { item in
+            var part = item
+            while part.first == "," || part.first == " " { part.removeFirst() }
+            guard let open = part.lastIndex(of: "("), open > part.startIndex else { return nil }
+            let name = part[..<open].dropLast()   // the space before "("
+            return name.isEmpty ? nil : (String(name), String(part[part.index(after: open)...]))
+        }
     }
 
     private static func attKey(_ bytes: [UInt8], centralSent: Bool) -> String {
