@@ -3,6 +3,9 @@ SWIFT ?= swift
 BUILD_DIR ?= build
 SWIFT_FLAGS ?=
 PYTHON3 ?= python3
+# Every release build (benchmarks, the vhci/BlueZ/container tiers) uses the same flags, so that one
+# build serves them all: tools/release-flags (docs/architecture.md, "Release builds").
+RELEASE := $(shell cat tools/release-flags)
 
 .PHONY: all deps build test e2e bench clean venv rootcanal-smoke bumble-smoke tiers-smoke \
 	test-tiers e2e-rootcanal e2e-bumble e2e-socket bench-tiers \
@@ -29,10 +32,38 @@ TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
 test: deps ci-lint check-edges
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@$(MAKE) --no-print-directory schema-check junit-check SKIP_BUILD=1
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
 	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
 	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
 	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
+
+# The scenario format's JSON Schema (docs/editors.md), made from the schema code by `blelab schema`:
+# `make schema` writes it to schema/blelab-scenario.schema.json (commit it; a unit test fails
+# while the shipped file is not the generated one). `make schema-check` (part of `make test`):
+# the shipped file is `blelab schema`'s; every scenario in scenarios/ (and schema/tests/*.yaml)
+# validates with check-jsonschema; the broken fixtures fail as schema/tests/broken-fixtures.txt
+# says. `make junit-check` (part of `make test`): what `blelab run --junit` writes, read by
+# junitparser (tools/check-junit.py). Both tools come from PyPI, pinned in
+# tools/requirements-test.txt, in a venv under the build folder (TEST_VENV, made once).
+.PHONY: schema schema-check junit-check test-venv
+TEST_VENV ?= $(BUILD_DIR)/test-venv
+SKIP_BUILD ?=
+BLELAB_BUILD = $(if $(SKIP_BUILD),@true,$(SWIFT) build --product blelab $(SWIFT_FLAGS))
+schema: deps
+	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
+	$(BLELAB) schema > schema/blelab-scenario.schema.json
+
+test-venv:
+	@PYTHON3=$(PYTHON3) bash tools/test-venv.sh $(TEST_VENV)
+
+schema-check: test-venv
+	$(BLELAB_BUILD)
+	$(TEST_VENV)/bin/python tools/check-scenario-schema.py --blelab $(BLELAB) --check-jsonschema $(TEST_VENV)/bin/check-jsonschema
+
+junit-check: test-venv
+	$(BLELAB_BUILD)
+	$(TEST_VENV)/bin/python tools/check-junit.py --blelab $(BLELAB) --out $(BUILD_DIR)/junit-check
 
 # The CI examples (examples/ci/, docs/ci.md): yamllint --strict (Debian's, apt-installed when
 # missing), GitHub's and GitLab's schemas (check-jsonschema from PyPI, in a venv under
@@ -88,8 +119,8 @@ report-check: deps e2e
 # quote come from a plain `make bench`.
 BENCH_QUICK ?=
 bench: deps
-	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench $(if $(filter 1 yes,$(BENCH_QUICK)),--quick) scenarios
+	$(SWIFT) build $(RELEASE) --product blelab-bench $(SWIFT_FLAGS)
+	$$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench $(if $(filter 1 yes,$(BENCH_QUICK)),--quick) scenarios
 
 # Socket tier (docs/tiers.md): a venv with RootCanal 1.10.0 and Bumble (pinned in
 # tools/requirements-tiers.txt); blelab starts, waits for and stops the controller processes
@@ -155,8 +186,8 @@ hostile: deps venv
 BENCH_TIERS_SUITE ?= yes
 BENCH_TIERS_SERIAL ?= no
 bench-tiers: deps venv
-	$(SWIFT) build -c release --product blelab-bench $(SWIFT_FLAGS)
-	$(TIER_ENV) $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
+	$(SWIFT) build $(RELEASE) --product blelab-bench $(SWIFT_FLAGS)
+	$(TIER_ENV) $$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench --tiers rootcanal,bumble \
 		--jobs $(TIER_JOBS) $(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # One small scenario on each tier's controllers, which blelab starts and stops itself: power-on,
@@ -207,11 +238,11 @@ e2e-vhci: deps
 # --jobs VHCI_JOBS (suite_vhci_s; VHCI_JOBS groups of controllers, one btvirt each);
 # BENCH_TIERS_SERIAL=yes adds it one at a time (vhci_suite_wall_s).
 bench-vhci: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
-	$(SWIFT) build -c release --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
-	@n=$$($$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
+	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
+	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
+	@n=$$($$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
 	groups=$$(for g in $$(seq 0 $$(($(VHCI_JOBS) - 1))); do seq -s, $$((g * n)) $$((g * n + n - 1)); done | paste -sd/); \
-	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
+	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
 		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and

@@ -286,8 +286,9 @@ if [ -n "${BLELAB_BIN:-}" ]; then
   src="$BLELAB_BIN"
 else
   run_bg bash tools/install-deps.sh || fail "tools/install-deps.sh failed"
-  say "swift build -c release --static-swift-stdlib --product blelab"
-  run_bg "$SWIFT" build -c release --static-swift-stdlib --product blelab || fail "swift build failed"
+  read -ra RELEASE < tools/release-flags
+  say "swift build ${RELEASE[*]} --static-swift-stdlib --product blelab"
+  run_bg "$SWIFT" build "${RELEASE[@]}" --static-swift-stdlib --product blelab || fail "swift build failed"
   src="$("$SWIFT" build -c release --show-bin-path)/blelab"
 fi
 cp "$src" "$STATE/blelab.tmp" && mv "$STATE/blelab.tmp" "$STATE/blelab" || fail "cannot copy $src to $STATE/blelab"

@@ -30,9 +30,14 @@ BUSYBOX="$UNPACK/bin/busybox"
 # What the VM loads, in the order that was measured to work (ARCHITECTURE.md, "Verified facts"):
 # virtio and 9p for the host's root, then Bluetooth with vhci, and the crypto that LE needs at
 # run time (bluetooth asks for ecdh, AES-CMAC and ECB by name, and nothing in the VM can
-# modprobe them on demand; AF_ALG is how btvirt reaches them).
+# modprobe them on demand; AF_ALG is how btvirt reaches them). LE Secure Connections also needs
+# the kernel's default random generator: SMP's P-256 key pair comes from ecc's private key, which
+# ecc draws from "stdrng" (drbg, HMAC-SHA-512; it runs without jitterentropy_rng, which does not
+# load here: unknown symbol); without it Linux
+# answers every Secure Connections pairing with Pairing Failed, Unspecified Reason.
 WANTED="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p
+sha512_generic drbg
 ecc ecdh_generic rfkill crc16 bluetooth hci_vhci
 af_alg algif_hash algif_skcipher cmac ecb"
 

@@ -221,8 +221,9 @@ compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count_paths+=(vm/bluez/ow
 
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
-say "swift build -c release --static-swift-stdlib --product blelab"
-"$SWIFT" build -c release --static-swift-stdlib --product blelab
+read -ra RELEASE < tools/release-flags
+say "swift build ${RELEASE[*]} --static-swift-stdlib --product blelab"
+"$SWIFT" build "${RELEASE[@]}" --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 K="$("$BLELAB" list --controllers "${count_paths[@]}")"

@@ -27,8 +27,9 @@ say() { printf 'e2e-vhci: %s\n' "$*" >&2; }
 
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
-say "swift build -c release --static-swift-stdlib --product blelab"
-"$SWIFT" build -c release --static-swift-stdlib --product blelab
+read -ra RELEASE < tools/release-flags
+say "swift build ${RELEASE[*]} --static-swift-stdlib --product blelab"
+"$SWIFT" build "${RELEASE[@]}" --static-swift-stdlib --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 N="$("$BLELAB" list --controllers "$@")"

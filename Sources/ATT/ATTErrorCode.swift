@@ -80,6 +80,9 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         (0xFD, "client-characteristic-configuration-descriptor-improperly-configured"),
     ]
 
+    /// Every name `init?(name:)` accepts (besides `0xNN`), in lower case.
+    public static var allNames: [String] { (names + aliases).map(\.1) }
+
     /// Kebab-case, as in scenario files: `write-not-permitted`; `0xNN` for codes without a name.
     public var name: String {
         for (code, name) in Self.names where code == rawValue { return name }

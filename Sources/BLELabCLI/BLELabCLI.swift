@@ -77,6 +77,9 @@ public struct BLELabCLI {
         case let .list(arguments): return list(arguments)
         case let .importCapture(arguments): return importCapture(arguments)
         case let .verdicts(arguments): return verdicts(arguments)
+        case .schema:
+            console.out(ScenarioJSONSchema.text)
+            return .passed
         }
     }
 
@@ -285,7 +288,10 @@ public struct BLELabCLI {
             runs.append(run)
         }
         parallel?.join()
-        if let path = arguments.junit, !write(Array(RunReports.junit(runs, tier: backend.tier).xml.utf8), to: path) { status = .badInput }
+        if let path = arguments.junit,
+           !write(Array(RunReports.junit(runs, tier: backend.tier, rerunOptions: reporter.rerunOptions, wall: wallClock() - start).xml.utf8), to: path) {
+            status = .badInput
+        }
         if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
             status = .badInput
         }

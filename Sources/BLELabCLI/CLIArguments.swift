@@ -14,6 +14,8 @@ public enum CLICommand: Equatable {
     case help(HelpTopic)
     /// `--version`: print `BLELabVersion.text` and exit 0.
     case version
+    /// `schema`: print the scenario format's JSON Schema (ScenarioJSONSchema) and exit 0.
+    case schema
 }
 
 /// `--shard I/N`: the I-th of N parts (1-based) of the sorted scenario list.
@@ -102,6 +104,10 @@ public enum CLIArguments {
         case "list": return try parseList(rest)
         case "import": return try ImportArguments.parse(rest)
         case "verdicts": return try VerdictsArguments.parse(rest)
+        case "schema":
+            if rest.contains(where: isHelp) { return .help(.schema) }
+            guard rest.isEmpty else { throw UsageError("schema takes nothing after it; see 'blelab schema --help'") }
+            return .schema
         case "help":
             switch rest.first {
             case nil: return .help(.main)
@@ -110,15 +116,16 @@ public enum CLIArguments {
             case "list"?: return .help(.list)
             case "import"?: return .help(.importCapture)
             case "verdicts"?: return .help(.verdicts)
-            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list, import and verdicts")
+            case "schema"?: return .help(.schema)
+            case let other?: throw UsageError("no help for '\(other)': the commands are run, validate, list, import, verdicts and schema")
             }
         case "-h", "--help": return .help(.main)
         case "--version", "version":
             guard rest.isEmpty else { throw UsageError("--version takes nothing after it") }
             return .version
         default:
-            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "verdicts", "help"]).map { "; \($0)" } ?? ""
-            throw UsageError("unknown command '\(command)': expected run, validate, list, import or verdicts\(hint)")
+            let hint = Spelling.suggestion(for: command, in: ["run", "validate", "list", "import", "verdicts", "schema", "help"]).map { "; \($0)" } ?? ""
+            throw UsageError("unknown command '\(command)': expected run, validate, list, import, verdicts or schema\(hint)")
         }
     }
 
@@ -270,7 +277,7 @@ public enum CLIArguments {
 
 /// What `--help` can describe: the program, or one command.
 public enum HelpTopic: Equatable {
-    case main, run, validate, list, importCapture, verdicts
+    case main, run, validate, list, importCapture, verdicts, schema
 }
 
 /// The help texts.
@@ -284,6 +291,7 @@ public enum Help {
         case .list: return list
         case .importCapture: return importCapture
         case .verdicts: return verdicts
+        case .schema: return schema
         }
     }
 
@@ -299,10 +307,22 @@ public enum Help {
       import CAPTURE     write a scenario from a capture: btsnoop, PacketLogger, pcap(ng) (-o FILE; default stdout;
                          --summary: what the capture holds; --strict: stop at the first damaged record)
       verdicts JUNIT…    compare the verdicts of the same scenarios on several tiers (run --junit files)
+      schema             print the scenario format's JSON Schema, for editors (docs/editors.md)
       --version          the version, and the git commit blelab was built from
 
     exit status: 0 all passed, 1 some scenario failed, 2 bad input or usage (then nothing runs)
     'blelab <command> --help' describes each command.
+    """
+
+    public static let schema = """
+    usage: blelab schema
+
+    Prints the JSON Schema (draft 2020-12) of the scenario format, made from the code that reads
+    scenario files; the repository ships it as schema/blelab-scenario.schema.json. Editors that
+    use yaml-language-server (VS Code's YAML extension and others) complete and check scenario
+    files with it: see docs/editors.md. It checks the keys and the form of each value; what
+    depends on the whole file (declared peripherals and characteristics, sizes, step order) is
+    left to 'blelab validate'.
     """
 
     /// `syntax  meaning` lines, the syntaxes padded to one width.

@@ -26,13 +26,17 @@ public struct ScenarioRun {
     }
 }
 
-/// The files a run writes: JUnit XML, the JSON timeline, btsnoop captures. All of them depend
-/// only on the runs' results (virtual times, never wall times), so equal runs give equal files.
+/// The files a run writes: JUnit XML, the JSON timeline, btsnoop captures. They depend only on
+/// the runs' results (virtual times), so equal runs give equal files, but for JUnit's `time`
+/// attributes: those are the wall times the command line measured around each run.
 public enum RunReports {
     // MARK: JUnit XML
 
-    /// One suite per tier, one testcase per scenario run; times are virtual seconds.
-    public static func junit(_ runs: [ScenarioRun], tier: TransportTier) -> JUnitReport {
+    /// One suite per tier, one testcase per scenario run. `time` is wall seconds, what a CI
+    /// dashboard shows (each run's, and `wall`, the whole run's, for the suite); the virtual time,
+    /// the seed, the tier and the line that reruns a failure are properties of each case
+    /// (`rerunOptions`: what the reproduce line adds after the seed, as the console prints it).
+    public static func junit(_ runs: [ScenarioRun], tier: TransportTier, rerunOptions: String = "", wall: TimeSpan? = nil) -> JUnitReport {
         let cases = runs.map { run -> JUnitCase in
             let r = run.result
             let outcome: JUnitCase.Outcome
@@ -45,10 +49,19 @@ public enum RunReports {
                 outcome = f.kind == .setup ? .error(message: message, details: details, type: f.kind.rawValue)
                     : .failed(message: message, details: details, type: f.kind.rawValue)
             }
-            return JUnitCase(name: run.displayName, className: className(for: r.file), time: r.virtualTime.seconds, outcome: outcome,
-                             output: r.failedAsExpected.map { "failed as expected: \($0.summary)" })
+            let properties = [
+                JUnitProperty("seed", String(r.seed)),
+                JUnitProperty("tier", tier.rawValue),
+                JUnitProperty("virtual_time", JUnitReport.seconds(r.virtualTime.seconds)),
+                JUnitProperty("reproduce", "blelab run \(r.file) --seed \(r.seed)\(rerunOptions)"),
+            ]
+            return JUnitCase(name: run.displayName, className: className(for: r.file), time: run.wallTime.seconds, outcome: outcome,
+                             output: r.failedAsExpected.map { "failed as expected: \($0.summary)" }, properties: properties)
         }
-        return JUnitReport(name: "blelab", suites: [JUnitSuite(name: "blelab.\(tier)", cases: cases)])
+        let virtual = runs.reduce(TimeSpan.zero) { $0 + $1.result.virtualTime }
+        let suite = JUnitSuite(name: "blelab.\(tier)", cases: cases, time: wall.map(\.seconds),
+                               properties: [JUnitProperty("tier", tier.rawValue), JUnitProperty("virtual_time", JUnitReport.seconds(virtual.seconds))])
+        return JUnitReport(name: "blelab", suites: [suite])
     }
 
     /// `scenarios/seed/hm10.yaml` → `scenarios.seed.hm10`.

@@ -62,6 +62,12 @@ public final class BlueZCentral: CentralSeat {
     private var resolvedOnce: Set<DBusObjectPath> = []
     /// A delayed `power-off: central` still to come (cancelled when the scenario ends first).
     private var powerOffTimer: LoopTimer?
+    /// The user at the central: bluetoothd asks it for passkeys and confirmations (`pair`,
+    /// `auto-pair` settings). Registered as the default agent, so the pairings the kernel starts
+    /// (on an ATT security error, on a peripheral's Security Request) reach it too.
+    public private(set) var agent: BlueZAgent?
+    /// Where the agent is exported on the central's connection.
+    public var agentPath: DBusObjectPath = "/org/blelab/central/agent"
 
     /// `adapter`: the controller's name, "hci0".
     public init(adapter: String = "hci0", bus: DBusConnection.Bus = .system, service: String = BlueZName.service) throws {
@@ -78,9 +84,7 @@ public final class BlueZCentral: CentralSeat {
     // MARK: What it cannot do
 
     public func unsupported(_ scenario: Scenario) -> String? {
-        if let use = scenario.securityUse {
-            return "\(use), and BLELab does not pair through bluetoothd yet (no Agent1)"
-        }
+        if let why = BlueZSecurity.centralUnsupported(scenario) { return why }
         for step in scenario.steps {
             switch step.action {
             case .fault(.centralPowerOff):
@@ -157,7 +161,10 @@ public final class BlueZCentral: CentralSeat {
                 connection.onDisconnect = { [weak self] error in self?.fail("the D-Bus connection to bluetoothd closed: \(error)") }
                 subscribe { [self] error in
                     if let error { return completion(.failure(.failed("cannot watch bluetoothd's signals: \(error)"))) }
-                    loadTree(completion)
+                    loadTree { [self] result in
+                        guard case .success = result else { return completion(result) }
+                        registerAgent(completion)
+                    }
                 }
             }
         }
@@ -223,6 +230,60 @@ public final class BlueZCentral: CentralSeat {
         }
     }
 
+    private func registerAgent(_ completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard let connection else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        let agent = BlueZAgent(connection: connection, path: agentPath, service: service, timeout: callTimeout)
+        self.agent = agent
+        agent.register { [self] result in
+            if case let .failure(error) = result {
+                return completion(.failure(describe(error, doing: "AgentManager1.RegisterAgent/RequestDefaultAgent")))
+            }
+            completion(.success(()))
+        }
+    }
+
+    // MARK: Security
+
+    /// `pair`: the agent takes the step's IO capability and answers, then Device1.Pair — which
+    /// bluetoothd runs through the caller's agent — until the keys are distributed or it fails.
+    public func pair(with address: LEAddress, settings: SecuritySpec, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard let client, let agent, failure == nil else { return completion(.failure(.failed(failure ?? "not begun"))) }
+        guard let path = devicePath(address) else { return completion(.failure(.failed("bluetoothd has no device \(address)"))) }
+        // bluetoothd 5.66 answers Pair only after it has resolved the services; called while the
+        // discovery it starts on connecting still runs, Pair paired (the log says "Proceeding
+        // with service discovery") and never answered. An application waits for
+        // ServicesResolved first, and so does this.
+        until("ServicesResolved of \(path) before Pair", within: .seconds(30), {
+            (try? self.tree[path]?[BlueZName.device]?["ServicesResolved"]?.asBool()) == true || !self.isConnected(path: path)
+        }) { [self] _ in
+            guard isConnected(path: path) else { return completion(.failure(.failed(failure ?? "not connected to \(address)"))) }
+            pairResolved(path, settings: settings, client: client, agent: agent, completion: completion)
+        }
+    }
+
+    private func pairResolved(_ path: DBusObjectPath, settings: SecuritySpec, client: BlueZClient, agent: BlueZAgent,
+                              completion: @escaping (Result<Void, SeatError>) -> Void) {
+        agent.use(BlueZAgent.Capability(settings.io ?? .noInputNoOutput), answers: BlueZAgent.Answers(settings)) { [self] result in
+            if case let .failure(error) = result { return completion(.failure(describe(error, doing: "AgentManager1.RegisterAgent"))) }
+            // Past SMP's 30 s timeout (Vol 3 Part H 3.4): bluetoothd answers by then.
+            client.device(path).pair(timeout: .seconds(35)) { [self] result in
+                switch result {
+                case .success: completion(.success(()))
+                case let .failure(error): completion(.failure(describe(error, doing: "Device1.Pair")))
+                }
+            }
+        }
+    }
+
+    /// `auto-pair`: bluetoothd always pairs on Insufficient Authentication or Encryption (the
+    /// kernel with the default agent's IO capability); the settings go to the agent.
+    public func autoPair(_ settings: SecuritySpec?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        guard let agent, let settings else { return completion(.success(())) }
+        agent.use(BlueZAgent.Capability(settings.io ?? .noInputNoOutput), answers: BlueZAgent.Answers(settings)) { [self] result in
+            completion(result.mapError { describe($0, doing: "AgentManager1.RegisterAgent") })
+        }
+    }
+
     private func refreshTree(_ completion: @escaping (Result<Void, SeatError>) -> Void) {
         client!.managedObjects { [self] result in
             switch result {
@@ -263,6 +324,8 @@ public final class BlueZCentral: CentralSeat {
     private var adapterStillThere: Bool { tree[adapterPath]?[BlueZName.adapter] != nil }
 
     private func close() {
+        agent?.close()
+        agent = nil
         for s in subscriptions { s.cancel() }
         subscriptions = []
         for (_, a) in acquired { a.watch.cancel(); _ = Glibc.close(a.fd) }
@@ -277,7 +340,9 @@ public final class BlueZCentral: CentralSeat {
     /// after `callTimeout`.
     private func forgetDevices(connectedToo: Bool, completion: @escaping () -> Void) {
         guard let client else { return completion() }
-        let devices = devicePaths.filter { connectedToo || !isConnected(path: $0) }
+        // Before a scan, a device bluetoothd is bonded with stays (RemoveDevice would erase its
+        // keys, which a later connection encrypts with).
+        let devices = devicePaths.filter { connectedToo || (!isConnected(path: $0) && !isPaired(path: $0)) }
         guard !devices.isEmpty else { return completion() }
         var pending = devices.count
         var finished = false
@@ -377,6 +442,10 @@ public final class BlueZCentral: CentralSeat {
 
     private var devicePaths: [DBusObjectPath] {
         tree.filter { $0.value[BlueZName.device] != nil && $0.key.isDescendant(of: adapterPath, strictly: true) }.keys.sorted()
+    }
+
+    private func isPaired(path: DBusObjectPath) -> Bool {
+        (try? tree[path]?[BlueZName.device]?["Paired"]?.asBool()) == true
     }
 
     private func isConnected(path: DBusObjectPath) -> Bool {

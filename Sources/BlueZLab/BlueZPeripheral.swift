@@ -46,6 +46,7 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
     /// The application's root (the ObjectManager given to RegisterApplication).
     public let applicationPath: DBusObjectPath
     public let advertisementPath: DBusObjectPath
+    public let agentPath: DBusObjectPath
     /// Whether MinInterval/MaxInterval are offered (false after bluetoothd refused them once).
     public private(set) var advertisesIntervals = true
 
@@ -71,6 +72,8 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
     private var advertisementExported = false
     private var stopped = false
     private var originalAlias: String?
+    /// Answers bluetoothd's questions during pairings (`security:`).
+    public private(set) var agent: BlueZAgent?
 
     final class ExportedCharacteristic {
         let ref: CharacteristicRef
@@ -114,6 +117,7 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
             ?? "/org/blelab/peripheral/p"
         applicationPath = (try? root.appending("app")) ?? root
         advertisementPath = (try? root.appending("advertisement0")) ?? root
+        agentPath = (try? root.appending("agent")) ?? root
         runner.execute = { [weak self] action, context, site in self?.execute(action, context: context, site: site) }
         runner.answered = { [weak self] code in self?.record(.answered(code)) }
     }
@@ -121,7 +125,8 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
     // MARK: Start
 
     public func start(completion: @escaping (Result<Void, SeatError>) -> Void) {
-        var steps: [(@escaping (SeatError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias]
+        var steps: [(@escaping (SeatError?) -> Void) -> Void] = [checkBluetoothd, checkAdapter, watchDevices, powerOn, setAlias,
+                                                                 registerAgent]
         if spec.services.isEmpty {
             // bluetoothd refuses an application without a service ("No object received"); the
             // adapter's own GAP/GATT services are served all the same.
@@ -262,6 +267,19 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
         }
     }
 
+    /// The user at the peripheral: an Agent1 with `security:`'s IO capability and answers, the
+    /// default agent, so the pairings centrals start reach it.
+    private func registerAgent(_ done: @escaping (SeatError?) -> Void) {
+        let settings = spec.security?.settings ?? SecuritySpec()
+        let agent = BlueZAgent(connection: connection, path: agentPath,
+                               capability: BlueZAgent.Capability(settings.io ?? .noInputNoOutput), answers: BlueZAgent.Answers(settings))
+        agent.onRequest = { [weak self] request in self?.record(.note("agent: bluetoothd called \(request)")) }
+        self.agent = agent
+        agent.register { result in
+            done(result.failureValue.map { self.failure("registering the agent (AgentManager1.RegisterAgent, RequestDefaultAgent)", $0) })
+        }
+    }
+
     private func readAddress(_ done: @escaping (SeatError?) -> Void) {
         client.allProperties(of: adapterPath, interface: BlueZName.adapter) { result in
             switch result {
@@ -335,7 +353,11 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
         ], properties: [
             DBusProperty("UUID", .string, get: { .string(BlueZMapping.uuidString(c.spec.uuid)) }),
             DBusProperty("Service", .objectPath, get: { .objectPath(service) }),
-            DBusProperty("Flags", .array(.string), get: { .strings(BlueZMapping.flags(c.spec.properties)) }),
+            DBusProperty("Flags", .array(.string), get: {
+                .strings(BlueZMapping.flags(c.spec.properties)
+                    + BlueZSecurity.permissionFlags(value: c.spec.permissions, configuration: c.spec.configurationPermissions,
+                                                    properties: c.spec.properties))
+            }),
             DBusProperty("Value", .bytes, get: { .bytes(c.value) }),
             DBusProperty("Notifying", .boolean, get: { .boolean(c.notifying) }),
         ])
@@ -659,6 +681,7 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
             guard !finished else { return }
             finished = true
             deadline?.cancel()
+            agent?.close()
             for path in exportedPaths.reversed() { connection.unexport(path) }
             exportedPaths.removeAll()
             connection.removeObjectManager(at: applicationPath)
@@ -676,6 +699,12 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
             if case .failure(let error) = result { self?.record(.note("\(what): \(error)")) }
         }
         var steps: [(@escaping () -> Void) -> Void] = []
+        if let agent, agent.registered {
+            steps.append { next in
+                agent.timeout = .seconds(2)
+                agent.unregister { note("AgentManager1.UnregisterAgent", $0); next() }
+            }
+        }
         if advertisementRegistered {
             steps.append { [self] next in
                 advertisementRegistered = false

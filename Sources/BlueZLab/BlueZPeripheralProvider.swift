@@ -70,9 +70,7 @@ public enum BlueZPeripheralSupport {
 
     /// The first reason `spec` cannot be served by bluetoothd in `scenario`, or nil.
     public static func unsupported(_ spec: PeripheralSpec, in scenario: Scenario) -> String? {
-        if let use = scenario.securityUse {
-            return "\(use), and BLELab does not pair through bluetoothd yet (no Agent1)"
-        }
+        if let why = BlueZSecurity.peripheralUnsupported(spec, in: scenario) { return why }
         if let flaw = spec.flaws.first {
             return "bluetoothd serves GATT through its D-Bus API, which has no way to misanswer a request or send a malformed PDU "
                 + "(flaws: \(flaw))"
@@ -116,7 +114,8 @@ public enum BlueZPeripheralSupport {
     public static func reason(for action: PeripheralAction) -> String? {
         switch action {
         case .forgetBonds:
-            return "BLELab does not pair through bluetoothd yet (no Agent1)"
+            return "bluetoothd forgets a central's keys only with its device object (Adapter1.RemoveDevice), which also "
+                + "disconnects it; a peripheral that forgets its bonds while the central stays connected has no D-Bus call"
         case .powerOff:
             return "Adapter1.Powered=false makes the kernel end each link first (HCI Disconnect, reason 0x15), so the central "
                 + "would not see the silent loss of power that power-off simulates"

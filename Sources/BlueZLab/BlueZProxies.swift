@@ -154,6 +154,14 @@ public struct BlueZDevice {
         client.callVoid(path: path, interface: BlueZName.device, member: "Disconnect", completion: completion)
     }
 
+    /// Device1.Pair: bluetoothd pairs (mgmt Pair Device) through the caller's agent, or the
+    /// default one, and answers once the keys are distributed or the pairing failed
+    /// (org.bluez.Error.AuthenticationFailed, AuthenticationRejected, AuthenticationCanceled,
+    /// AuthenticationTimeout, AlreadyExists when already paired, InProgress).
+    public func pair(timeout: TimeSpan? = nil, completion: @escaping (Result<Void, DBusError>) -> Void) {
+        client.callVoid(path: path, interface: BlueZName.device, member: "Pair", timeout: timeout, completion: completion)
+    }
+
     /// Device1's PropertiesChanged (Connected, ServicesResolved, RSSI…), the changed values only.
     @discardableResult
     public func onPropertiesChanged(ready: ((DBusError?) -> Void)? = nil,

@@ -30,10 +30,15 @@ public class CBCentralManager: CBManager {
 
     /// Every peripheral this manager has seen or retrieved, by address.
     private var known: [LEAddress: CBPeripheral] = [:]
-    /// Peripherals waiting for their turn to connect, in order.
-    private var waitingToConnect: [CBPeripheral] = []
-    /// The peripheral the host is connecting to now.
-    private var connectingNow: CBPeripheral?
+    /// Peripherals with a pending `connect`, in the order the app asked. As on iOS any number
+    /// can be pending at once and none times out: the host initiates to all of them together
+    /// (through the controller's Filter Accept List when there are several) and the first one
+    /// heard connects; the others stay pending.
+    private var pendingConnects: [CBPeripheral] = []
+    /// The peripherals the host's initiation under way aims at (nil: none under way).
+    private var initiating: [CBPeripheral]?
+    /// The initiation under way is being cancelled, to start again with `pendingConnects` as it is now.
+    private var restartsInitiation = false
     /// Peripherals by connection handle, while connected.
     private var byHandle: [UInt16: CBPeripheral] = [:]
 
@@ -64,9 +69,10 @@ public class CBCentralManager: CBManager {
     /// the peripherals become invalid too: the app must retrieve or discover them again.
     override func controllerWillGoAway(to newState: CBManagerState) {
         isScanning = false
-        let dropped = waitingToConnect + (connectingNow.map { [$0] } ?? [])
-        waitingToConnect.removeAll()
-        connectingNow = nil
+        let dropped = pendingConnects
+        pendingConnects.removeAll()
+        initiating = nil
+        restartsInitiation = false
         for peripheral in dropped { peripheral.state = .disconnected }
         if newState.rawValue < CBManagerState.poweredOff.rawValue { known.removeAll() }
     }
@@ -155,29 +161,60 @@ public class CBCentralManager: CBManager {
         guard peripheral.state == .disconnected else { return }
         peripheral.state = .connecting
         peripheral.cancelRequested = false
-        waitingToConnect.append(peripheral)
-        connectNext()
+        pendingConnects.append(peripheral)
+        updateInitiation()
     }
 
-    private func connectNext() {
-        guard connectingNow == nil, !waitingToConnect.isEmpty, let device else { return }
-        let peripheral = waitingToConnect.removeFirst()
-        connectingNow = peripheral
-        device.host.connect(to: peripheral.address, timeout: nil) { [weak self] result in
-            guard let self, self.connectingNow === peripheral else { return }
-            self.connectingNow = nil
+    /// Starts an initiation to every pending peripheral, or, when one is under way for another
+    /// set, cancels it (LE Create Connection Cancel) to start again with the set as it is now.
+    private func updateInitiation() {
+        guard let device else { return }
+        if let current = initiating {
+            if !current.elementsEqual(pendingConnects, by: ===), !restartsInitiation {
+                restartsInitiation = true
+                device.host.cancelConnect()
+            }
+            return
+        }
+        guard !pendingConnects.isEmpty else { return }
+        let targets = pendingConnects
+        initiating = targets
+        device.host.connect(toAnyOf: targets.map(\.address), timeout: nil) { [weak self] result in
+            guard let self, let current = self.initiating, current.elementsEqual(targets, by: ===) else {
+                // The manager lost its controller meanwhile: a late connection is not wanted.
+                if case let .success(connection) = result { connection.disconnect() }
+                return
+            }
+            self.initiating = nil
+            let restarting = self.restartsInitiation
+            self.restartsInitiation = false
             switch result {
             case let .success(connection):
-                self.attach(peripheral, to: connection)
-            case let .failure(error):
-                peripheral.state = .disconnected
-                if peripheral.cancelRequested {
-                    self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
+                if let i = self.pendingConnects.firstIndex(where: { $0.address == connection.peer }) {
+                    self.attach(self.pendingConnects.remove(at: i), to: connection)
                 } else {
-                    self.deliver { $0.centralManager(self, didFailToConnect: peripheral, error: error.connectionError) }
+                    // Cancelled by the app while the controller was connecting.
+                    connection.disconnect(reason: .remoteUserTerminatedConnection)
                 }
+            case let .failure(error):
+                if !restarting { self.initiationFailed(targets, error) }
             }
-            self.connectNext()
+            self.updateInitiation()
+        }
+    }
+
+    /// An initiation ended without a connection and not because the set changed. To one
+    /// peripheral: it fails to connect, as before. To several: a link that failed to be
+    /// established (0x3E) leaves them pending and the initiation starts again, as iOS keeps
+    /// pending connects; any other error (the controller refusing the list or the command)
+    /// fails them all.
+    private func initiationFailed(_ targets: [CBPeripheral], _ error: HostError) {
+        if targets.count > 1, case .command(_, .connectionFailedToBeEstablished) = error { return }
+        for peripheral in targets {
+            guard let i = pendingConnects.firstIndex(where: { $0 === peripheral }) else { continue }
+            pendingConnects.remove(at: i)
+            peripheral.state = .disconnected
+            deliver { $0.centralManager(self, didFailToConnect: peripheral, error: error.connectionError) }
         }
     }
 
@@ -217,15 +254,14 @@ public class CBCentralManager: CBManager {
     public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
         guard peripheral.manager === self, peripheral.state != .disconnected else { return }
         peripheral.cancelRequested = true
-        if let i = waitingToConnect.firstIndex(where: { $0 === peripheral }) {
-            waitingToConnect.remove(at: i)
+        if let i = pendingConnects.firstIndex(where: { $0 === peripheral }) {
+            pendingConnects.remove(at: i)
             peripheral.state = .disconnected
             loop?.execute { [weak self] in
                 guard let self else { return }
                 self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
             }
-        } else if connectingNow === peripheral, peripheral.connection == nil {
-            device?.host.cancelConnect()
+            updateInitiation()
         } else if let connection = peripheral.connection {
             peripheral.state = .disconnecting
             connection.disconnect(reason: .remoteUserTerminatedConnection)

@@ -112,14 +112,31 @@ public final class CBLab {
     }
 
     /// Places every peripheral a scenario file declares (its `peripherals:` block, with their
-    /// advertising, GATT databases and triggers). The file's central steps are not run: here the
-    /// app under test is the central. The lab's own seed drives the peripherals' generators.
+    /// advertising, GATT databases and triggers, and their `mtu:` and `link:` as a scenario run
+    /// applies them: the ATT_MTU the peripheral answers an Exchange MTU with, and the air's faults
+    /// on its links). The file's central steps are not run: here the app under test is the
+    /// central. The lab's own seed drives the peripherals' generators.
     /// Throws `ScenarioErrors` (every problem in the file, with `file:line:column`) when the
     /// file does not validate.
     @discardableResult
     public func addPeripherals(fromScenario path: String) throws -> [SimulatedPeripheral] {
         let scenario = try Scenario.load(path: path)
-        return try scenario.peripherals.map { try addPeripheral($0) }
+        return try scenario.peripherals.map { spec in
+            let peripheral = try addPeripheral(spec)
+            guard let faults = scenario.faults[spec.id] else { return peripheral }
+            if let link = faults.link, let air = lab.air, let controller = peripheral.device.controller {
+                air.setLinkFaults(link, for: controller)
+            }
+            if let mtu = faults.mtu {
+                // Its Exchange MTU Response's Server Rx MTU (Vol 3 Part F 3.4.2.2), on every connection.
+                let previous = peripheral.host.onConnection
+                peripheral.host.onConnection = { connection in
+                    connection.bearer.preferredMTU = UInt16(mtu)
+                    previous?(connection)
+                }
+            }
+            return peripheral
+        }
     }
 
     /// The simulated peripheral with this id.

@@ -27,7 +27,29 @@ extension BLEHost {
     public func connect(to peer: LEAddress, parameters: ConnectionParameters? = nil, timeout: TimeSpan? = nil,
                         scanInterval: TimeSpan = .milliseconds(60), scanWindow: TimeSpan = .milliseconds(60),
                         completion: @escaping (Result<Connection, HostError>) -> Void) {
+        initiate([peer], parameters: parameters, timeout: timeout, scanInterval: scanInterval, scanWindow: scanWindow,
+                 completion: completion)
+    }
+
+    /// Connects to whichever of `peers` the initiator hears first, as a phone waits for any of
+    /// several devices at once: the controller's Filter Accept List is set to exactly `peers`
+    /// (LE Clear Filter Accept List, then LE Add Device To Filter Accept List for each, Vol 4
+    /// Part E 7.8.15–7.8.16) and LE Create Connection uses it (Initiator_Filter_Policy 0x01, Vol 6
+    /// Part B 4.3.5: the peer address parameters are then ignored). One peer: `connect(to:)`, the
+    /// list untouched. The connection's `peer` tells which one it was. A controller whose list is
+    /// too small answers Memory Capacity Exceeded, and the attempt fails with that.
+    public func connect(toAnyOf peers: [LEAddress], parameters: ConnectionParameters? = nil, timeout: TimeSpan? = nil,
+                        scanInterval: TimeSpan = .milliseconds(60), scanWindow: TimeSpan = .milliseconds(60),
+                        completion: @escaping (Result<Connection, HostError>) -> Void) {
+        initiate(peers, parameters: parameters, timeout: timeout, scanInterval: scanInterval, scanWindow: scanWindow,
+                 completion: completion)
+    }
+
+    private func initiate(_ peers: [LEAddress], parameters: ConnectionParameters?, timeout: TimeSpan?,
+                          scanInterval: TimeSpan, scanWindow: TimeSpan,
+                          completion: @escaping (Result<Connection, HostError>) -> Void) {
         if let error = requireReady() { return completion(.failure(error)) }
+        guard let peer = peers.first else { return completion(.failure(.invalidState("no peer to connect to"))) }
         if let pending = initiator {
             return completion(.failure(.invalidState("a connection attempt to \(pending.peer) is already in progress")))
         }
@@ -38,16 +60,29 @@ extension BLEHost {
         let state = InitiatorState(peer: peer, completion: completion)
         initiator = state
         let interval = ScanConfiguration.scanUnits(scanInterval)
-        let command = LECreateConnectionParameters(peer: peer, ownAddressType: ownAddressType, scanInterval: interval,
+        var command = LECreateConnectionParameters(peer: peer, ownAddressType: ownAddressType, scanInterval: interval,
                                                    scanWindow: min(ScanConfiguration.scanUnits(scanWindow), interval),
                                                    connectionIntervalMin: p.intervalMin, connectionIntervalMax: p.intervalMax,
                                                    maxLatency: p.latency, supervisionTimeout: p.supervisionTimeout)
-        driver.send(.leCreateConnection(command)) { [weak self] result in
-            guard let self else { return }
-            if case let .failure(error) = result {
-                if self.initiator === state { self.initiator = nil }
-                state.timer?.cancel()
-                completion(.failure(error))
+        var setUp: [HCICommand] = []
+        if peers.count > 1 {
+            command.initiatorFilterPolicy = 0x01
+            setUp = [.leClearFilterAcceptList] + Self.distinct(peers).map {
+                .leAddDeviceToFilterAcceptList(addressType: $0.type.rawValue, address: $0.address)
+            }
+        }
+        func failed(_ error: HostError) {
+            if initiator === state { initiator = nil }
+            state.timer?.cancel()
+            completion(.failure(error))
+        }
+        send(setUp) { [weak self] result in
+            guard let self, self.initiator === state else { return }
+            if case let .failure(error) = result { return failed(error) }
+            // Cancelled while the list was being written: nothing was started.
+            if let cancellation = state.cancellation { return failed(cancellation) }
+            self.driver.send(.leCreateConnection(command)) { result in
+                if case let .failure(error) = result { failed(error) }
             }
         }
         if let limit = timeout ?? configuration.connectTimeout {
@@ -55,6 +90,11 @@ extension BLEHost {
                 self?.cancelInitiation(state, because: .timeout("connection to \(peer)"))
             }
         }
+    }
+
+    private static func distinct(_ peers: [LEAddress]) -> [LEAddress] {
+        var seen = Set<LEAddress>()
+        return peers.filter { seen.insert($0).inserted }
     }
 
     /// Gives up a pending `connect`; its completion gets `.cancelled`.

@@ -57,9 +57,11 @@ final class CLIArgumentTests: XCTestCase {
         XCTAssertEqual(usage(["run", "--shrad", "1/2"]), "unknown option '--shrad' for run; did you mean '--shard'?; see 'blelab run --help'")
         XCTAssertEqual(usage(["run", "-q", "-v"]), "--quiet and --verbose cannot be used together")
         XCTAssertEqual(usage(["run", "--quiet=yes"]), "option --quiet takes no value")
-        XCTAssertEqual(usage(["rnu"]), "unknown command 'rnu': expected run, validate, list, import or verdicts; did you mean 'run'?")
+        XCTAssertEqual(usage(["rnu"]), "unknown command 'rnu': expected run, validate, list, import, verdicts or schema; did you mean 'run'?")
         XCTAssertEqual(usage(["validate", "--tag", "x"]), "unknown option '--tag' for validate; see 'blelab validate --help'")
-        XCTAssertEqual(usage(["help", "frobnicate"]), "no help for 'frobnicate': the commands are run, validate, list, import and verdicts")
+        XCTAssertEqual(usage(["help", "frobnicate"]), "no help for 'frobnicate': the commands are run, validate, list, import, verdicts and schema")
+        XCTAssertEqual(usage(["schema", "--out", "x.json"]), "schema takes nothing after it; see 'blelab schema --help'")
+        XCTAssertEqual(usage(["shcema"]), "unknown command 'shcema': expected run, validate, list, import, verdicts or schema; did you mean 'schema'?")
     }
 
     func testHelpForEachCommand() throws {

@@ -8,7 +8,7 @@ import XCTest
 
 /// `blelab run --jobs N`: on the sim, the runs of N jobs leave exactly what one job leaves — the
 /// same JUnit, timeline, captures (device and air) under the same names, and the same console
-/// lines in the same order; only wall times differ. And how the jobs are set up: one backend
+/// lines in the same order; only wall times differ (the console's and JUnit's `time`). And how the jobs are set up: one backend
 /// per job where the tier can split, else one at a time with a note.
 final class CLIJobsTests: XCTestCase {
     /// The repository's scenarios/ folder: every kind of scenario the suite has.
@@ -29,7 +29,7 @@ final class CLIJobsTests: XCTestCase {
         return out
     }
 
-    func testFourJobsWriteWhatOneJobWrites() {
+    func testFourJobsWriteWhatOneJobWrites() throws {
         let arguments = ["run", Self.scenarios, "--repeat", "2", "--junit", "out/junit.xml", "--json", "out/timeline.json",
                          "--capture", "out/captures", "--capture-air", "out/air"]
         let serial = CLIHarness()
@@ -44,8 +44,14 @@ final class CLIJobsTests: XCTestCase {
         XCTAssertEqual(Set(parallel.files.keys), Set(serial.files.keys), "the same files under the same names")
         XCTAssertGreaterThan(serial.files.keys.filter { $0.hasSuffix(".btsnoop") }.count, 100)
         XCTAssertGreaterThan(serial.files.keys.filter { $0.hasSuffix(".air.pcap") }.count, 50)
+        let junit = try XCTUnwrap(serial.files["out/junit.xml"])
+        XCTAssertTrue(String(decoding: junit, as: UTF8.self).contains("<property name=\"virtual_time\""))
         for (path, bytes) in serial.files.sorted(by: { $0.key < $1.key }) {
-            // JUnit's times are virtual seconds: equal too, so every file is compared whole.
+            if path.hasSuffix("junit.xml") {
+                // JUnit's times are wall seconds: everything else is equal, virtual times too.
+                XCTAssertEqual(junitWithoutWallTimes(parallel.files[path] ?? []), junitWithoutWallTimes(bytes), "\(path) differs between --jobs 1 and --jobs 4")
+                continue
+            }
             XCTAssertTrue(parallel.files[path] == bytes, "\(path) differs between --jobs 1 and --jobs 4")
         }
     }

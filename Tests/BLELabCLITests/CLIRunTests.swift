@@ -179,7 +179,15 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(report.failures, 1)
         let cases = report.suites.flatMap(\.cases)
         XCTAssertEqual(cases.map(\.name), ["Deliberately failing echo", "Serial bridge echoes a write", "Scan filter keeps only FFF0"])
-        XCTAssertEqual(cases.map(\.time), [0.926, 0.926, 0.5])
+        // `time` is the wall time (the harness's clock: 1 ms per reading, two per run); the
+        // virtual time, seed, tier and reproduce line are properties.
+        XCTAssertEqual(cases.map(\.time), [0.001, 0.001, 0.001])
+        XCTAssertEqual(cases.map { $0.properties.first { $0.name == "virtual_time" }?.value }, ["0.926", "0.926", "0.500"])
+        XCTAssertEqual(cases[0].properties, [
+            JUnitProperty("seed", "42"), JUnitProperty("tier", "sim"), JUnitProperty("virtual_time", "0.926"),
+            JUnitProperty("reproduce", "blelab run \(f)/failing/deliberate-failure.yaml --seed 42"),
+        ])
+        XCTAssertEqual(report.suites[0].properties, [JUnitProperty("tier", "sim"), JUnitProperty("virtual_time", "2.352")])
         guard case let .failed(message, details, type) = cases[0].outcome else { return XCTFail("the first case failed") }
         XCTAssertEqual(message, "expected a notification of FFE1 from hm10, the last with value text:goodbye within 500ms; seen the last of 1 was text:hello (1 notification of FFE1: text:hello at 925.788ms)")
         XCTAssertEqual(type, "expectation")
@@ -206,7 +214,7 @@ final class CLIRunTests: XCTestCase {
         for name in captures {
             XCTAssertEqual(try FileText.readBytes(again + "/captures/" + name), try FileText.readBytes(dir + "/captures/" + name), name)
         }
-        XCTAssertEqual(try FileText.readBytes(again + "/junit.xml"), try FileText.readBytes(dir + "/junit.xml"))
+        XCTAssertEqual(junitWithoutWallTimes(try FileText.readBytes(again + "/junit.xml")), junitWithoutWallTimes(try FileText.readBytes(dir + "/junit.xml")))
         XCTAssertEqual(try FileText.readBytes(again + "/timeline.json"), try FileText.readBytes(dir + "/timeline.json"))
     }
 
@@ -235,7 +243,19 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.run(["run", "--help"]), .passed)
         XCTAssertEqual(cli.out, Help.run() + "\n")
         XCTAssertEqual(cli.run(["bogus"]), .badInput)
-        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list, import or verdicts\n")
+        XCTAssertEqual(cli.err, "blelab: unknown command 'bogus': expected run, validate, list, import, verdicts or schema\n")
+    }
+
+    /// `blelab schema` prints the JSON Schema the format's code makes, and only that.
+    func testSchemaPrintsTheJSONSchema() {
+        XCTAssertEqual(cli.run(["schema"]), .passed)
+        XCTAssertEqual(cli.out, ScenarioJSONSchema.text)
+        XCTAssertTrue(cli.out.hasPrefix("{\n  \"$schema\": \"https://json-schema.org/draft/2020-12/schema\","), String(cli.out.prefix(80)))
+        XCTAssertEqual(cli.err, "")
+        XCTAssertEqual(cli.run(["schema", "--help"]), .passed)
+        XCTAssertEqual(cli.out, Help.schema + "\n")
+        XCTAssertEqual(cli.run(["help", "schema"]), .passed)
+        XCTAssertEqual(cli.out, Help.schema + "\n")
     }
 }
 

@@ -208,6 +208,37 @@ final class ReportingTestsJUnit: XCTestCase {
         XCTAssertEqual(back.suites[0].timestamp, "2000-01-01T00:00:00")
     }
 
+    /// Properties of a suite and of a case (xunit2, as pytest writes them): before the cases, and
+    /// before a case's outcome; read back as written.
+    func testPropertiesAndSkippedReason() throws {
+        let report = JUnitReport(suites: [JUnitSuite(name: "blelab.sim", cases: [
+            JUnitCase(name: "a", className: "s.a", time: 0.0123, outcome: .skipped(reason: "needs the vhci tier"),
+                      properties: [JUnitProperty("seed", "42"), JUnitProperty("reproduce", "blelab run \"a b.yaml\" --seed 42")]),
+        ], properties: [JUnitProperty("tier", "sim")])])
+        XCTAssertEqual(report.xml, """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <testsuites name="blelab" tests="1" failures="0" errors="0" skipped="1" time="0.012">
+          <testsuite name="blelab.sim" tests="1" failures="0" errors="0" skipped="1" time="0.012">
+            <properties>
+              <property name="tier" value="sim"/>
+            </properties>
+            <testcase name="a" classname="s.a" time="0.012">
+              <properties>
+                <property name="seed" value="42"/>
+                <property name="reproduce" value="blelab run &quot;a b.yaml&quot; --seed 42"/>
+              </properties>
+              <skipped message="needs the vhci tier"/>
+            </testcase>
+          </testsuite>
+        </testsuites>
+
+        """)
+        let back = try JUnitReport(xml: report.xml)
+        XCTAssertEqual(back.suites[0].properties, report.suites[0].properties)
+        XCTAssertEqual(back.suites[0].cases[0].properties, report.suites[0].cases[0].properties)
+        XCTAssertEqual(back.xml, report.xml)
+    }
+
     func testReadingOtherToolsJUnit() throws {
         // A bare <testsuite> root with properties, system-err, CDATA, comments, single quotes,
         // character references and CR LF line ends, as other tools write.

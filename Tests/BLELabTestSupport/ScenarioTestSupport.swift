@@ -122,6 +122,22 @@ public final class CLIHarness {
     public var outLines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
 }
 
+/// A JUnit file of `blelab run` with every `time` attribute (the wall times, the one part that
+/// may differ between equal runs) blanked: for comparing everything else byte for byte.
+public func junitWithoutWallTimes(_ bytes: [UInt8]) -> String {
+    var text = String(decoding: bytes, as: UTF8.self)
+    var out = ""
+    while let range = text.range(of: " time=\"") {
+        out += text[..<range.upperBound]
+        text = String(text[range.upperBound...])
+        guard let close = text.firstIndex(of: "\"") else { break }
+        XCTAssertTrue(text[..<close].allSatisfy { $0.isNumber || $0 == "." }, "a time of seconds: \(text[..<close])")
+        out += "W"
+        text = String(text[close...])
+    }
+    return out + text
+}
+
 /// A fresh temporary directory.
 public func temporaryDirectory() throws -> String {
     var template = Array("/tmp/blelab-tests-XXXXXX".utf8CString)

@@ -14,6 +14,11 @@ import XCTest
 /// and can hang or refuse one. AcquireNotify and AcquireWrite hand out one end of a real
 /// socketpair(AF_UNIX, SOCK_SEQPACKET), as src/gatt-client.c does; the fake keeps the other.
 final class FakeCentralBluetoothd {
+    /// AgentManager1 at /org/bluez: the seats register their Agent1 there.
+    private(set) var agentManager: FakeAgentManager!
+    /// What each Pair got from the caller's agent, and the capability it was registered with.
+    var typedPasskeys: [UInt32] = []
+    var pairedWith: [String] = []
     /// A characteristic bluetoothd found: its object is named after its declaration's handle
     /// ("char000b"), as src/gatt-client.c names it.
     final class Characteristic {
@@ -127,6 +132,7 @@ final class FakeCentralBluetoothd {
         self.powered = powered
         connection.exportObjectManager(at: .root)
         try connection.export(DBusExportedObject(path: adapter, interfaces: [adapterInterface()]))
+        agentManager = try FakeAgentManager(connection: connection)
     }
 
     /// Closes the sockets and answers what was kept (the caller may be gone).
@@ -293,6 +299,25 @@ final class FakeCentralBluetoothd {
                     pendingConnects[d.path] = call
                 case let .fail(error):
                     call.fail(error)
+                }
+            },
+            // As bluetoothd: the caller's agent is asked (here RequestPasskey, a KeyboardOnly
+            // user's part of Passkey Entry); its refusal fails the pairing.
+            DBusMethod("Pair") { [unowned self, unowned d] call in
+                note(call, "Pair \(d.path)")
+                guard let agent = agentManager.registered.first(where: { $0.sender == call.sender }), let owner = agent.sender else {
+                    call.fail(.authenticationFailed, "Authentication Failed"); return
+                }
+                connection.call(destination: owner, path: agent.path, interface: BlueZAgent.interface, member: "RequestPasskey",
+                                arguments: [.objectPath(d.path)], replySignature: "u", timeout: .seconds(5)) { [unowned self] result in
+                    switch result {
+                    case let .success(values):
+                        typedPasskeys.append((try? values[0].asUInt32()) ?? 0)
+                        pairedWith.append(agent.capability)
+                        call.reply()
+                    case .failure:
+                        call.fail(.authenticationFailed, "Authentication Failed")
+                    }
                 }
             },
             DBusMethod("Disconnect") { [unowned self, unowned d] call in

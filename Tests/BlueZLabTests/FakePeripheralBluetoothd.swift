@@ -11,6 +11,8 @@ import XCTest
 /// and disconnect, ReadValue/WriteValue/StartNotify calls into the application, and the
 /// PropertiesChanged of Value it would turn into notifications.
 final class FakePeripheralBluetoothd {
+    /// AgentManager1 at /org/bluez: the seats register their Agent1 there.
+    private(set) var agentManager: FakeAgentManager!
     let connection: DBusConnection
     let adapterPath: DBusObjectPath
     let deviceAddress = "C0:FF:EE:00:00:01"
@@ -44,6 +46,7 @@ final class FakePeripheralBluetoothd {
         adapterPath = adapter
         connection.exportObjectManager(at: .root)
         try connection.export(DBusExportedObject(path: adapter, interfaces: [adapterInterface(), gattManager(), advertisingManager()]))
+        agentManager = try FakeAgentManager(connection: connection)
     }
 
     private func keepOr(_ call: DBusMethodInvocation, _ body: () -> Void) {

@@ -112,6 +112,101 @@ final class ConnectionTests: LabTestCase {
         XCTAssertEqual(recorder.count("connect"), 2)
     }
 
+    /// The auto-reconnect pattern: a connect to a device that is away stays pending and does
+    /// not hold up a connect to another. Both wait together in the controller's Filter Accept
+    /// List (LE Create Connection with Initiator_Filter_Policy 0x01, Vol 6 Part B 4.3.5), and
+    /// the absent one connects when it comes back.
+    func testAPendingConnectToAnAbsentDeviceDoesNotBlockOthers() throws {
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let probe = try lab.addPeripheral(Peripherals.probe())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        central.scanForPeripherals(withServices: nil)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.discovered.count == 2 })
+        central.stopScan()
+        let away = try XCTUnwrap(recorder.discovered.first { $0.name == "HMSoft" })
+        let present = try XCTUnwrap(recorder.discovered.first { $0.name != "HMSoft" })
+        lab.setInRange(false, hm10)
+        let log = try XCTUnwrap(lab.device(of: central)).log
+        let before = log.packets.count
+        central.connect(away)
+        lab.run(for: .seconds(2))
+        central.connect(present)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { present.state == .connected }, "the second connect was held up")
+        XCTAssertEqual(away.state, .connecting, "still pending")
+        // On the central's HCI: the list holds both addresses, then LE Create Connection uses it.
+        let commands = log.packets.dropFirst(before).filter { $0.direction == .hostToController && $0.frame.first == 0x01 }.map(\.frame)
+        let adds = commands.filter { $0.count > 3 && $0[1] == 0x11 && $0[2] == 0x20 }   // LE Add Device To Filter Accept List
+        XCTAssertEqual(Set(adds.map { Array($0[5...10]) }), Set([hm10.device.address.address.littleEndianBytes, probe.device.address.address.littleEndianBytes]))
+        let creates = commands.filter { $0.count > 8 && $0[1] == 0x0D && $0[2] == 0x20 }      // LE Create Connection
+        XCTAssertEqual(creates.first?[8], 0x00, "one pending: a direct connection")
+        XCTAssertEqual(creates.dropFirst().first?[8], 0x01, "two pending: the Filter Accept List")
+        lab.setInRange(true, hm10)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { away.state == .connected })
+        XCTAssertEqual(recorder.count("connect"), 2)
+        XCTAssertEqual(recorder.count("fail"), 0)
+    }
+
+    /// Cancelling one of several pending connects leaves the others pending.
+    func testCancellingOnePendingConnectKeepsTheOthers() throws {
+        let hm10 = try lab.addPeripheral(Peripherals.hm10())
+        let probe = try lab.addPeripheral(Peripherals.probe())
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        central.scanForPeripherals(withServices: nil)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { recorder.discovered.count == 2 })
+        central.stopScan()
+        lab.setInRange(false, hm10)
+        lab.setInRange(false, probe)
+        let a = try XCTUnwrap(recorder.discovered.first { $0.name == "HMSoft" })
+        let b = try XCTUnwrap(recorder.discovered.first { $0.name != "HMSoft" })
+        central.connect(a)
+        central.connect(b)
+        lab.run(for: .seconds(1))
+        central.cancelPeripheralConnection(a)
+        XCTAssertTrue(lab.run(within: .seconds(1)) { a.state == .disconnected })
+        XCTAssertEqual(b.state, .connecting)
+        lab.setInRange(true, hm10)
+        lab.setInRange(true, probe)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { b.state == .connected })
+        lab.run(for: .seconds(2))
+        XCTAssertEqual(a.state, .disconnected, "the cancelled one does not connect")
+        XCTAssertNil(recorder.errors["disconnect HMSoft"])
+    }
+
+    /// A scenario file's `mtu:` and `link:` come with its peripherals: `mtu: 23` is the ATT_MTU
+    /// the app gets, and the link's latency delays every PDU each way.
+    func testPeripheralsFromAScenarioKeepTheirMTUAndLink() throws {
+        let path = NSTemporaryDirectory() + "/cblab-mtu-link-\(getpid()).yaml"
+        try """
+        scenario: an old module on a slow link
+        peripherals:
+          module:
+            advertise: { name: OldModule, services: [FFE0] }
+            mtu: 23
+            link: { latency: 200ms }
+            gatt:
+              - service: FFE0
+                characteristics:
+                  - { uuid: FFE1, properties: [read], value: "hex:2a" }
+        central:
+          - wait: 1s
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try lab.addPeripherals(fromScenario: path)
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("OldModule", with: central, recorder)
+        XCTAssertEqual(peripheral.maximumWriteValueLength(for: .withoutResponse), 20, "ATT_MTU 23 − 3, not 247 − 3")
+        let characteristic = try XCTUnwrap(peripheral.services?.first?.characteristics?.first)
+        let asked = lab.now
+        var answered: Instant?
+        recorder.onValue = { _ in answered = self.lab.now }
+        peripheral.readValue(for: characteristic)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { answered != nil })
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(answered) - asked, .milliseconds(400), "the request and the response each 200 ms late")
+    }
+
     func testPoweringTheCentralOffDropsConnectionsWithoutDisconnectCallbacks() throws {
         try lab.addPeripheral(Peripherals.hm10())
         let recorder = CentralRecorder()

@@ -7,7 +7,9 @@ Each shard ran `blelab run --shard I/N ... --junit junit-I.xml`; blelab writes
 <testsuites><testsuite name="blelab.TIER">testcase...</testsuite></testsuites>. The merged
 file has one <testsuite> per suite name (the tier), holding every shard's testcases in order,
 with tests/failures/errors/skipped/time summed (time: the sum of the shards' own times, i.e.
-machine time, not the wall time of the matrix), and the same totals on <testsuites>.
+machine time, not the wall time of the matrix), and the same totals on <testsuites>. Each
+testcase keeps its <properties> (seed, tier, virtual_time, reproduce); a merged suite keeps its
+shards' suite properties, the first value of each but `virtual_time`, which is summed.
 
 Prints `N passed, F failed, S skipped (from K shard files)` and exits
   0  every testcase passed or was skipped,
@@ -53,6 +55,7 @@ def main():
 
     merged = {}  # suite name -> <testsuite> element
     seen = {}    # (classname, name) -> file, to find overlapping shards
+    properties = {}  # suite name -> {property name: value}, in the order first met
     for path in args.files:
         for suite in suites_of(path):
             name = suite.get("name", "blelab")
@@ -60,6 +63,17 @@ def main():
             if target is None:
                 target = ET.Element("testsuite", {"name": name})
                 merged[name] = target
+                properties[name] = {}
+            for prop in suite.findall("properties/property"):
+                key, value = prop.get("name", ""), prop.get("value", "")
+                if key == "virtual_time" and key in properties[name]:
+                    try:
+                        value = f"{float(properties[name][key]) + float(value):.3f}"
+                    except ValueError:
+                        fail(f"{path}: virtual_time {value!r} is not a number of seconds")
+                properties[name].setdefault(key, value)
+                if key == "virtual_time":
+                    properties[name][key] = value
             for case in suite.findall("testcase"):
                 key = (case.get("classname", ""), case.get("name", ""), name)
                 if key in seen and seen[key] != path:
@@ -70,7 +84,12 @@ def main():
     root = ET.Element("testsuites", {"name": args.name})
     totals = dict.fromkeys(COUNTS, 0)
     total_time = 0.0
-    for suite in merged.values():
+    for name, suite in merged.items():
+        if properties[name]:
+            element = ET.Element("properties")
+            for key, value in properties[name].items():
+                ET.SubElement(element, "property", {"name": key, "value": value})
+            suite.insert(0, element)
         cases = suite.findall("testcase")
         counts = {
             "tests": len(cases),

@@ -68,6 +68,21 @@ class MergeJUnitTests(unittest.TestCase):
         self.assertEqual([c.get("name") for c in suites[0].findall("testcase")], ["A", "C", "B"])
         self.assertEqual(suites[0].get("time"), "4.000")
 
+    def test_properties_are_kept_and_virtual_time_summed(self):
+        def with_properties(text, virtual):
+            suite = (f'    <properties><property name="tier" value="sim"/><property name="virtual_time" value="{virtual}"/></properties>\n'
+                     '    <testcase')
+            text = text.replace("    <testcase", suite, 1)
+            return text.replace('time="1.500"/>', 'time="1.500"><properties><property name="seed" value="7"/></properties></testcase>')
+        a = self.write("junit-1.xml", with_properties(shard([("scenarios.seeds.a", "A", 1.5, None)]), "2.250"))
+        b = self.write("junit-2.xml", with_properties(shard([("scenarios.seeds.b", "B", 2.0, None)]), "0.750"))
+        run, out = self.merge("--expect", "2", a, b)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        suite = ET.parse(out).getroot().find("testsuite")
+        self.assertEqual([(p.get("name"), p.get("value")) for p in suite.findall("properties/property")],
+                         [("tier", "sim"), ("virtual_time", "3.000")])
+        self.assertEqual(suite.find("testcase/properties/property").get("value"), "7")
+
     def test_a_failure_in_one_shard_fails_the_merge_and_keeps_its_report(self):
         a = self.write("junit-1.xml", shard([("scenarios.seeds.a", "A", 1.0, None)]))
         b = self.write("junit-2.xml", shard([("scenarios.seeds.b", "B", 1.0, "failure")]))

@@ -4,7 +4,9 @@
 ///
 ///     <testsuites name tests failures errors skipped time>
 ///       <testsuite name tests failures errors skipped time [timestamp]>
+///         [<properties><property name value/>…</properties>]
 ///         <testcase name classname time>
+///           [<properties><property name value/>…</properties>]
 ///           [<failure message type>details</failure> | <error message type>details</error> |
 ///            <skipped message/>]
 ///           [<system-out>output</system-out>]
@@ -12,9 +14,29 @@
 ///       </testsuite>
 ///     </testsuites>
 ///
+/// (Properties of a test case are the xunit2 dialect's, as pytest and junitparser write them.)
 /// Rendering is deterministic: attributes in the order above, times in seconds with exactly three
 /// decimals, two-space indentation, a trailing newline. Everything a report says comes from the
-/// model (times from the lab's clock), so equal runs give equal files.
+/// model, so equal models give equal files; `blelab run` puts wall times in `time` (what a CI
+/// dashboard shows), so its reports differ between runs in those attributes only.
+/// A `<property name value/>` of a suite or a case (seed, tier, virtual time, reproduce line).
+public struct JUnitProperty: Hashable, Sendable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    static func render(_ properties: [JUnitProperty], indent: String, into out: inout String) {
+        guard !properties.isEmpty else { return }
+        out += indent + "<properties>\n"
+        for p in properties { out += indent + "  <property" + XMLText.attributes([("name", p.name), ("value", p.value)]) + "/>\n" }
+        out += indent + "</properties>\n"
+    }
+}
+
 public struct JUnitReport: Hashable, Sendable {
     /// The `name` of `<testsuites>`.
     public var name: String
@@ -93,12 +115,14 @@ public struct JUnitSuite: Hashable, Sendable {
     /// The suite's own time in seconds when it differs from the sum of its cases (set-up, or a
     /// merge of shards); nil means the sum.
     public var timeOverride: Double?
+    public var properties: [JUnitProperty]
 
-    public init(name: String, cases: [JUnitCase] = [], timestamp: String? = nil, time: Double? = nil) {
+    public init(name: String, cases: [JUnitCase] = [], timestamp: String? = nil, time: Double? = nil, properties: [JUnitProperty] = []) {
         self.name = name
         self.cases = cases
         self.timestamp = timestamp
         self.timeOverride = time
+        self.properties = properties
     }
 
     public var tests: Int { cases.count }
@@ -114,11 +138,12 @@ public struct JUnitSuite: Hashable, Sendable {
         ]
         if let timestamp { attributes.append(("timestamp", timestamp)) }
         out += "  <testsuite" + XMLText.attributes(attributes)
-        if cases.isEmpty {
+        if cases.isEmpty && properties.isEmpty {
             out += "/>\n"
             return
         }
         out += ">\n"
+        JUnitProperty.render(properties, indent: "    ", into: &out)
         for testCase in cases { testCase.render(into: &out) }
         out += "  </testsuite>\n"
     }
@@ -143,18 +168,22 @@ public struct JUnitCase: Hashable, Sendable {
     public var outcome: Outcome
     /// What the case printed (the lab's console transcript), as `<system-out>`.
     public var output: String?
+    public var properties: [JUnitProperty]
 
-    public init(name: String, className: String, time: Double, outcome: Outcome = .passed, output: String? = nil) {
+    public init(name: String, className: String, time: Double, outcome: Outcome = .passed, output: String? = nil,
+                properties: [JUnitProperty] = []) {
         self.name = name
         self.className = className
         self.time = time
         self.outcome = outcome
         self.output = output
+        self.properties = properties
     }
 
     func render(into out: inout String) {
         out += "    <testcase" + XMLText.attributes([("name", name), ("classname", className), ("time", JUnitReport.seconds(time))])
         var body = ""
+        JUnitProperty.render(properties, indent: "      ", into: &body)
         switch outcome {
         case .passed:
             break

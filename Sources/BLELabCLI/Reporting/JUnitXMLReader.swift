@@ -20,7 +20,7 @@ public struct JUnitParseError: Error, Hashable, Sendable, CustomStringConvertibl
 extension JUnitReport {
     /// Reads a JUnit XML document: a `<testsuites>` root, or a single `<testsuite>` root as some
     /// tools write. Suites nested in suites are flattened in document order; elements this model
-    /// has no place for (`properties`, `system-err`, …) are ignored. Reading what `xml` rendered
+    /// has no place for (`system-err`, …) are ignored. Reading what `xml` rendered
     /// and rendering it again gives the same text.
     public init(xml: String) throws {
         var reader = XMLReader(Array(xml.utf8))
@@ -47,11 +47,16 @@ extension JUnitReport {
             switch child.name {
             case "testcase": suite.cases.append(testCase(child))
             case "testsuite": collect(child, into: &nested)
+            case "properties": suite.properties += properties(child)
             default: continue
             }
         }
         suites.append(suite)
         suites += nested
+    }
+
+    private static func properties(_ element: XMLNode) -> [JUnitProperty] {
+        element.children.filter { $0.name == "property" }.map { JUnitProperty($0.attribute("name") ?? "", $0.attribute("value") ?? $0.text) }
     }
 
     private static func testCase(_ element: XMLNode) -> JUnitCase {
@@ -69,6 +74,8 @@ extension JUnitReport {
                 result.outcome = .skipped(reason: child.attribute("message") ?? child.text)
             case "system-out":
                 result.output = (result.output ?? "") + child.text
+            case "properties":
+                result.properties += properties(child)
             default:
                 continue
             }

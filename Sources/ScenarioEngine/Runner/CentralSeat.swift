@@ -99,6 +99,16 @@ public protocol CentralSeat: AnyObject {
     /// without discovering it; nil when it did, else why the seat cannot (another stack keeps
     /// its own cache).
     func restoreGATTCache(_ services: [GATTRemoteService], on address: LEAddress) -> String?
+
+    // Security (docs/scenarios.md section 19) by a stack the lab sees only through its API: the
+    // outcome is judged on the peripheral's side of the link (its host is BLELab's).
+
+    /// A `pair` step: pairs with `address` the stack's way, with `settings` as its user's IO
+    /// capability and answers; completes when the stack says the pairing ended.
+    func pair(with address: LEAddress, settings: SecuritySpec, completion: @escaping (Result<Void, SeatError>) -> Void)
+    /// An `auto-pair` step: the settings the stack's pairings on Insufficient Authentication or
+    /// Encryption use from now on (nil: off, where the stack can turn it off).
+    func autoPair(_ settings: SecuritySpec?, completion: @escaping (Result<Void, SeatError>) -> Void)
 }
 
 /// A step the seat completed, for `CentralSeat.describe`.
@@ -141,6 +151,12 @@ extension CentralSeat {
     }
     public var needsAdvertisingReannounced: Bool { true }
     public var knowsItsLinks: Bool { true }
+    public func pair(with address: LEAddress, settings: SecuritySpec, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        completion(.failure(.failed("\(description) does not pair in the lab")))
+    }
+    public func autoPair(_ settings: SecuritySpec?, completion: @escaping (Result<Void, SeatError>) -> Void) {
+        completion(.success(()))
+    }
 
     /// The words of a stack driven over BlueZ's D-Bus API (its method names).
     public func describe(_ done: SeatOperation) -> String {

@@ -11,7 +11,7 @@ extension ExpectationJudge {
         if case let .addressesSeen(_, count, resolved) = e { return try checkAddressesSeen(id, count: count, resolved: resolved, fail: fail) }
         guard session.everConnected.contains(id) else { throw fail("never connected to \(id)") }
         let account = session.security
-        let connection = session.connections[id]
+        let connection = session.securityConnection(id)
         /// No pairing is running on the link.
         let settled = { connection?.pairing.map { $0.isFinished } ?? true }
         switch e {

@@ -69,6 +69,16 @@ extension ScenarioSession {
     }
 
     /// The live GAP connection to `id` (BLELab's host in the seat).
+    /// The link whose security the expectations judge: the central's GAP connection when
+    /// BLELab's host plays the central, else the simulated peripheral's side of its latest link
+    /// (another stack in the central's seat tells the lab nothing of its link's encryption).
+    func securityConnection(_ id: String) -> Connection? {
+        if let connection = connections[id] { return connection }
+        guard roles.central != nil, let host = peripherals[id]?.host else { return nil }
+        let links = host.connections.values.sorted { $0.handle < $1.handle }
+        return links.last { $0.isConnected } ?? links.last ?? security.links[id]
+    }
+
     func live(_ id: String) throws -> Connection {
         guard let connection = connections[id] else {
             throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "never connected to \(id)")

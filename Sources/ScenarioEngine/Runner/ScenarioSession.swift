@@ -248,6 +248,20 @@ final class ScenarioSession {
             }
             observations.watchPeripheral(spec.id, traffic: peripheral.device.traffic)
             watchViolations(of: peripheral.host, device: spec.id)
+            // Another stack in the central's seat: its pairings are judged on this peripheral's
+            // side of the link, which BLELab's host plays.
+            if roles.central != nil {
+                security.watch(peripheral.host) { _ in id }
+                if spec.security == nil {
+                    // No Security Manager: the link answers SMP, no pairing reports it. A Pairing
+                    // Failed on its HCI (H4 ACL, L2CAP CID 0x0006, code 0x05) is the outcome.
+                    peripheral.device.log.observe { [weak self] packet in
+                        let f = packet.frame
+                        guard f.count == 11, f[0] == 0x02, f[7] == 0x06, f[8] == 0x00, f[9] == 0x05 else { return }
+                        self?.security.linkPairingFailed(id, reason: f[10], sent: packet.direction == .hostToController)
+                    }
+                }
+            }
             if options.recordsTimeline {
                 peripheral.onActivity = { [weak self] activity in
                     guard let self else { return }

@@ -2,6 +2,7 @@ import BLEWire
 import GAP
 import GATT
 import HCI
+import HostLink
 import ScenarioFormat
 import SMP
 
@@ -16,6 +17,10 @@ final class SecurityAccount {
     var autoPairFailure: String?
     /// The latest pairing's outcome with each peripheral.
     private(set) var pairings: [String: Result<PairingResult, PairingFailure>] = [:]
+    /// The link each peripheral's latest pairing ran on (kept after it ends).
+    private(set) var links: [String: Connection] = [:]
+    /// How many pairing outcomes each peripheral's link has reported so far.
+    private(set) var reports: [String: Int] = [:]
     /// The latest encryption's outcome on each peripheral's link: what it gave, or why it failed
     /// (an HCI status, or nil for a refusal before any command, in words).
     private(set) var encryptions: [String: Result<LinkSecurity, EncryptionOutcomeFailure>] = [:]
@@ -44,6 +49,8 @@ final class SecurityAccount {
         host.onPairing = { [weak self] connection, result in
             guard let self, let peripheral = id(connection.peer) else { return }
             self.pairings[peripheral] = result
+            self.links[peripheral] = connection
+            self.reports[peripheral, default: 0] += 1
             switch result {
             case let .success(r): self.record?(peripheral, "pairing with \(peripheral): \(Self.describe(r))")
             case let .failure(f): self.record?(peripheral, "pairing with \(peripheral) failed: \(f.report)")
@@ -62,6 +69,16 @@ final class SecurityAccount {
                 self.unjudged = (peripheral, false, "encryption failed: Encryption Change with status \(status)", "encryption-failed: \(status.name)")
             }
         }
+    }
+
+    /// A Pairing Failed on the link of a peripheral whose host does not pair (no `security:`):
+    /// it answers SMP itself, without a pairing to report. `sent`: the peripheral sent it.
+    func linkPairingFailed(_ peripheral: String, reason: UInt8, sent: Bool) {
+        let r = SMPPairingFailedReason(rawValue: reason)
+        let failure: PairingFailure = sent ? .sent(r) : .received(r)
+        pairings[peripheral] = .failure(failure)
+        reports[peripheral, default: 0] += 1
+        unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
     }
 
     /// An encryption that failed: refused before it started (no bond, the link gone), or ended

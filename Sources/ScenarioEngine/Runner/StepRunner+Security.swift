@@ -16,6 +16,16 @@ extension StepRunner {
             session.security.autoPair = on ? settings : nil
             session.note = on ? "from now on, Insufficient Authentication or Encryption makes the central pair (or encrypt) and retry"
                 : "auto-pair off"
+            if !(session.central is HostCentral) {
+                let result = try session.operate("the central's auto-pair settings") { done in
+                    session.central.autoPair(on ? settings : nil, completion: done)
+                }
+                if case let .failure(error) = result {
+                    throw StepFailure(kind: .operation, expected: "\(session.central.description) to take the auto-pair settings", seen: "\(error)")
+                }
+            }
+        case let .pair(id, settings) where !(session.central is HostCentral):
+            try seatPair(id, settings, position: position)
         case let .pair(id, settings):
             let connection = try pairingConnection(id)
             let handedOver = try handOverOutOfBandData(settings, to: id, connection)
@@ -57,6 +67,43 @@ extension StepRunner {
                 }
                 session.note = "\(failure)" + (peripheralStatus.map { "; the peripheral's end of the link: \($0)" } ?? "")
             }
+        }
+    }
+
+    /// A `pair` step by another stack in the central's seat (`CentralSeat.pair`): the stack says
+    /// whether it paired; how (the method, Secure Connections, bonding) and the failure's reason
+    /// are what the peripheral's host (BLELab's) reports of the same pairing.
+    private func seatPair(_ id: String, _ settings: SecuritySpec, position: Int) throws {
+        guard let address = session.address(of: id), session.central.isConnected(address) else {
+            throw StepFailure(kind: .operation, expected: "a connection to \(id)", seen: "not connected to \(id)")
+        }
+        let reported = session.security.reports[id, default: 0]
+        let result = try session.operate("the pairing with \(id)") { done in
+            session.central.pair(with: address, settings: settings, completion: done)
+        }
+        // The peripheral's report of the same pairing may trail the stack's answer by a PDU (and
+        // a pairing refused before any SMP has none).
+        _ = try session.waitFor("\(id)'s account of the pairing", within: .seconds(2)) {
+            self.session.security.reports[id, default: 0] != reported
+        }
+        switch result {
+        case .success:
+            session.security.unjudged = nil
+            if case let .success(r)? = session.security.pairings[id] {
+                session.note = SecurityAccount.describe(r) + " (\(id)'s account)"
+            } else {
+                session.note = "\(session.central.description) paired"
+            }
+        case let .failure(error):
+            session.security.unjudged = nil   // this step judges it
+            guard expectsSecurityFailure(after: position, of: id, pairing: true) else {
+                var seen = "pairing failed: \(error)"
+                if case let .failure(f)? = session.security.pairings[id] { seen += " (\(id)'s host: \(f.report))" }
+                throw StepFailure(kind: .operation,
+                                  expected: "the pairing with \(id) to succeed, or an 'expect: { pairing-failed: REASON }' right after the step",
+                                  seen: seen)
+            }
+            session.note = "pairing failed: \(error)"
         }
     }
 

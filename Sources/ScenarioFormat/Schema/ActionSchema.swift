@@ -106,6 +106,7 @@ struct ActionSchema {
             KeywordFields(reader: r, keyword: keyword, node: value, primary: primary, allowed: allowed, siblings: siblings, what: keyword.text)
         }
         func noOptions() -> Bool {
+            r.probe?.note(keyword.text, .valueOnly)
             for (k, _) in siblings {
                 r.error(at: k.mark, found: "unknown key \(SchemaReader.quote(k.text))", expected: "'\(keyword.text)' alone")
             }

@@ -6,8 +6,8 @@ import YAMLSubset
 enum ScenarioSchema {
     static let keys = ["scenario", "tags", "timeout", "seed", "requires", "expect-failure", "peripherals", "central"]
 
-    static func scenario(from root: YAMLNode, file: String) -> Result<Scenario, ScenarioErrors> {
-        let r = SchemaReader(file: file)
+    static func scenario(from root: YAMLNode, file: String, probe: FormProbe? = nil) -> Result<Scenario, ScenarioErrors> {
+        let r = SchemaReader(file: file, probe: probe)
         guard let m = r.mapping(root, "a scenario: a mapping with scenario, peripherals and central") else {
             return .failure(ScenarioErrors(r.errors))
         }

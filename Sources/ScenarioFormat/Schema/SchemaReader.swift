@@ -5,8 +5,14 @@ import YAMLSubset
 public final class SchemaReader {
     let file: String
     private(set) var errors: [ScenarioError] = []
+    /// When set, every keyword form read is noted in it (ScenarioJSONSchema.swift reads the
+    /// format's keywords this way, so that the JSON Schema follows this code).
+    let probe: FormProbe?
 
-    init(file: String) { self.file = file }
+    init(file: String, probe: FormProbe? = nil) {
+        self.file = file
+        self.probe = probe
+    }
 
     // MARK: Reporting
 
@@ -111,6 +117,7 @@ struct KeywordFields {
          siblings: [(key: YAMLScalar, value: YAMLNode)], what: String) {
         self.keyword = keyword
         self.node = node
+        r.probe?.note(keyword.text, .fields(primary: primary, allowed: allowed))
         switch node {
         case let .mapping(m):
             r.checkKeys(m, allowed: allowed, of: "a '\(keyword.text)'")
