@@ -92,15 +92,27 @@ graph:
 	SWIFT=$(SWIFT) $(PYTHON3) tools/package-graph.py $(GRAPH_FILES)
 
 # The main job: every scenario in scenarios/ on the embedded sim tier, with a JUnit report, a
-# JSON timeline and one btsnoop capture per device per scenario under build/e2e/.
+# JSON timeline, an HTML report (report.html, docs/report.md) and one btsnoop capture per device
+# per scenario under build/e2e/.
 # A failing scenario makes it fail (exit 1); a broken scenario file too (exit 2).
 E2E_DIR ?= $(BUILD_DIR)/e2e
 e2e: deps
 	$(SWIFT) build --product blelab $(SWIFT_FLAGS)
 	rm -rf $(E2E_DIR) && mkdir -p $(E2E_DIR)
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab run scenarios \
-		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --capture $(E2E_DIR)/captures \
+		--junit $(E2E_DIR)/junit.xml --json $(E2E_DIR)/timeline.json --html $(E2E_DIR)/report.html \
+		--capture $(E2E_DIR)/captures \
 		--capture-air $(E2E_DIR)/air
+
+# The HTML report in a real browser (docs/report.md): headless Chromium (Debian chromium,
+# apt-installed when missing) loads make e2e's report.html and that of a failing run the check makes
+# (a hostile scenario name, a chart of thousands of rows): no console message, the summary there, the
+# failure first with its chart, one page of rows, a screenshot not all one colour (tools/report-check.py).
+.PHONY: report-check
+REPORT_CHECK_DIR ?= $(BUILD_DIR)/report-check
+report-check: deps e2e
+	@command -v chromium >/dev/null 2>&1 || bash tools/install-deps.sh chromium
+	$(PYTHON3) tools/report-check.py $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/blelab $(REPORT_CHECK_DIR) $(E2E_DIR)/report.html
 
 # Figures, one per line, `name: value unit`. Release build; never part of `make test`.
 # BENCH_QUICK=1: every figure from fewer rounds (`blelab-bench --quick`), for CI; the figures to

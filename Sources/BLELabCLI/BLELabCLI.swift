@@ -209,7 +209,7 @@ public struct BLELabCLI {
         // Every run in the order a single job takes them: scenario by scenario, repetition by repetition.
         let plan = selected.flatMap { scenario in (1...repeats).map { (scenario: scenario, repetition: $0) } }
         let options: RunOptions = {
-            var options = RunOptions(keepsCaptures: arguments.capture != nil, recordsTimeline: arguments.json != nil)
+            var options = RunOptions(keepsCaptures: arguments.capture != nil, recordsTimeline: arguments.json != nil || arguments.html != nil)
             options.capturesAir = arguments.captureAir != nil
             return options
         }()
@@ -255,6 +255,7 @@ public struct BLELabCLI {
             ? ParallelRuns<ScenarioRun>(count: plan.count, order: Self.startOrder(plan.map(\.scenario), tier: backend.tier),
                                         workers: runners.map { runner in { perform($0, on: runner) } }) : nil
         var runs: [ScenarioRun] = []
+        var capturePaths: [[(device: String, path: String)]] = []
         var status = Status.passed
         for index in plan.indices {
             reporter.willRun(plan[index].scenario.name, position: index, total: plan.count, elapsed: wallClock() - start)
@@ -264,8 +265,15 @@ public struct BLELabCLI {
                 console.err("blelab: \(failure)\n")
                 status = .badInput
             }
+            if !streamedPaths.isEmpty {
+                // The streamed files: the foreseen ones, then any a seat asked for late.
+                capturePaths.append(streamedPaths[index].sorted { $0.key < $1.key }.map { (device: $0.key, path: $0.value) })
+            } else {
+                capturePaths.append([])
+            }
             if captureNames != nil {
                 for (path, capture) in captureNames!.paths(for: run) {
+                    capturePaths[capturePaths.count - 1].append((device: capture.device, path: path))
                     guard write(BTSnoopWriter.encode(capture.packets), to: path) else { status = .badInput; continue }
                 }
                 result.captures = []   // written: no need to keep them
@@ -287,7 +295,15 @@ public struct BLELabCLI {
         if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
             status = .badInput
         }
-        reporter.summary(runs, wall: wallClock() - start)
+        let wall = wallClock() - start
+        if let path = arguments.html {
+            let links = zip(runs, capturePaths).map { run, captures in
+                HTMLReport.Links(captures: captures.map { (device: $0.device, path: HTMLReport.relativePath($0.path, fromPageAt: path, cwd: currentDirectory())) },
+                                 reproduce: reporter.reproduceLine(run.result))
+            }
+            if !write(Array(HTMLReport.render(runs, links: links, tier: backend.tier, wall: wall).utf8), to: path) { status = .badInput }
+        }
+        reporter.summary(runs, wall: wall)
         if status == .badInput { return status }
         return runs.contains { $0.result.failure != nil } ? .failed : .passed
     }
@@ -367,6 +383,13 @@ public struct BLELabCLI {
             for s in scenarios { text += "  \(s.name)  [\(s.tags.joined(separator: ", "))]\n" }
         }
         return text
+    }
+
+    /// The working directory, for the report's relative links (`/` if it cannot be read).
+    private func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+        return String(cString: buffer)
     }
 
     private func write(_ bytes: [UInt8], to path: String) -> Bool {

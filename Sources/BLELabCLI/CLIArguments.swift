@@ -57,6 +57,8 @@ public struct RunArguments: Equatable {
     /// `--capture-air DIR`: a sniffer's pcap of the sim's air per scenario run.
     public var captureAir: String?
     public var json: String?
+    /// `--html FILE`: a self-contained HTML report (HTMLReport).
+    public var html: String?
     public var transport = "sim"
     /// `--central bluez[:hciN]`: another stack in the central's seat.
     public var central: String?
@@ -160,7 +162,7 @@ public enum CLIArguments {
         return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
     }
 
-    static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--capture-air", "--json", "--transport",
+    static let runOptions = ["--tag", "--filter", "--seed", "--repeat", "--shard", "--junit", "--capture", "--capture-air", "--json", "--html", "--transport",
                              "--central", "--peripheral", "--jobs", "--quiet", "--verbose", "--help"]
 
     /// The loop `run` and `list` share: operands (and everything after `--`) go to `paths`; each
@@ -227,6 +229,7 @@ public enum CLIArguments {
             case "--capture": run.capture = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--capture-air": run.captureAir = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--json": run.json = try nonEmpty(cursor.value(for: name, inline: inline), name)
+            case "--html": run.html = try nonEmpty(cursor.value(for: name, inline: inline), name)
             case "--transport": run.transport = try cursor.value(for: name, inline: inline)
             case "--jobs", "-j":
                 let text = try cursor.value(for: name, inline: inline)
@@ -358,6 +361,8 @@ public enum Help {
                        run one at a time, saying so on stderr
       --junit FILE     write a JUnit XML report (one testcase per scenario run)
       --json FILE      write a machine-readable timeline of every run
+      --html FILE      write a self-contained HTML report: summary, failures first, a message
+                       sequence chart and the steps of each run, links to its captures
       --capture DIR    write one btsnoop capture per device per scenario run
       --capture-air DIR  write what a sniffer would have seen on the sim's air, one pcap
                        (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR, 256) per scenario run:

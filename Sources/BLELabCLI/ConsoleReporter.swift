@@ -76,7 +76,7 @@ public final class ConsoleReporter {
         case let .failed(failure):
             console.out("\(paint("FAIL", "31;1")) \(run.displayName) (\(r.file)) \(times)\n")
             console.out(failure.report(indent: "  ") + "\n")
-            console.out("  reproduce: blelab run \(r.file) --seed \(r.seed)\(rerunOptions)\n")
+            console.out("  reproduce: \(reproduceLine(r))\n")
         }
         if verbosity == .verbose {
             for s in r.steps {
@@ -84,6 +84,11 @@ public final class ConsoleReporter {
                 console.out("    \(s.start) step \(s.step.index) \(s.step.text): \(mark)\(s.note.map { " — \($0)" } ?? "")\n")
             }
         }
+    }
+
+    /// The command that runs `r` again: its file, its seed and the run's tier and seats.
+    public func reproduceLine(_ r: ScenarioResult) -> String {
+        "blelab run \(r.file) --seed \(r.seed)\(rerunOptions)"
     }
 
     public func summary(_ runs: [ScenarioRun], wall: TimeSpan) {

@@ -150,7 +150,8 @@ public struct TimelineEvent {
         /// peer: an ATT timeout, a notification for a handle it never discovered, a Service
         /// Changed indication.
         case protocolViolation = "protocol-violation"
-        /// The central's own controller changed: `power-off: central`.
+        /// The central's own controller changed (`power-off: central`), or its security: each
+        /// pairing's and encryption's outcome with a peripheral, auto-pair, OOB data.
         case central
     }
 

@@ -288,6 +288,12 @@ final class ScenarioSession {
             watchViolations(of: device.host, device: PeripheralSchema.centralID)
             keepBounded(device, central: true)
             security.watch(device.host) { [weak self] in self?.peripheralID(at: $0) }
+            if options.recordsTimeline {
+                security.record = { [weak self] _, text in
+                    guard let self else { return }
+                    self.record(TimelineEvent(time: self.now, device: PeripheralSchema.centralID, kind: .central, text: text))
+                }
+            }
             observations.watchCentral(device.traffic)
             if options.recordsTimeline { watchTimeline(device) }
         }

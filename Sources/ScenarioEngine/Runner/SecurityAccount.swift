@@ -41,6 +41,9 @@ final class SecurityAccount {
         func matches(_ reason: HCIStatus) -> Bool { status == reason || peripheralStatus == reason }
     }
 
+    /// With a timeline: each pairing's and encryption's outcome in words, with the peripheral's id.
+    var record: ((_ peripheral: String, _ text: String) -> Void)?
+
     /// Listens to BLELab's host in the central's seat; `id` names the peripheral at an address.
     func watch(_ host: BLEHost, id: @escaping (LEAddress) -> String?) {
         host.onPairing = { [weak self] connection, result in
@@ -48,6 +51,10 @@ final class SecurityAccount {
             self.pairings[peripheral] = result
             self.links[peripheral] = connection
             self.reports[peripheral, default: 0] += 1
+            switch result {
+            case let .success(r): self.record?(peripheral, "pairing with \(peripheral): \(Self.describe(r))")
+            case let .failure(f): self.record?(peripheral, "pairing with \(peripheral) failed: \(f.report)")
+            }
             if case let .failure(failure) = result {
                 self.unjudged = (peripheral, true, "pairing failed: \(failure.report)", "pairing-failed: \(failure.name?.name ?? "{}")")
             }
@@ -56,6 +63,8 @@ final class SecurityAccount {
             guard let self, let peripheral = id(connection.peer) else { return }
             self.encryptions[peripheral] = status.isSuccess ? .success(connection.security)
                 : .failure(EncryptionOutcomeFailure(status: status, words: "Encryption Change with status \(status)"))
+            self.record?(peripheral, status.isSuccess ? "link to \(peripheral) encrypted: \(connection.security)"
+                : "encryption with \(peripheral) failed: Encryption Change with status \(status)")
             if !status.isSuccess {
                 self.unjudged = (peripheral, false, "encryption failed: Encryption Change with status \(status)", "encryption-failed: \(status.name)")
             }
