@@ -150,13 +150,20 @@ public final class SimulatedPeripheral {
     /// (`on-disconnect:` starts or stops advertising), when a stop-advertising action turned it
     /// off, or when the peripheral is still advertising (a non-connectable advertiser, or another
     /// central's link ended).
+    ///
+    /// Decided once the disconnection has been dealt with, at the same instant: a controller that
+    /// powered off or was reset ends its host's links before the host is off, and nothing should
+    /// be sent to it then.
     private func resumeAdvertisingAfterDisconnection() {
-        guard let advertising = spec.advertising, advertising.resumeAfterDisconnect, advertisingWanted,
-              !host.isAdvertising, host.state == .ready,
+        guard let advertising = spec.advertising, advertising.resumeAfterDisconnect,
               !spec.onDisconnect.contains(where: { $0 == .startAdvertising || $0 == .stopAdvertising }) else { return }
-        host.startAdvertising(advertising.configuration) { [weak self] result in
-            if case let .failure(error) = result {
-                self?.record(.note("advertising did not resume after the disconnection: \(error)"))
+        loop.execute { [weak self] in
+            guard let self, self.advertisingWanted, !self.host.isAdvertising, !self.host.isChangingAdvertising,
+                  self.host.state == .ready else { return }
+            self.host.startAdvertising(advertising.configuration) { [weak self] result in
+                if case let .failure(error) = result {
+                    self?.record(.note("advertising did not resume after the disconnection: \(error)"))
+                }
             }
         }
     }
