@@ -555,7 +555,20 @@ public final class BlueZPeripheral: ProvidedPeripheralSeat {
             // host", anything else is taken as the central's.
             let reason: HCIStatus = disconnecting.remove(path) != nil ? .connectionTerminatedByLocalHost : .remoteUserTerminatedConnection
             record(.disconnected(address, reason))
+            keepSilentAfterDisconnection()
             perform(spec.onDisconnect, site: "on-disconnect")
+        }
+    }
+
+    /// `resume-after-disconnect: false`. Linux re-enables an advertisement that a connection
+    /// stopped as soon as the link ends (hci_disconn_complete_evt), as the default asks; to stay
+    /// silent the advertisement is unregistered, unless `on-disconnect:` itself starts or stops
+    /// advertising. A scanner may hear the advertising the kernel resumed in the moment between.
+    private func keepSilentAfterDisconnection() {
+        guard let advertising = spec.advertising, !advertising.resumeAfterDisconnect, connectedDevices.isEmpty,
+              !spec.onDisconnect.contains(where: { $0 == .startAdvertising || $0 == .stopAdvertising }) else { return }
+        unregisterAdvertisement { [weak self] error in
+            if let error { self?.record(.note("resume-after-disconnect: false: \(error)")) }
         }
     }
 

@@ -34,6 +34,10 @@ public struct AdvertisingConfiguration: Hashable {
 struct AdvertiserState {
     var isEnabled = false
     var configuration: AdvertisingConfiguration?
+    /// An operation (a start's or a stop's HCI commands) is under way.
+    var busy = false
+    /// Operations waiting for the one under way, first first.
+    var waiting: [(@escaping () -> Void) -> Void] = []
 }
 
 extension BLEHost {
@@ -44,6 +48,48 @@ extension BLEHost {
     /// Data longer than 31 octets is refused here, before anything is sent.
     public func startAdvertising(_ configuration: AdvertisingConfiguration,
                                  completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        advertisingOperation { [weak self] done in
+            guard let self else { return done() }
+            self.runStartAdvertising(configuration) { result in
+                done()
+                completion(result)
+            }
+        }
+    }
+
+    public func stopAdvertising(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+        advertisingOperation { [weak self] done in
+            guard let self else { return done() }
+            self.runStopAdvertising { result in
+                done()
+                completion(result)
+            }
+        }
+    }
+
+    /// True while a start or stop is under way or waiting.
+    public var isChangingAdvertising: Bool { advertiser.busy }
+
+    /// Runs `operation` once every earlier start or stop has finished. Each is a sequence of HCI
+    /// commands sent one at a time; two interleaved (a stop's LE Set Advertising Enable sent
+    /// between a start's parameters and its enable, Vol 4 Part E 7.8.9) would leave the
+    /// controller advertising after the stop had succeeded.
+    private func advertisingOperation(_ operation: @escaping (@escaping () -> Void) -> Void) {
+        advertiser.waiting.append(operation)
+        if !advertiser.busy { runNextAdvertisingOperation() }
+    }
+
+    private func runNextAdvertisingOperation() {
+        guard !advertiser.waiting.isEmpty else {
+            advertiser.busy = false
+            return
+        }
+        advertiser.busy = true
+        let operation = advertiser.waiting.removeFirst()
+        operation { [weak self] in self?.runNextAdvertisingOperation() }
+    }
+
+    private func runStartAdvertising(_ configuration: AdvertisingConfiguration, completion: @escaping (Result<Void, HostError>) -> Void) {
         if let error = requireReady() { return completion(.failure(error)) }
         let data = configuration.data.encoded
         let scanResponse = configuration.scanResponse?.encoded ?? []
@@ -69,7 +115,7 @@ extension BLEHost {
         }
     }
 
-    public func stopAdvertising(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
+    private func runStopAdvertising(completion: @escaping (Result<Void, HostError>) -> Void) {
         if let error = requireReady() { return completion(.failure(error)) }
         guard advertiser.isEnabled else { return completion(.success(())) }
         send([.leSetAdvertisingEnable(false)]) { [weak self] result in

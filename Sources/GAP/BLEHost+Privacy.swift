@@ -109,7 +109,7 @@ extension BLEHost {
     /// connecting the change waits for the next rotation.
     private func rotatePrivateAddress() {
         guard state == .ready else { return }
-        guard !isScanning, initiator == nil else { return scheduleRotation() }
+        guard !isScanning, initiator == nil, !advertiser.busy else { return scheduleRotation() }
         let readvertise = advertiser.isEnabled ? advertiser.configuration : nil
         let restart: () -> Void = { [weak self] in
             guard let self else { return }

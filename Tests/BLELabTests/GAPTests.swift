@@ -61,6 +61,36 @@ final class GAPTests: XCTestCase {
         XCTAssertEqual(peripheral.log.packets.count, sentBefore)
     }
 
+    /// A stop asked for while a start's four commands are still on their way runs after them,
+    /// not between them: the last LE Set Advertising Enable on the wire is the stop's, and the
+    /// controller is silent (interleaved, the start's enable would come last, Vol 4 Part E 7.8.9).
+    func testAStopDuringAStartRunsAfterItAndLeavesAdvertisingOff() throws {
+        let lab = Lab(seed: 3)
+        let peripheral = try lab.addDevice("peripheral")
+        try lab.powerOn()
+        let mark = peripheral.log.packets.count
+        var results: [String] = []
+        peripheral.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "P"))) { results.append("start \($0)") }
+        XCTAssertTrue(peripheral.host.isChangingAdvertising)
+        peripheral.host.stopAdvertising { results.append("stop \($0)") }
+        lab.run(for: .milliseconds(100))
+        XCTAssertEqual(results, ["start success()", "stop success()"])
+        XCTAssertFalse(peripheral.host.isAdvertising)
+        XCTAssertFalse(peripheral.host.isChangingAdvertising)
+        let enables = peripheral.log.packets[mark...].compactMap { p -> Bool? in
+            guard p.direction == .hostToController, case let .command(.leSetAdvertisingEnable(on))? = try? HCIPacket(h4: p.frame) else { return nil }
+            return on
+        }
+        XCTAssertEqual(enables, [true, false])
+        // Nothing on the air: a scanner hears no report.
+        let central = try lab.addDevice("central")
+        try lab.powerOn()
+        var heard = 0
+        try lab.wait { done in central.host.startScanning(onReport: { _ in heard += 1 }, completion: done) }.get()
+        lab.run(for: .seconds(1))
+        XCTAssertEqual(heard, 0)
+    }
+
     func testAControllerResetBehindTheHostsBackEndsConnectionsAndRolesUntilPoweredOnAgain() throws {
         let (lab, peripheral, central) = try pair()
         let connection = try lab.wait { done in central.host.connect(to: peripheral.address, completion: done) }.get()

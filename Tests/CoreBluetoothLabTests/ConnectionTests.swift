@@ -207,6 +207,46 @@ final class ConnectionTests: LabTestCase {
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(answered) - asked, .milliseconds(400), "the request and the response each 200 ms late")
     }
 
+    /// The auto-reconnect pattern: connect again from didDisconnectPeripheral. A scenario
+    /// peripheral advertises again when the link ends (as most firmware does), so the second
+    /// connect completes with no `on-disconnect:` in the file; with `resume-after-disconnect:
+    /// false` it stays pending, as against a device that went silent.
+    func testScenarioPeripheralsCanBeConnectedAgainAfterADisconnection() throws {
+        for resumes in [true, false] {
+            let lab = CBLab(seed: 11)
+            let path = NSTemporaryDirectory() + "/cblab-resume-\(getpid())-\(resumes).yaml"
+            try """
+            scenario: reconnect
+            peripherals:
+              module:
+                advertise: { name: Module, services: [FFE0]\(resumes ? "" : ", resume-after-disconnect: false") }
+                gatt:
+                  - service: FFE0
+                    characteristics:
+                      - { uuid: FFE1, properties: [read], value: "hex:2a" }
+            central:
+              - wait: 1s
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try lab.addPeripherals(fromScenario: path)
+            let recorder = CentralRecorder()
+            let central = lab.attach { CBCentralManager(delegate: recorder, queue: nil) }
+            XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
+            central.scanForPeripherals(withServices: nil)
+            XCTAssertTrue(lab.run(within: .seconds(5)) { !recorder.discovered.isEmpty })
+            central.stopScan()
+            let peripheral = try XCTUnwrap(recorder.discovered.first)
+            central.connect(peripheral)
+            XCTAssertTrue(lab.run(within: .seconds(5)) { peripheral.state == .connected })
+            central.cancelPeripheralConnection(peripheral)
+            XCTAssertTrue(lab.run(within: .seconds(5)) { peripheral.state == .disconnected })
+            central.connect(peripheral)
+            let connected = lab.run(within: .seconds(5)) { peripheral.state == .connected }
+            XCTAssertEqual(connected, resumes, "resume-after-disconnect: \(resumes)")
+            XCTAssertEqual(recorder.count("connect"), resumes ? 2 : 1)
+        }
+    }
+
     func testPoweringTheCentralOffDropsConnectionsWithoutDisconnectCallbacks() throws {
         try lab.addPeripheral(Peripherals.hm10())
         let recorder = CentralRecorder()

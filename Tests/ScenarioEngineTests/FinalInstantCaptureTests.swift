@@ -35,9 +35,16 @@ final class FinalInstantCaptureTests: XCTestCase {
         let central = try disconnections(base + ".central.btsnoop")
         XCTAssertEqual(central.count, 1)
         XCTAssertEqual(try disconnections(base + ".hm10.btsnoop"), central)
-        // The last record of the peripheral's file is that event.
-        let last = try BTSnoopReader.read(path: base + ".hm10.btsnoop").records.last
-        XCTAssertEqual(last?.h4Frame?.prefix(2), [H4PacketType.event.rawValue, HCIEvent.Code.disconnectionComplete])
+        // After that event the file holds the peripheral advertising again (resume-after-disconnect,
+        // on by default): its four advertising commands, each answered, and nothing else.
+        let records = try BTSnoopReader.read(path: base + ".hm10.btsnoop").records
+        guard let end = records.lastIndex(where: { $0.h4Frame?.prefix(2) == [H4PacketType.event.rawValue, HCIEvent.Code.disconnectionComplete] }) else {
+            return XCTFail("no Disconnection Complete in the peripheral's capture")
+        }
+        let after = records[(end + 1)...].compactMap { $0.h4Frame.flatMap { try? HCIPacket(h4: $0) } }
+        let commands = after.compactMap { packet -> UInt16? in if case let .command(c) = packet { return c.opcode.rawValue } else { return nil } }
+        XCTAssertEqual(commands, [0x2006, 0x2008, 0x2009, 0x200A])
+        XCTAssertEqual(after.count, 8)
     }
 
     /// The peripheral ends the link and the last step waits for the central to hear of it.

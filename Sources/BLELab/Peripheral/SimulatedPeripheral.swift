@@ -31,6 +31,9 @@ public final class SimulatedPeripheral {
     /// Rx MTU (Vol 3 Part F 3.4.2.2), set on each connection's bearer before any PDU arrives.
     /// Nil: the host's default.
     public var answeredMTU: Int?
+    /// The peripheral should be advertising when it has no connection: set by `start()` and the
+    /// start-advertising action, cleared by stop-advertising.
+    private var advertisingWanted = false
 
     /// Sequencing, delays, answers and value sources of the actions.
     let runner: PeripheralActionRunner
@@ -67,6 +70,7 @@ public final class SimulatedPeripheral {
     /// Starts advertising (when the spec advertises). The lab must be powered on.
     public func start(completion: @escaping (Result<Void, HostError>) -> Void = { _ in }) {
         guard let advertising = spec.advertising else { return completion(.success(())) }
+        advertisingWanted = true
         host.startAdvertising(advertising.configuration, completion: completion)
     }
 
@@ -130,6 +134,7 @@ public final class SimulatedPeripheral {
             connection.whenDisconnected { [weak self] reason in
                 guard let self else { return }
                 self.record(.disconnected(connection.peer, reason))
+                self.resumeAdvertisingAfterDisconnection()
                 self.perform(self.spec.onDisconnect, site: "on-disconnect")
             }
             if self.spec.security?.requestsSecurityOnConnect == true {
@@ -137,6 +142,29 @@ public final class SimulatedPeripheral {
                 connection.pair()
             }
             self.perform(self.spec.onConnect, site: "on-connect")
+        }
+    }
+
+    /// A connection ended: advertise again as before it, as most firmware does
+    /// (`resume-after-disconnect:`, on by default). Not when the file says what to do
+    /// (`on-disconnect:` starts or stops advertising), when a stop-advertising action turned it
+    /// off, or when the peripheral is still advertising (a non-connectable advertiser, or another
+    /// central's link ended).
+    ///
+    /// Decided once the disconnection has been dealt with, at the same instant: a controller that
+    /// powered off or was reset ends its host's links before the host is off, and nothing should
+    /// be sent to it then.
+    private func resumeAdvertisingAfterDisconnection() {
+        guard let advertising = spec.advertising, advertising.resumeAfterDisconnect,
+              !spec.onDisconnect.contains(where: { $0 == .startAdvertising || $0 == .stopAdvertising }) else { return }
+        loop.execute { [weak self] in
+            guard let self, self.advertisingWanted, !self.host.isAdvertising, !self.host.isChangingAdvertising,
+                  self.host.state == .ready else { return }
+            self.host.startAdvertising(advertising.configuration) { [weak self] result in
+                if case let .failure(error) = result {
+                    self?.record(.note("advertising did not resume after the disconnection: \(error)"))
+                }
+            }
         }
     }
 
@@ -208,6 +236,7 @@ public final class SimulatedPeripheral {
         case let .disconnect(reason):
             disconnectAll(action, reason: reason ?? .remoteUserTerminatedConnection, context: context)
         case .stopAdvertising:
+            advertisingWanted = false
             context.reporter?.begin()
             host.stopAdvertising { [weak self] result in
                 if case let .failure(error) = result { self?.failed(action, "LE Set Advertising Enable failed: \(error)", context) }
@@ -219,6 +248,7 @@ public final class SimulatedPeripheral {
             guard let advertising = spec.advertising else {
                 return failed(action, "\(spec.id) declares no advertise: there is nothing to advertise", context)
             }
+            advertisingWanted = true
             context.reporter?.begin()
             host.startAdvertising(advertising.configuration) { [weak self] result in
                 if case let .failure(error) = result { self?.failed(action, "advertising did not start: \(error)", context) }

@@ -35,8 +35,13 @@ enum RealControllers {
     /// were taken).
     static func quiet(lab: Lab?, peripherals: [String: SimulatedPeripheral]) {
         guard let lab, !lab.isSimulated else { return }
+        // Tasks due now first: a peripheral decides to advertise again after its last
+        // disconnection at the instant it happened.
+        lab.run(for: .zero)
         var pending = 0
-        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.host.isAdvertising {
+        for (_, peripheral) in peripherals.sorted(by: { $0.key < $1.key }) where peripheral.host.isAdvertising || peripheral.host.isChangingAdvertising {
+            // A start under way (advertising resumed after the last disconnection) finishes
+            // first: the host runs advertising changes one after another.
             guard peripheral.device.host.driver.closed == nil else { continue }
             pending += 1
             peripheral.host.stopAdvertising { _ in pending -= 1 }

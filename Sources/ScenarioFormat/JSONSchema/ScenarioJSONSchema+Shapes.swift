@@ -215,7 +215,7 @@ enum Shapes {
         case ("peripheral", "mtu"): return integer(23...517, "the peripheral's ATT_MTU, from 23 to 517")
 
         // Advertising.
-        case ("advertise", "connectable"): return ref("boolean")
+        case ("advertise", "connectable"), ("advertise", "resume-after-disconnect"): return ref("boolean")
         case ("advertise", "flags"), ("scan-response", "flags"):
             return object([("description", "flags from 0 to 0xFF, or one octet such as hex:06"),
                            ("anyOf", [integer(0...255, "flags"), ref("value")])])

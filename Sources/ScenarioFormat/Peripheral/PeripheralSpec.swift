@@ -76,6 +76,10 @@ public struct AdvertisingSpec: Hashable {
     public var serviceData: [ServiceData]
     /// Scan response content (its `interval`/`connectable`/`flags` are ignored).
     public var scanResponse: AdvertisingContent?
+    /// Advertise again when a connection ends, as most firmware does (`resume-after-disconnect:`,
+    /// default true). A connectable legacy advertiser stops when a central connects (Vol 6 Part B
+    /// 4.4.2); without this the peripheral stays silent until an action starts it again.
+    public var resumeAfterDisconnect: Bool
 
     public struct ManufacturerData: Hashable {
         public var companyID: UInt16
@@ -98,7 +102,7 @@ public struct AdvertisingSpec: Hashable {
     public init(name: String? = nil, nameIsShortened: Bool = false, services: [BluetoothUUID] = [],
                 interval: TimeSpan = .milliseconds(100), connectable: Bool = true, flags: UInt8? = 0x06,
                 txPower: Int8? = nil, manufacturerData: ManufacturerData? = nil, serviceData: [ServiceData] = [],
-                scanResponse: AdvertisingContent? = nil) {
+                scanResponse: AdvertisingContent? = nil, resumeAfterDisconnect: Bool = true) {
         self.name = name
         self.nameIsShortened = nameIsShortened
         self.services = services
@@ -109,6 +113,7 @@ public struct AdvertisingSpec: Hashable {
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData
         self.scanResponse = scanResponse
+        self.resumeAfterDisconnect = resumeAfterDisconnect
     }
 
     public var content: AdvertisingContent {

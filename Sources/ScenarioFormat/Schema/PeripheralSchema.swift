@@ -13,7 +13,7 @@ public struct PeripheralSchema {
 
     static let keys = ["address", "rssi", "advertise", "gatt", "on-connect", "on-disconnect", "device-name", "flaws", "security", "privacy"] + faultKeys
     static let advertiseKeys = ["name", "short-name", "services", "interval", "connectable", "manufacturer-data", "service-data",
-                                "tx-power", "flags", "scan-response"]
+                                "tx-power", "flags", "scan-response", "resume-after-disconnect"]
     static let scanResponseKeys = ["name", "short-name", "services", "manufacturer-data", "service-data", "tx-power"]
     static let serviceKeys = ["service", "characteristics", "handle"]
     static let characteristicKeys = ["uuid", "properties", "value", "descriptors", "extended-properties", "handle", "permissions",
@@ -152,6 +152,7 @@ public struct PeripheralSchema {
             }
         }
         if let c = m["connectable"], let b = r.boolean(c) { spec.connectable = b }
+        if let c = m["resume-after-disconnect"], let b = r.boolean(c) { spec.resumeAfterDisconnect = b }
         if let f = m["flags"] { spec.flags = flags(f) }
         if let s = m["scan-response"], let sm = r.mapping(s, "a scan response: a mapping with name, services…") {
             r.checkKeys(sm, allowed: Self.scanResponseKeys, of: "a scan-response")

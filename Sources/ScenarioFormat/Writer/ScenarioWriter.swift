@@ -84,6 +84,7 @@ struct ScenarioDocument {
         if let flags = a.flags, flags != 0x06 { entries.append(("flags", .scalar(ScalarText.octet(flags)))) }
         entries += ad.filter { !named.contains($0.key) }
         if let response = a.scanResponse { entries.append(("scan-response", .mapping(content(response)))) }
+        if !a.resumeAfterDisconnect { entries.append(("resume-after-disconnect", .scalar("false"))) }
         return .mapping(entries)
     }
 
