@@ -88,7 +88,7 @@ public final class ConsoleReporter {
 
     /// The command that runs `r` again: its file, its seed and the run's tier and seats.
     public func reproduceLine(_ r: ScenarioResult) -> String {
-        "blelab run \(r.file) --seed \(r.seed)\(rerunOptions)"
+        RunReports.reproduceLine(r, rerunOptions: rerunOptions)
     }
 
     public func summary(_ runs: [ScenarioRun], wall: TimeSpan) {

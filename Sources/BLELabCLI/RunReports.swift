@@ -53,7 +53,7 @@ public enum RunReports {
                 JUnitProperty("seed", String(r.seed)),
                 JUnitProperty("tier", tier.rawValue),
                 JUnitProperty("virtual_time", JUnitReport.seconds(r.virtualTime.seconds)),
-                JUnitProperty("reproduce", "blelab run \(r.file) --seed \(r.seed)\(rerunOptions)"),
+                JUnitProperty("reproduce", reproduceLine(r, rerunOptions: rerunOptions)),
             ]
             return JUnitCase(name: run.displayName, className: className(for: r.file), time: run.wallTime.seconds, outcome: outcome,
                              output: r.failedAsExpected.map { "failed as expected: \($0.summary)" }, properties: properties)
@@ -72,6 +72,42 @@ public enum RunReports {
         return String(path.map { $0 == "/" ? "." : $0 })
     }
 
+    // MARK: Shared by every report
+
+    /// The command that runs `r` again: its file, its seed, and `rerunOptions` (the run's
+    /// `--transport`, `--central` and `--peripheral` when not the defaults). The console, JUnit
+    /// and HTML reports all print this line.
+    public static func reproduceLine(_ r: ScenarioResult, rerunOptions: String) -> String {
+        "blelab run \(r.file) --seed \(r.seed)\(rerunOptions)"
+    }
+
+    /// A run's outcome (`passed`, `failed`, `skipped`) and its `failure` object, as the JSON
+    /// timeline and the HTML report both give them: for a failure its kind, step (index, line,
+    /// text and a "step N (file:line): text" `where`), expected, seen, time (`time_ns` and as
+    /// text) and the recent packets; for a skip the reason; for a pass that failed as expected
+    /// (`expect-failure:`) `as_expected`; else null.
+    static func verdict(_ r: ScenarioResult) -> (outcome: String, failure: JSONValue) {
+        switch r.outcome {
+        case .passed:
+            return ("passed", r.failedAsExpected.map { .object([("as_expected", .string($0.summary))]) } ?? .null)
+        case let .skipped(reason):
+            return ("skipped", .object([("reason", .string(reason))]))
+        case let .failed(f):
+            return ("failed", .object([
+                ("kind", .string(f.kind.rawValue)),
+                ("step", f.step.map { .int(Int64($0.index)) } ?? .null),
+                ("line", f.step.map { .int(Int64($0.location.line)) } ?? .null),
+                ("text", f.step.map { .string($0.text) } ?? .null),
+                ("where", .string(f.step.map { "step \($0.index) (\($0.location.fileAndLine)): \($0.text)" } ?? "setup")),
+                ("expected", .string(f.expected)),
+                ("seen", .string(f.seen)),
+                ("time_ns", .int(f.time.nanoseconds)),
+                ("time", .string(f.time.description)),
+                ("recent_packets", .array(f.recentPackets.map { .string($0) })),
+            ]))
+        }
+    }
+
     // MARK: JSON timeline
 
     /// `{"tool", "transport", "scenarios": [{name, file, tags, seed, repetition, outcome,
@@ -86,25 +122,7 @@ public enum RunReports {
 
     private static func scenario(_ run: ScenarioRun) -> JSONValue {
         let r = run.result
-        var outcome = "passed", failure = JSONValue.null
-        switch r.outcome {
-        case .passed: break
-        case let .skipped(reason):
-            outcome = "skipped"
-            failure = .object([("reason", .string(reason))])
-        case let .failed(f):
-            outcome = "failed"
-            failure = .object([
-                ("kind", .string(f.kind.rawValue)),
-                ("step", f.step.map { .int(Int64($0.index)) } ?? .null),
-                ("line", f.step.map { .int(Int64($0.location.line)) } ?? .null),
-                ("text", f.step.map { .string($0.text) } ?? .null),
-                ("expected", .string(f.expected)),
-                ("seen", .string(f.seen)),
-                ("time_ns", .int(f.time.nanoseconds)),
-                ("recent_packets", .array(f.recentPackets.map { .string($0) })),
-            ])
-        }
+        let (outcome, failure) = verdict(r)
         return .object([
             ("name", .string(r.name)),
             ("file", .string(r.file)),

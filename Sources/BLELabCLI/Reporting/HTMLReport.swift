@@ -122,26 +122,7 @@ public enum HTMLReport {
     private static func scenario(_ run: ScenarioRun, links: Links) -> JSONValue {
         let r = run.result
         let chart = chart(r)
-        var failure = JSONValue.null
-        var outcome = "passed"
-        switch r.outcome {
-        case .passed:
-            if let f = r.failedAsExpected { failure = .object([("as_expected", .string(f.summary))]) }
-        case let .skipped(reason):
-            outcome = "skipped"
-            failure = .object([("reason", .string(reason))])
-        case let .failed(f):
-            outcome = "failed"
-            failure = .object([
-                ("kind", .string(f.kind.rawValue)),
-                ("step", f.step.map { .int(Int64($0.index)) } ?? .null),
-                ("where", .string(f.step.map { "step \($0.index) (\($0.location.fileAndLine)): \($0.text)" } ?? "setup")),
-                ("expected", .string(f.expected)),
-                ("seen", .string(f.seen)),
-                ("time", .string(f.time.description)),
-                ("recent_packets", .array(f.recentPackets.map { .string($0) })),
-            ])
-        }
+        let (outcome, failure) = RunReports.verdict(r)
         return .object([
             ("name", .string(run.displayName)),
             ("file", .string(r.file)),
