@@ -27,7 +27,8 @@ public final class CBLab {
     /// How many ACL fragments may wait in a host for controller buffers before the link counts
     /// as full: `canSendWriteWithoutResponse` is false and `updateValue` returns false from there
     /// until it drains below (then `peripheralIsReady(toSendWriteWithoutResponse:)` and
-    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow).
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow). A write without response made
+    /// while the link is full is dropped with an "API MISUSE" warning, as iOS drops them.
     public var transmitQueueLimit = 8
     /// How the managers' device pairs, as an iPhone does: Secure Connections, bonding, IO
     /// KeyboardDisplay; `passkey` is what its user types when a peripheral shows one, and
