@@ -176,7 +176,8 @@ final class PeripheralManagerTests: LabTestCase {
         managerRecorder.answersAtOnce = false
         peripheral.readValue(for: characteristic)
         XCTAssertTrue(lab.run(within: .seconds(2)) { self.managerRecorder.pendingReads.count == 1 })
-        manager.respond(to: managerRecorder.pendingReads[0], withResult: try XCTUnwrap(CBATTError.Code(rawValue: 0x9F)))
+        let request = try XCTUnwrap(managerRecorder.pendingReads.first)
+        manager.respond(to: request, withResult: try XCTUnwrap(CBATTError.Code(rawValue: 0x9F)))
         XCTAssertTrue(lab.run(within: .seconds(2)) { recorder.count("value") == 1 })
         XCTAssertEqual(errorResponses().last, [0x01, 0x0A, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x9F], "Error Response to the Read Request, code 0x9F")
         XCTAssertEqual((recorder.errors["value A0E1F3D2-0000-4000-8000-00000000AA02 nil"] as NSError?)?.code, 0x9F)
