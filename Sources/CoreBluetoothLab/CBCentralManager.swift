@@ -276,6 +276,10 @@ public class CBCentralManager: CBManager {
         guard let peripheral = byHandle[handle], peripheral.waitsForWriteWithoutResponseRoom,
               stillQueued < (cbLab?.transmitQueueLimit ?? 0) else { return }
         peripheral.waitsForWriteWithoutResponseRoom = false
+        if peripheral.writesDroppedWhileFull > 0 {
+            cbLab?.warn("WARNING: \(peripheral.writesDroppedWhileFull) writes without response to \(peripheral) were dropped while the transmit queue was full")
+            peripheral.writesDroppedWhileFull = 0
+        }
         // Not from inside the driver's send loop: the app may write again at once.
         loop?.execute { [weak peripheral] in
             guard let peripheral, peripheral.state == .connected else { return }

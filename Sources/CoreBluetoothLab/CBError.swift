@@ -10,7 +10,7 @@ public let CBErrorDomain = "CBErrorDomain"
 public let CBATTErrorDomain = "CBATTErrorDomain"
 
 /// Core Bluetooth errors (domain `CBErrorDomain`), bridged to `NSError` like Apple's.
-public struct CBError: CustomNSError, Hashable {
+public struct CBError: CustomNSError, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Code: Int {
         case unknown = 0
         case invalidParameters = 1
@@ -46,6 +46,10 @@ public struct CBError: CustomNSError, Hashable {
         if info[NSLocalizedDescriptionKey] == nil { info[NSLocalizedDescriptionKey] = Self.message(code) }
         return info
     }
+
+    /// As Apple's bridged errors print: the `NSError` form with iOS's text.
+    public var description: String { nsErrorDescription(domain: CBErrorDomain, code: code.rawValue, userInfo: extraUserInfo, message: Self.message(code)) }
+    public var debugDescription: String { description }
 
     public static func == (a: CBError, b: CBError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
@@ -93,28 +97,69 @@ public struct CBError: CustomNSError, Hashable {
 }
 
 /// Attribute Protocol errors (domain `CBATTErrorDomain`): a peripheral's ATT Error Response, or a
-/// local peripheral manager's answer. The code is the ATT Error Code, also for codes `Code` does
-/// not name (application errors 0x80–0x9F, profile errors 0xE0–0xFF): `errorCode` keeps it.
-public struct CBATTError: CustomNSError, Hashable {
-    public enum Code: Int {
-        case success = 0
-        case invalidHandle = 1
-        case readNotPermitted = 2
-        case writeNotPermitted = 3
-        case invalidPdu = 4
-        case insufficientAuthentication = 5
-        case requestNotSupported = 6
-        case invalidOffset = 7
-        case insufficientAuthorization = 8
-        case prepareQueueFull = 9
-        case attributeNotFound = 10
-        case attributeNotLong = 11
-        case insufficientEncryptionKeySize = 12
-        case invalidAttributeValueLength = 13
-        case unlikelyError = 14
-        case insufficientEncryption = 15
-        case unsupportedGroupType = 16
-        case insufficientResources = 17
+/// local peripheral manager's answer. The code is the ATT Error Code, also for codes without a
+/// name here (application errors 0x80–0x9F, profile errors 0xE0–0xFF).
+public struct CBATTError: CustomNSError, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// An ATT Error Code (Core 5.4 Vol 3 Part F 3.4.1.1), or `.success`. As with the `NS_ENUM`
+    /// Apple's Swift import makes of it, any raw value makes a code: `Code(rawValue: 0x80)` is an
+    /// application error a peripheral manager can answer with `respond(to:withResult:)`, and it
+    /// crosses the link as 0x80. Codes outside 0x00–0xFF cannot be sent: the lab answers Unlikely
+    /// Error (0x0E) for them, with a warning.
+    public struct Code: RawRepresentable, Hashable, CustomStringConvertible {
+        public let rawValue: Int
+        /// Never nil, as for an imported `NS_ENUM`.
+        public init?(rawValue: Int) { self.rawValue = rawValue }
+        private init(_ rawValue: Int) { self.rawValue = rawValue }
+
+        public static let success = Code(0)
+        public static let invalidHandle = Code(1)
+        public static let readNotPermitted = Code(2)
+        public static let writeNotPermitted = Code(3)
+        public static let invalidPdu = Code(4)
+        public static let insufficientAuthentication = Code(5)
+        public static let requestNotSupported = Code(6)
+        public static let invalidOffset = Code(7)
+        public static let insufficientAuthorization = Code(8)
+        public static let prepareQueueFull = Code(9)
+        public static let attributeNotFound = Code(10)
+        public static let attributeNotLong = Code(11)
+        public static let insufficientEncryptionKeySize = Code(12)
+        public static let invalidAttributeValueLength = Code(13)
+        public static let unlikelyError = Code(14)
+        public static let insufficientEncryption = Code(15)
+        public static let unsupportedGroupType = Code(16)
+        public static let insufficientResources = Code(17)
+
+        /// The named codes: Swift name and the text iOS gives the error.
+        static let named: [Int: (name: String, message: String)] = [
+            0: ("success", "The operation succeeded."),
+            1: ("invalidHandle", "The handle is invalid."),
+            2: ("readNotPermitted", "Reading is not permitted."),
+            3: ("writeNotPermitted", "Writing is not permitted."),
+            4: ("invalidPdu", "The command is invalid."),
+            5: ("insufficientAuthentication", "Authentication is insufficient."),
+            6: ("requestNotSupported", "The request is not supported."),
+            7: ("invalidOffset", "The offset is invalid."),
+            8: ("insufficientAuthorization", "Authorization is insufficient."),
+            9: ("prepareQueueFull", "The prepare queue is full."),
+            10: ("attributeNotFound", "The attribute could not be found."),
+            11: ("attributeNotLong", "The attribute is not long."),
+            12: ("insufficientEncryptionKeySize", "The encryption key size is insufficient."),
+            13: ("invalidAttributeValueLength", "The value's length is invalid."),
+            14: ("unlikelyError", "Unlikely error."),
+            15: ("insufficientEncryption", "Encryption is insufficient."),
+            16: ("unsupportedGroupType", "The group type is unsupported."),
+            17: ("insufficientResources", "Resources are insufficient."),
+        ]
+
+        /// The case name (`writeNotPermitted`), or `CBATTError.Code(rawValue: 128)` for a code without one.
+        public var description: String { Self.named[rawValue]?.name ?? "CBATTError.Code(rawValue: \(rawValue))" }
+
+        /// The octet an ATT Error Response carries for this code (nil: not an ATT error code).
+        var attErrorCode: ATTErrorCode? {
+            guard rawValue != 0, let octet = UInt8(exactly: rawValue) else { return nil }
+            return ATTErrorCode(rawValue: octet)
+        }
     }
 
     /// The ATT Error Code as sent on the link.
@@ -131,17 +176,19 @@ public struct CBATTError: CustomNSError, Hashable {
         extraUserInfo = [:]
     }
 
-    /// The code; an ATT code without a name here reads as `.unlikelyError` (`errorCode` keeps it).
+    /// The code, named or not (`errorCode` is its raw value).
     public var code: Code { Code(rawValue: errorCode) ?? .unlikelyError }
 
     public static var errorDomain: String { CBATTErrorDomain }
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = extraUserInfo
-        if info[NSLocalizedDescriptionKey] == nil {
-            info[NSLocalizedDescriptionKey] = Code(rawValue: errorCode).map(Self.message) ?? "Unknown ATT error."
-        }
+        if info[NSLocalizedDescriptionKey] == nil { info[NSLocalizedDescriptionKey] = Self.message(code) }
         return info
     }
+
+    /// As Apple's bridged errors print: the `NSError` form with iOS's text.
+    public var description: String { nsErrorDescription(domain: CBATTErrorDomain, code: errorCode, userInfo: extraUserInfo, message: Self.message(code)) }
+    public var debugDescription: String { description }
 
     public static func == (a: CBATTError, b: CBATTError) -> Bool { a.errorCode == b.errorCode }
     public func hash(into hasher: inout Hasher) { hasher.combine(errorCode) }
@@ -165,28 +212,21 @@ public struct CBATTError: CustomNSError, Hashable {
     public static var unsupportedGroupType: Code { .unsupportedGroupType }
     public static var insufficientResources: Code { .insufficientResources }
 
+    /// iOS's text for the code; codes without a name (application and profile errors) read
+    /// "Unknown ATT error.".
     static func message(_ code: Code) -> String {
-        switch code {
-        case .success: return "The operation succeeded."
-        case .invalidHandle: return "The handle is invalid."
-        case .readNotPermitted: return "Reading is not permitted."
-        case .writeNotPermitted: return "Writing is not permitted."
-        case .invalidPdu: return "The command is invalid."
-        case .insufficientAuthentication: return "Authentication is insufficient."
-        case .requestNotSupported: return "The request is not supported."
-        case .invalidOffset: return "The offset is invalid."
-        case .insufficientAuthorization: return "Authorization is insufficient."
-        case .prepareQueueFull: return "The prepare queue is full."
-        case .attributeNotFound: return "The attribute could not be found."
-        case .attributeNotLong: return "The attribute is not long."
-        case .insufficientEncryptionKeySize: return "The encryption key size is insufficient."
-        case .invalidAttributeValueLength: return "The value's length is invalid."
-        case .unlikelyError: return "Unlikely error."
-        case .insufficientEncryption: return "Encryption is insufficient."
-        case .unsupportedGroupType: return "The group type is unsupported."
-        case .insufficientResources: return "Resources are insufficient."
-        }
+        Code.named[code.rawValue]?.message ?? "Unknown ATT error."
     }
+}
+
+/// `Error Domain=… Code=… "text" UserInfo={NSLocalizedDescription=text}`, as `NSError` prints on
+/// Apple's platforms (keys sorted, so it reads the same on every run).
+func nsErrorDescription(domain: String, code: Int, userInfo: [String: String], message: String) -> String {
+    var info = userInfo
+    if info[NSLocalizedDescriptionKey] == nil { info[NSLocalizedDescriptionKey] = message }
+    let text = info[NSLocalizedDescriptionKey] ?? message
+    let pairs = info.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+    return "Error Domain=\(domain) Code=\(code) \"\(text)\" UserInfo={\(pairs)}"
 }
 
 /// `catch CBError.connectionTimeout`, `case CBATTError.writeNotPermitted = error`, as with Apple's

@@ -27,7 +27,8 @@ public final class CBLab {
     /// How many ACL fragments may wait in a host for controller buffers before the link counts
     /// as full: `canSendWriteWithoutResponse` is false and `updateValue` returns false from there
     /// until it drains below (then `peripheralIsReady(toSendWriteWithoutResponse:)` and
-    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow).
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow). A write without response made
+    /// while the link is full is dropped with an "API MISUSE" warning, as iOS drops them.
     public var transmitQueueLimit = 8
     /// How the managers' device pairs, as an iPhone does: Secure Connections, bonding, IO
     /// KeyboardDisplay; `passkey` is what its user types when a peripheral shows one, and
@@ -41,6 +42,10 @@ public final class CBLab {
     /// What CoreBluetooth would print to the console: API misuse and silently dropped operations,
     /// in order, each with the virtual time.
     public private(set) var warnings: [String] = []
+    /// Called with each warning as it is added to `warnings`, at the virtual instant of the call
+    /// that caused it: the lab's console. `CBLab.printToStandardError` prints them as
+    /// CoreBluetooth's log lines would appear (`[CoreBluetooth] API MISUSE: …`).
+    public var onWarning: ((String) -> Void)?
     /// The simulated peripherals placed with `addPeripheral`, in order.
     public private(set) var peripherals: [SimulatedPeripheral] = []
 
@@ -165,6 +170,14 @@ public final class CBLab {
     }
 
     func warn(_ message: String) {
-        warnings.append("\(now) \(message)")
+        let line = "\(now) \(message)"
+        warnings.append(line)
+        onWarning?(line)
+    }
+
+    /// An `onWarning` that writes each warning to standard error, one line each, prefixed like
+    /// CoreBluetooth's log lines.
+    public static func printToStandardError(_ line: String) {
+        FileHandle.standardError.write(Data("[CoreBluetooth] \(line)\n".utf8))
     }
 }

@@ -55,7 +55,7 @@ extension CBPeripheral {
     /// Discovers the specified included services of a service. The lab's GATT layer does not
     /// support included services yet: the delegate hears of none.
     public func discoverIncludedServices(_ includedServiceUUIDs: [CBUUID]?, for service: CBService) {
-        guard let connection = connected("discoverIncludedServices(_:for:)") else { return }
+        guard let connection = connected("discoverIncludedServices(_:for:)"), current(service, "discoverIncludedServices(_:for:)") != nil else { return }
         enqueue(on: connection) { [weak self] done in
             self?.manager?.loop?.execute {
                 done()
@@ -73,7 +73,7 @@ extension CBPeripheral {
     /// Service") so each one's end handle is right; those asked for are added to
     /// `service.characteristics`.
     public func discoverCharacteristics(_ characteristicUUIDs: [CBUUID]?, for service: CBService) {
-        guard let connection = connected("discoverCharacteristics(_:for:)"), let remote = service.remote else { return }
+        guard let connection = connected("discoverCharacteristics(_:for:)"), let remote = current(service, "discoverCharacteristics(_:for:)") else { return }
         let wanted = characteristicUUIDs.map { Set($0.map(\.bluetoothUUID)) }
         enqueue(on: connection) { done in
             connection.client.discoverCharacteristics(of: remote) { [weak self] result in
@@ -105,7 +105,7 @@ extension CBPeripheral {
 
     /// Discovers the descriptors of a characteristic ("Discover All Characteristic Descriptors").
     public func discoverDescriptors(for characteristic: CBCharacteristic) {
-        guard let connection = connected("discoverDescriptors(for:)"), let remote = characteristic.remote else { return }
+        guard let connection = connected("discoverDescriptors(for:)"), let remote = current(characteristic, "discoverDescriptors(for:)") else { return }
         enqueue(on: connection) { done in
             connection.client.discoverDescriptors(of: remote) { [weak self] result in
                 done()

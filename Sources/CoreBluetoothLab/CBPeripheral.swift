@@ -7,8 +7,9 @@ import GATT
 /// A remote peripheral device, as a central manager sees it: GATT client operations over the
 /// connection, results through `delegate` on the central manager's queue.
 ///
-/// Operations need a connected peripheral; otherwise they are ignored with an "API MISUSE"
-/// warning (in `CBLab.warnings`), as CoreBluetooth does. GATT procedures run one after another
+/// Operations need a connected peripheral, and attributes this peripheral handed out on the
+/// current connection; otherwise they are ignored with an "API MISUSE" warning (in
+/// `CBLab.warnings`), as CoreBluetooth does: nothing is sent and no callback comes. GATT procedures run one after another
 /// in the order they were called (see `enqueue`), and their callbacks come in that order; writes
 /// without response and RSSI reads do not wait for them. When the link goes down, callbacks of unfinished operations are dropped: the app hears
 /// `centralManager(_:didDisconnectPeripheral:error:)` instead.
@@ -40,6 +41,10 @@ public class CBPeripheral: CBPeer {
     private var procedureRunning = false
     /// Counts connections, so that a procedure of an earlier one cannot release the queue.
     private var generation = 0
+    /// Writes without response dropped since the transmit queue last had room (see `writeValue`).
+    var writesDroppedWhileFull = 0
+    /// An ATT transaction on the current connection timed out; the link is being torn down.
+    private var attTimedOut = false
 
     init(address: LEAddress, manager: CBCentralManager) {
         self.manager = manager
@@ -52,7 +57,15 @@ public class CBPeripheral: CBPeer {
         services = nil
         serviceChangedHandle = nil
         waitsForWriteWithoutResponseRoom = false
+        writesDroppedWhileFull = 0
+        attTimedOut = false
         connection.client.onNotification = { [weak self] notification in self?.received(notification) }
+        // A timeout outside the app's operations (Service Changed setup, an indication of the
+        // central's own server) ends the link as well.
+        connection.bearer.onFailure = { [weak self, weak connection] error in
+            guard case .timeout = error, let self, let connection else { return }
+            self.attTransactionTimedOut(on: connection)
+        }
     }
 
     func detach() {
@@ -60,6 +73,7 @@ public class CBPeripheral: CBPeer {
         resetProcedures()
         state = .disconnected
         waitsForWriteWithoutResponseRoom = false
+        writesDroppedWhileFull = 0
         for characteristic in (services ?? []).flatMap({ $0.characteristics ?? [] }) { characteristic.isNotifying = false }
     }
 
@@ -79,7 +93,10 @@ public class CBPeripheral: CBPeer {
     func enqueue(on connection: Connection, _ start: @escaping (_ done: @escaping () -> Void) -> Void) {
         let current = generation
         procedures.append { [weak self] done in
-            guard let self, self.connection === connection, self.generation == current else { return done() }
+            // A bearer that failed (an ATT transaction timeout) takes no further ATT: the link is
+            // going down, and the procedures still queued end with it, without callbacks.
+            guard let self, self.connection === connection, self.generation == current,
+                  connection.bearer.state == .open else { return done() }
             start(done)
         }
         runNextProcedure()
@@ -117,14 +134,93 @@ public class CBPeripheral: CBPeer {
         manager.callbacks.run { if let delegate = self.delegate { call(delegate) } }
     }
 
-    /// Reports `result` through `report`, dropping failures caused by the link going away.
+    /// Reports `result` through `report`, dropping failures caused by the link going away. An
+    /// ATT transaction timeout is reported, then ends the link (`attTransactionTimedOut`).
     func complete<T>(_ result: Result<T, GATTError>, on connection: Connection, _ report: (Result<T, Error>) -> Void) {
         ifStill(connection) {
             switch result {
             case let .success(value): report(.success(value))
+            case .failure(.timeout):
+                attTransactionTimedOut(on: connection)
+                report(.failure(GATTError.timeout.cbError))
             case let .failure(error) where !error.isLinkLoss: report(.failure(error.cbError))
             case .failure: break
             }
+        }
+    }
+
+    /// An ATT transaction on `connection` went unanswered for 30 s. Core 5.4 Vol 3 Part F 3.3.3:
+    /// no further ATT PDUs may be sent on that bearer, and a new one needs a new link. As iOS
+    /// does, the central ends the link (HCI Disconnect, Remote User Terminated Connection 0x13):
+    /// the peripheral is `.disconnecting` at once (later calls are misuse, as on a disconnected
+    /// peripheral), the operation that timed out reports the timeout, queued ones are dropped,
+    /// and `centralManager(_:didDisconnectPeripheral:error:)` follows with
+    /// `CBError.connectionTimeout` once the controller reports the disconnection.
+    func attTransactionTimedOut(on connection: Connection) {
+        guard self.connection === connection, !attTimedOut else { return }
+        attTimedOut = true
+        resetProcedures()
+        waitsForWriteWithoutResponseRoom = false
+        if state == .connected {
+            state = .disconnecting
+            pendingDisconnectError = CBError(.connectionTimeout)
+        }
+        connection.disconnect(reason: .remoteUserTerminatedConnection)
+    }
+
+    // MARK: Whose attributes
+
+    /// Whether `service` is one of this peripheral's services now: discovered on the current
+    /// connection and not invalidated since.
+    private func isCurrent(_ service: CBService?) -> Bool {
+        guard let service, service.peripheral === self else { return false }
+        return (services ?? []).contains { $0 === service }
+    }
+
+    /// The characteristic's handles when it is one of this peripheral's current
+    /// characteristics; else an "API MISUSE" warning and nil.
+    func current(_ characteristic: CBCharacteristic, _ what: String) -> GATTRemoteCharacteristic? {
+        guard let service = characteristic.service, isCurrent(service),
+              (service.storedCharacteristics ?? []).contains(where: { $0 === characteristic }),
+              let remote = characteristic.remote else {
+            misuse(of: characteristic, owner: characteristic.service?.peripheral, what)
+            return nil
+        }
+        return remote
+    }
+
+    /// The descriptor's handle when it belongs to one of this peripheral's current
+    /// characteristics; else an "API MISUSE" warning and nil.
+    func current(_ descriptor: CBDescriptor, _ what: String) -> UInt16? {
+        guard let characteristic = descriptor.characteristic, let service = characteristic.service, isCurrent(service),
+              (service.storedCharacteristics ?? []).contains(where: { $0 === characteristic }),
+              (characteristic.storedDescriptors ?? []).contains(where: { $0 === descriptor }),
+              let handle = descriptor.handle else {
+            misuse(of: descriptor, owner: descriptor.characteristic?.service?.peripheral, what)
+            return nil
+        }
+        return handle
+    }
+
+    /// The service's handles when it is one of this peripheral's current services; else an
+    /// "API MISUSE" warning and nil.
+    func current(_ service: CBService, _ what: String) -> GATTRemoteService? {
+        guard isCurrent(service), let remote = service.remote else {
+            misuse(of: service, owner: service.peripheral, what)
+            return nil
+        }
+        return remote
+    }
+
+    /// An attribute of another peripheral (iOS would send it to no one, the lab would send it to
+    /// this one), or a stale one: from before a reconnection, or of a service invalidated since
+    /// (its handles may now mean something else, or nothing).
+    private func misuse(of attribute: CBAttribute, owner: CBPeripheral?, _ what: String) {
+        if let owner, owner !== self {
+            manager?.misuse("\(attribute) belongs to \(owner), not to \(self) - ignoring \(what)")
+        } else {
+            manager?.misuse("\(attribute) is not a valid attribute of \(self): it was discovered before the peripheral reconnected "
+                + "or its services changed (discover it again) - ignoring \(what)")
         }
     }
 
@@ -133,7 +229,7 @@ public class CBPeripheral: CBPeer {
     /// Retrieves the value of a specified characteristic (a Read Request, then Read Blob Requests
     /// for a long value). The result comes in `peripheral(_:didUpdateValueFor:error:)`.
     public func readValue(for characteristic: CBCharacteristic) {
-        guard let connection = connected("readValue(for:)"), let remote = characteristic.remote else { return }
+        guard let connection = connected("readValue(for:)"), let remote = current(characteristic, "readValue(for:)") else { return }
         enqueue(on: connection) { [weak self] done in
             self?.secured(connection, { connection.client.read(handle: remote.valueHandle, completion: $0) }) { [weak self] result in
                 done()
@@ -148,7 +244,7 @@ public class CBPeripheral: CBPeer {
 
     /// Retrieves the value of a specified characteristic descriptor.
     public func readValue(for descriptor: CBDescriptor) {
-        guard let connection = connected("readValue(for descriptor)"), let handle = descriptor.handle else { return }
+        guard let connection = connected("readValue(for descriptor)"), let handle = current(descriptor, "readValue(for descriptor)") else { return }
         enqueue(on: connection) { [weak self] done in
             self?.secured(connection, { connection.client.read(handle: handle, completion: $0) }) { [weak self] result in
                 done()
@@ -172,11 +268,13 @@ public class CBPeripheral: CBPeer {
     /// - `.withoutResponse`: an ATT Write Command; `didWriteValueFor` is never called. As on
     ///   Apple's platforms, the write is dropped (with a warning) when the characteristic lacks
     ///   the `.writeWithoutResponse` property or the value exceeds
-    ///   `maximumWriteValueLength(for: .withoutResponse)`. It is still sent when
-    ///   `canSendWriteWithoutResponse` is false; `peripheralIsReady(toSendWriteWithoutResponse:)`
-    ///   follows once the link has room again.
+    ///   `maximumWriteValueLength(for: .withoutResponse)`. A write made while
+    ///   `canSendWriteWithoutResponse` is false finds the transmit queue full
+    ///   (`CBLab.transmitQueueLimit`) and is dropped with an "API MISUSE" warning, as iOS drops
+    ///   writes an app floods it with; `peripheralIsReady(toSendWriteWithoutResponse:)` follows
+    ///   once the link has room again (with a warning counting the writes dropped meanwhile).
     public func writeValue(_ data: Data, for characteristic: CBCharacteristic, type: CBCharacteristicWriteType) {
-        guard let connection = connected("writeValue(_:for:type:)"), let remote = characteristic.remote else { return }
+        guard let connection = connected("writeValue(_:for:type:)"), let remote = current(characteristic, "writeValue(_:for:type:)") else { return }
         let bytes = [UInt8](data)
         switch type {
         case .withResponse:
@@ -198,6 +296,18 @@ public class CBPeripheral: CBPeer {
                 manager?.cbLab?.warn("WARNING: \(bytes.count) octets exceed maximumWriteValueLength(for: .withoutResponse) = \(maximumWriteValueLength(for: .withoutResponse)) - ignoring response-less write")
                 return
             }
+            guard canSendWriteWithoutResponse else {
+                // The transmit queue is full and the app did not wait for room: iOS drops the
+                // write. The first one dropped is reported; the count comes with the room.
+                waitsForWriteWithoutResponseRoom = true
+                writesDroppedWhileFull += 1
+                if writesDroppedWhileFull == 1 {
+                    manager?.misuse("\(self) writeValue(_:for:type: .withoutResponse) while canSendWriteWithoutResponse is false: "
+                        + "the transmit queue is full - dropping this write and every further one until "
+                        + "peripheralIsReady(toSendWriteWithoutResponse:)")
+                }
+                return
+            }
             connection.client.writeWithoutResponse(bytes, handle: remote.valueHandle)
             if !canSendWriteWithoutResponse { waitsForWriteWithoutResponseRoom = true }
         }
@@ -207,7 +317,7 @@ public class CBPeripheral: CBPeer {
     /// Characteristic Configuration descriptor cannot be written this way (use
     /// `setNotifyValue(_:for:)`), as in CoreBluetooth.
     public func writeValue(_ data: Data, for descriptor: CBDescriptor) {
-        guard let connection = connected("writeValue(_:for descriptor)"), let handle = descriptor.handle else { return }
+        guard let connection = connected("writeValue(_:for descriptor)"), let handle = current(descriptor, "writeValue(_:for descriptor)") else { return }
         guard descriptor.uuid.bluetoothUUID != .clientCharacteristicConfiguration else {
             manager?.misuse("Client Characteristic Configuration descriptors must be configured using setNotifyValue:forCharacteristic:")
             return
@@ -246,7 +356,7 @@ public class CBPeripheral: CBPeer {
     /// characteristic offers them, else indications). On a characteristic with neither
     /// property nothing is sent and the delegate hears `CBATTError.requestNotSupported`.
     public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {
-        guard let connection = connected("setNotifyValue(_:for:)"), let remote = characteristic.remote else { return }
+        guard let connection = connected("setNotifyValue(_:for:)"), let remote = current(characteristic, "setNotifyValue(_:for:)") else { return }
         guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
             // Refused without a word to the peripheral, in its turn.
             enqueue(on: connection) { [weak self] done in

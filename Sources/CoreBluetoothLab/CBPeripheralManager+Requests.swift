@@ -16,7 +16,7 @@ extension CBPeripheralManager {
             let offset = request.offset
             let attRequest = CBATTRequest(central: central, characteristic: characteristic, offset: offset, value: nil)
             attRequest.answer = { [weak attRequest] code in
-                guard code == .success else { return respond(.error(ATTErrorCode(UInt8(code.rawValue)))) }
+                guard code == .success else { return respond(.error(self.attErrorCode(for: code))) }
                 // The server takes the part from the offset on: pad what the app gave for it.
                 let part = attRequest?.value.map { [UInt8]($0) } ?? []
                 respond(.value([UInt8](repeating: 0, count: offset) + part))
@@ -34,10 +34,20 @@ extension CBPeripheralManager {
                 // A Write Command is never answered; the delegate hears of it all the same.
                 respond(.accept)
             } else {
-                attRequest.answer = { code in respond(code == .success ? .accept : .error(ATTErrorCode(UInt8(code.rawValue)))) }
+                attRequest.answer = { [weak self] code in
+                    respond(code == .success ? .accept : .error(self?.attErrorCode(for: code) ?? .unlikelyError))
+                }
             }
             self.deliver { $0.peripheralManager(self, didReceiveWrite: [attRequest]) }
         }, forHandle: valueHandle)
+    }
+
+    /// The ATT Error Code an answer sends: the code's own octet (application errors 0x80–0x9F
+    /// included); a code outside 0x01–0xFF cannot be sent, and goes as Unlikely Error with a warning.
+    func attErrorCode(for code: CBATTError.Code) -> ATTErrorCode {
+        if let octet = code.attErrorCode { return octet }
+        misuse("respond(to:withResult:) with \(code), which is no ATT Error Code (0x01-0xFF) - answering Unlikely Error (0x0E)")
+        return .unlikelyError
     }
 
     /// Responds to a read or write request from a connected central: `.success`, or the ATT

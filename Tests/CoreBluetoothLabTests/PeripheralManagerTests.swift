@@ -149,6 +149,55 @@ final class PeripheralManagerTests: LabTestCase {
         XCTAssertEqual(lab.attWrites(to: characteristic.uuid).map(\.opcode), [.writeRequest, .writeRequest, .writeCommand])
     }
 
+    /// Application error codes (0x80–0x9F, Core 5.4 Vol 3 Part F 3.4.1.1) are answered as given:
+    /// the Error Response on the link carries the app's code, and the central reports it.
+    func testApplicationErrorCodesAreAnsweredOnTheLinkAsGiven() throws {
+        publish()
+        let (recorder, central, peripheral) = try connectedCentral()
+        let characteristic = try self.characteristic("A0E1F3D2-0000-4000-8000-00000000AA02", of: peripheral)
+        peripheral.writeValue(Data([0]), for: characteristic, type: .withResponse)    // answered: success
+        XCTAssertTrue(lab.run(within: .seconds(2)) { recorder.count("wrote") == 1 })
+        let handle = try XCTUnwrap(lab.attWrites(to: characteristic.uuid).first?.handle)
+        let errorResponses: () -> [[UInt8]] = {
+            self.lab.attTraffic(of: central).filter { !$0.wasSent && $0.opcode == .errorResponse }.map(\.bytes)
+        }
+
+        let applicationError = try XCTUnwrap(CBATTError.Code(rawValue: 0x80))
+        managerRecorder.writeResult = applicationError
+        peripheral.writeValue(Data([1]), for: characteristic, type: .withResponse)
+        XCTAssertTrue(lab.run(within: .seconds(2)) { recorder.count("wrote") == 2 })
+        XCTAssertEqual(errorResponses().last, [0x01, 0x12, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x80], "Error Response to the Write Request, code 0x80")
+        let writeError = try XCTUnwrap(recorder.errors["wrote A0E1F3D2-0000-4000-8000-00000000AA02"])
+        XCTAssertEqual((writeError as NSError).domain, CBATTErrorDomain)
+        XCTAssertEqual((writeError as NSError).code, 0x80)
+        XCTAssertEqual((writeError as? CBATTError)?.code, applicationError)
+        XCTAssertEqual(writeError.localizedDescription, "Unknown ATT error.")
+
+        managerRecorder.answersAtOnce = false
+        peripheral.readValue(for: characteristic)
+        XCTAssertTrue(lab.run(within: .seconds(2)) { self.managerRecorder.pendingReads.count == 1 })
+        let request = try XCTUnwrap(managerRecorder.pendingReads.first)
+        manager.respond(to: request, withResult: try XCTUnwrap(CBATTError.Code(rawValue: 0x9F)))
+        XCTAssertTrue(lab.run(within: .seconds(2)) { recorder.count("value") == 1 })
+        XCTAssertEqual(errorResponses().last, [0x01, 0x0A, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x9F], "Error Response to the Read Request, code 0x9F")
+        XCTAssertEqual((recorder.errors["value A0E1F3D2-0000-4000-8000-00000000AA02 nil"] as NSError?)?.code, 0x9F)
+    }
+
+    /// A code that is no ATT Error Code cannot cross the link: Unlikely Error goes instead, and
+    /// the misuse is reported (the lab used to crash converting it to an octet).
+    func testACodeBeyondAnOctetIsAnsweredAsUnlikelyErrorWithAWarning() throws {
+        publish()
+        let (recorder, central, peripheral) = try connectedCentral()
+        let characteristic = try self.characteristic("A0E1F3D2-0000-4000-8000-00000000AA02", of: peripheral)
+        managerRecorder.writeResult = try XCTUnwrap(CBATTError.Code(rawValue: 0x1FF))
+        peripheral.writeValue(Data([1]), for: characteristic, type: .withResponse)
+        XCTAssertTrue(lab.run(within: .seconds(2)) { recorder.count("wrote") == 1 })
+        XCTAssertEqual(lab.attTraffic(of: central).last { !$0.wasSent && $0.opcode == .errorResponse }?.bytes.last, 0x0E)
+        XCTAssertEqual((recorder.errors.values.first as? CBATTError)?.code, .unlikelyError)
+        XCTAssertTrue(lab.warnings.last?.contains("API MISUSE: respond(to:withResult:) with CBATTError.Code(rawValue: 511)") ?? false,
+                      "\(lab.warnings.last ?? "")")
+    }
+
     func testSubscribeUpdateAndUnsubscribe() throws {
         publish()
         let (recorder, central, peripheral) = try connectedCentral()

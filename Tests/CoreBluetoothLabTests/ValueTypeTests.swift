@@ -61,4 +61,34 @@ final class ValueTypeTests: XCTestCase {
             XCTFail("catch by code")
         }
     }
+
+    /// Like the `NS_ENUM` Apple's SDK imports, any raw value makes a `CBATTError.Code`.
+    func testAnyRawValueMakesACBATTErrorCode() throws {
+        XCTAssertEqual(CBATTError.Code(rawValue: 3), .writeNotPermitted)
+        let application = try XCTUnwrap(CBATTError.Code(rawValue: 0x80))
+        XCTAssertEqual(application.rawValue, 0x80)
+        XCTAssertNotNil(CBATTError.Code(rawValue: 0x9F))
+        XCTAssertNotNil(CBATTError.Code(rawValue: 0xFE))
+        let error = CBATTError(application)
+        XCTAssertEqual(error.code, application)
+        XCTAssertEqual(error.errorCode, 0x80)
+        XCTAssertEqual((error as NSError).code, 0x80)
+        XCTAssertEqual(error.localizedDescription, "Unknown ATT error.")
+        XCTAssertNotEqual(error, CBATTError(.unlikelyError))
+        guard case application = error as Error else { return XCTFail("pattern match on an unnamed code") }
+        XCTAssertEqual("\(CBATTError.Code.insufficientEncryption)", "insufficientEncryption")
+        XCTAssertEqual("\(application)", "CBATTError.Code(rawValue: 128)")
+    }
+
+    /// Printed, the errors read as Apple's bridged errors print: the NSError form with iOS's text.
+    func testErrorsPrintLikeApplesNotAsStructDumps() {
+        XCTAssertEqual("\(CBATTError(.writeNotPermitted))",
+                       "Error Domain=CBATTErrorDomain Code=3 \"Writing is not permitted.\" UserInfo={NSLocalizedDescription=Writing is not permitted.}")
+        XCTAssertEqual(String(describing: CBError(.connectionTimeout) as Error),
+                       "Error Domain=CBErrorDomain Code=6 \"The connection has timed out unexpectedly.\" UserInfo={NSLocalizedDescription=The connection has timed out unexpectedly.}")
+        XCTAssertEqual(String(reflecting: CBATTError(CBATTError.Code(rawValue: 0x80)!)),
+                       "Error Domain=CBATTErrorDomain Code=128 \"Unknown ATT error.\" UserInfo={NSLocalizedDescription=Unknown ATT error.}")
+        XCTAssertEqual("\(CBError(.unknown, userInfo: [NSLocalizedDescriptionKey: "Custom."]))",
+                       "Error Domain=CBErrorDomain Code=0 \"Custom.\" UserInfo={NSLocalizedDescription=Custom.}")
+    }
 }
