@@ -1,4 +1,5 @@
 import BLELab
+import BLERuntime
 import BLEWire
 import Dispatch
 import Foundation
@@ -41,6 +42,12 @@ public class CBCentralManager: CBManager {
     private var restartsInitiation = false
     /// Peripherals by connection handle, while connected.
     private var byHandle: [UInt16: CBPeripheral] = [:]
+    /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
+    var connectionEvents: ConnectionEventMatching?
+    /// Peripherals connected with `CBConnectPeripheralOptionEnableAutoReconnect`, until cancelled.
+    private var autoReconnecting: Set<LEAddress> = []
+    /// Connects waiting out their `CBConnectPeripheralOptionStartDelayKey`.
+    private var delayedConnects: [LEAddress: LoopTimer] = [:]
 
     public convenience init() {
         self.init(delegate: nil, queue: nil, options: nil)
@@ -74,6 +81,10 @@ public class CBCentralManager: CBManager {
         initiating = nil
         restartsInitiation = false
         for peripheral in dropped { peripheral.state = .disconnected }
+        for timer in delayedConnects.values { timer.cancel() }
+        for peripheral in known.values where delayedConnects[peripheral.address] != nil { peripheral.state = .disconnected }
+        delayedConnects.removeAll()
+        autoReconnecting.removeAll()
         if newState.rawValue < CBManagerState.poweredOff.rawValue { known.removeAll() }
     }
 
@@ -152,7 +163,11 @@ public class CBCentralManager: CBManager {
 
     // MARK: Connecting
 
-    /// Establishes a local connection to a peripheral. Options are accepted and ignored.
+    /// Establishes a local connection to a peripheral. Options:
+    /// `CBConnectPeripheralOptionStartDelayKey` (seconds of virtual time before the connect
+    /// starts; `.connecting` meanwhile), `CBConnectPeripheralOptionEnableAutoReconnect` (a link
+    /// that drops is reported with `isReconnecting` true and connected again when the
+    /// peripheral is back); the alert, bridging and ANCS keys are accepted and ignored.
     public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
         guard state == .poweredOn else {
             return misuse("<CBCentralManager> can only accept this command while in the powered on state")
@@ -161,6 +176,19 @@ public class CBCentralManager: CBManager {
         guard peripheral.state == .disconnected else { return }
         peripheral.state = .connecting
         peripheral.cancelRequested = false
+        if Self.flag(options?[CBConnectPeripheralOptionEnableAutoReconnect]) {
+            autoReconnecting.insert(peripheral.address)
+        } else {
+            autoReconnecting.remove(peripheral.address)
+        }
+        if let delay = Self.startDelay(options), let loop {
+            delayedConnects[peripheral.address] = loop.schedule(after: delay) { [weak self, weak peripheral] in
+                guard let self, let peripheral, self.delayedConnects.removeValue(forKey: peripheral.address) != nil else { return }
+                self.pendingConnects.append(peripheral)
+                self.updateInitiation()
+            }
+            return
+        }
         pendingConnects.append(peripheral)
         updateInitiation()
     }
@@ -222,6 +250,7 @@ public class CBCentralManager: CBManager {
     /// report the connection.
     private func attach(_ peripheral: CBPeripheral, to connection: Connection) {
         byHandle[connection.handle] = peripheral
+        connectionEvent(.peerConnected, for: peripheral)
         peripheral.attach(connection)
         connection.whenDisconnected { [weak self, weak peripheral] reason in
             guard let self, let peripheral else { return }
@@ -240,27 +269,39 @@ public class CBCentralManager: CBManager {
         let wasConnecting = peripheral.state == .connecting
         peripheral.detach()
         if controllerIsGoingAway { return }
+        connectionEvent(.peerDisconnected, for: peripheral)
         if wasConnecting && !peripheral.cancelRequested {
             deliver { $0.centralManager(self, didFailToConnect: peripheral, error: reason.disconnectionError ?? CBError(.connectionFailed)) }
         } else {
             let error = peripheral.pendingDisconnectError ?? (peripheral.cancelRequested ? nil : reason.disconnectionError)
             peripheral.pendingDisconnectError = nil
-            deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: error) }
+            // iOS 17 auto-reconnect: a link the app did not end is connected again when the
+            // peripheral is back (a pending connect, which never times out).
+            let reconnects = !peripheral.cancelRequested && autoReconnecting.contains(peripheral.address) && state == .poweredOn
+            reportDisconnection(of: peripheral, isReconnecting: reconnects, error: error)
+            if reconnects && peripheral.state == .disconnected {
+                peripheral.state = .connecting
+                pendingConnects.append(peripheral)
+                updateInitiation()
+            }
         }
     }
 
     /// Cancels an active or pending local connection to a peripheral. The delegate then gets
     /// `centralManager(_:didDisconnectPeripheral:error:)` with a nil error.
     public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
-        guard peripheral.manager === self, peripheral.state != .disconnected else { return }
+        guard peripheral.manager === self else { return misuse("cancelPeripheralConnection: \(peripheral) belongs to another central manager") }
+        guard peripheral.state != .disconnected else { return }
         peripheral.cancelRequested = true
-        if let i = pendingConnects.firstIndex(where: { $0 === peripheral }) {
+        autoReconnecting.remove(peripheral.address)
+        if let timer = delayedConnects.removeValue(forKey: peripheral.address) {
+            timer.cancel()
+            peripheral.state = .disconnected
+            loop?.execute { [weak self] in self?.reportDisconnection(of: peripheral, isReconnecting: false, error: nil) }
+        } else if let i = pendingConnects.firstIndex(where: { $0 === peripheral }) {
             pendingConnects.remove(at: i)
             peripheral.state = .disconnected
-            loop?.execute { [weak self] in
-                guard let self else { return }
-                self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
-            }
+            loop?.execute { [weak self] in self?.reportDisconnection(of: peripheral, isReconnecting: false, error: nil) }
             updateInitiation()
         } else if let connection = peripheral.connection {
             peripheral.state = .disconnecting
