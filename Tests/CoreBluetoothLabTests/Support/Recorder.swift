@@ -8,6 +8,7 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     private(set) var discovered: [CBPeripheral] = []
     private(set) var advertisements: [[String: Any]] = []
     private(set) var errors: [String: Error] = [:]
+    private(set) var disconnectionTimestamps: [CFAbsoluteTime] = []
     var onStateUpdate: ((CBCentralManager) -> Void)?
     var onDiscover: ((CBPeripheral, [String: Any], NSNumber) -> Void)?
     var onConnect: ((CBPeripheral) -> Void)?
@@ -45,8 +46,16 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
         note("fail \(peripheral.name ?? "-")", error: error)
     }
 
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
-        note("disconnect \(peripheral.name ?? "-")", error: error)
+    /// iOS 17's variant, which the lab calls instead of `didDisconnectPeripheral:error:` when the
+    /// delegate implements it: "disconnect NAME", plus " reconnecting" when `isReconnecting`.
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: Error?) {
+        disconnectionTimestamps.append(timestamp)
+        note("disconnect \(peripheral.name ?? "-")" + (isReconnecting ? " reconnecting" : ""), error: error)
+    }
+
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {
+        note("event \(event) \(peripheral.name ?? "-")")
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
