@@ -16,7 +16,7 @@ public class CBCentralManager: CBManager {
     /// The delegate object that receives central events.
     public weak var delegate: CBCentralManagerDelegate?
     /// A Boolean value that indicates whether the central is currently scanning.
-    public private(set) var isScanning = false
+    public internal(set) var isScanning = false
 
     /// The features a central manager may support.
     public struct Feature: OptionSet {
@@ -30,24 +30,31 @@ public class CBCentralManager: CBManager {
     public class func supports(_ features: Feature) -> Bool { features.isEmpty }
 
     /// Every peripheral this manager has seen or retrieved, by address.
-    private var known: [LEAddress: CBPeripheral] = [:]
+    var known: [LEAddress: CBPeripheral] = [:]
     /// Peripherals with a pending `connect`, in the order the app asked. As on iOS any number
     /// can be pending at once and none times out: the host initiates to all of them together
     /// (through the controller's Filter Accept List when there are several) and the first one
     /// heard connects; the others stay pending.
-    private var pendingConnects: [CBPeripheral] = []
+    var pendingConnects: [CBPeripheral] = []
     /// The peripherals the host's initiation under way aims at (nil: none under way).
-    private var initiating: [CBPeripheral]?
+    var initiating: [CBPeripheral]?
     /// The initiation under way is being cancelled, to start again with `pendingConnects` as it is now.
     private var restartsInitiation = false
     /// Peripherals by connection handle, while connected.
-    private var byHandle: [UInt16: CBPeripheral] = [:]
+    var byHandle: [UInt16: CBPeripheral] = [:]
     /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
     var connectionEvents: ConnectionEventMatching?
     /// Peripherals connected with `CBConnectPeripheralOptionEnableAutoReconnect`, until cancelled.
     private var autoReconnecting: Set<LEAddress> = []
     /// Connects waiting out their `CBConnectPeripheralOptionStartDelayKey`.
-    private var delayedConnects: [LEAddress: LoopTimer] = [:]
+    var delayedConnects: [LEAddress: LoopTimer] = [:]
+    /// State restoration (CBCentralManager+Restoration.swift): this manager's restore
+    /// identifier; the scan it runs; set once a newer manager took its device over; set while
+    /// a restored manager waits for the earlier manager's connection attempt to end.
+    var restoreIdentifier: String?
+    var scanRequest: ScanRequest?
+    var retired = false
+    var waitsForIdleInitiator = false
 
     public convenience init() {
         self.init(delegate: nil, queue: nil, options: nil)
@@ -62,9 +69,14 @@ public class CBCentralManager: CBManager {
     /// queue) and initialization options (accepted and ignored).
     public init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
-        super.init(queue: queue, kind: "central")
+        let identifier = options?[CBCentralManagerOptionRestoreIdentifierKey] as? String
+        let previous = identifier.flatMap { CBLab.current?.restorableCentrals[$0] }
+        super.init(queue: queue, kind: "central", restoring: previous?.device)
         device?.host.driver.onACLSent = { [weak self] handle, stillQueued in self?.aclSent(handle: handle, stillQueued: stillQueued) }
+        if let identifier { setUpRestoration(identifier, previous: previous) }
     }
+
+    deinit { leaveRestorableState() }
 
     // MARK: State
 
@@ -100,6 +112,7 @@ public class CBCentralManager: CBManager {
         let configuration = ScanConfiguration(services: serviceUUIDs?.map(\.bluetoothUUID), active: true,
                                               allowDuplicates: Self.flag(options?[CBCentralManagerScanOptionAllowDuplicatesKey]))
         isScanning = true
+        scanRequest = ScanRequest(services: serviceUUIDs, options: options)
         device.host.startScanning(configuration, onReport: { [weak self] report in
             self?.discovered(report)
         }, completion: { [weak self] result in
@@ -114,6 +127,7 @@ public class CBCentralManager: CBManager {
     public func stopScan() {
         guard isScanning, let device else { return }
         isScanning = false
+        scanRequest = nil
         device.host.stopScanning()
     }
 
@@ -127,7 +141,7 @@ public class CBCentralManager: CBManager {
     }
 
     /// The one `CBPeripheral` for `address`.
-    private func peripheral(at address: LEAddress) -> CBPeripheral {
+    func peripheral(at address: LEAddress) -> CBPeripheral {
         if let existing = known[address] { return existing }
         let peripheral = CBPeripheral(address: address, manager: self)
         known[address] = peripheral
@@ -195,8 +209,8 @@ public class CBCentralManager: CBManager {
 
     /// Starts an initiation to every pending peripheral, or, when one is under way for another
     /// set, cancels it (LE Create Connection Cancel) to start again with the set as it is now.
-    private func updateInitiation() {
-        guard let device else { return }
+    func updateInitiation() {
+        guard let device, !waitsForIdleInitiator, !retired else { return }
         if let current = initiating {
             if !current.elementsEqual(pendingConnects, by: ===), !restartsInitiation {
                 restartsInitiation = true
@@ -251,17 +265,22 @@ public class CBCentralManager: CBManager {
     private func attach(_ peripheral: CBPeripheral, to connection: Connection) {
         byHandle[connection.handle] = peripheral
         connectionEvent(.peerConnected, for: peripheral)
-        peripheral.attach(connection)
-        connection.whenDisconnected { [weak self, weak peripheral] reason in
-            guard let self, let peripheral else { return }
-            self.disconnected(peripheral, handle: connection.handle, reason: reason)
-        }
+        take(connection, for: peripheral)
         connection.client.exchangeMTU { [weak self, weak peripheral] _ in
             guard let self, let peripheral, peripheral.connection === connection, peripheral.state == .connecting else { return }
             peripheral.state = .connected
             self.deliver { $0.centralManager(self, didConnect: peripheral) }
         }
         peripheral.watchServiceChanges()
+    }
+
+    /// `peripheral` now goes with `connection`, and hears when it ends.
+    func take(_ connection: Connection, for peripheral: CBPeripheral) {
+        peripheral.attach(connection)
+        connection.whenDisconnected { [weak self, weak peripheral] reason in
+            guard let self, let peripheral, !self.retired else { return }
+            self.disconnected(peripheral, handle: connection.handle, reason: reason)
+        }
     }
 
     private func disconnected(_ peripheral: CBPeripheral, handle: UInt16, reason: HCIStatus) {

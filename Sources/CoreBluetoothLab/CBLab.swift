@@ -50,6 +50,8 @@ public final class CBLab {
     public private(set) var peripherals: [SimulatedPeripheral] = []
 
     private var managersMade = 0
+    /// Central managers made with a restore identifier, by identifier (CBCentralManager+Restoration.swift).
+    var restorableCentrals: [String: RestorableCentral] = [:]
 
     /// A lab whose randomness all comes from `seed`, on the air `model` (by default
     /// `CBLab.phoneAirModel`: RSSI readings fluctuate as a phone's do; pass `AirModel()` for

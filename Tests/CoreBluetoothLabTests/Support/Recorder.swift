@@ -9,6 +9,7 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     private(set) var advertisements: [[String: Any]] = []
     private(set) var errors: [String: Error] = [:]
     private(set) var disconnectionTimestamps: [CFAbsoluteTime] = []
+    private(set) var restoredState: [String: Any]?
     var onStateUpdate: ((CBCentralManager) -> Void)?
     var onDiscover: ((CBPeripheral, [String: Any], NSNumber) -> Void)?
     var onConnect: ((CBPeripheral) -> Void)?
@@ -27,6 +28,14 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
         note("state \(central.state)")
         onStateUpdate?(central)
+    }
+
+    /// "restore NAMES scan UUIDS"; the dictionary is kept in `restoredState`.
+    func centralManager(_ central: CBCentralManager, willRestoreState dict: [String: Any]) {
+        restoredState = dict
+        let peripherals = (dict[CBCentralManagerRestoredStatePeripheralsKey] as? [CBPeripheral]) ?? []
+        let scan = (dict[CBCentralManagerRestoredStateScanServicesKey] as? [CBUUID])?.map(\.uuidString).joined(separator: ",")
+        note("restore \(peripherals.map { "\($0.name ?? "-") \($0.state)" }.joined(separator: ",")) scan \(scan ?? "none")")
     }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
