@@ -29,7 +29,9 @@ final class StateRestorationTests: LabTestCase {
         lab.run(for: .milliseconds(300))
 
         // The app is terminated: its manager goes away; the system keeps the link and the scan.
+        weak var released = central
         central = nil
+        XCTAssertNil(released, "the earlier manager is gone: restored from what it left")
         lab.run(for: .seconds(2))
         XCTAssertEqual(hm10.host.connections.count, 1, "the link outlived the app")
         let relaunch = lab.now
