@@ -10,6 +10,20 @@ let package = Package(
         .library(name: "BLELab", targets: ["BLELab"]),
         .library(name: "CoreBluetoothLab", targets: ["CoreBluetoothLab"]),
         .library(name: "ScenarioEngine", targets: ["ScenarioEngine"]),
+        // The modules whose types CoreBluetoothLab's and BLELab's public API names, so that an
+        // app's own test target can import them (`make check-edges` checks that every module
+        // CoreBluetoothLabTests, the app tests' stand-in, depends on is a product):
+        // PeripheralSpec, time (Instant, TimeSpan), UUIDs and addresses, HCI status codes, ATT
+        // opcodes and errors, GATT properties, the air model, GAP and pairing settings.
+        .library(name: "ScenarioFormat", targets: ["ScenarioFormat"]),
+        .library(name: "BLERuntime", targets: ["BLERuntime"]),
+        .library(name: "BLEWire", targets: ["BLEWire"]),
+        .library(name: "HCI", targets: ["HCI"]),
+        .library(name: "ATT", targets: ["ATT"]),
+        .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "Controller", targets: ["Controller"]),
+        .library(name: "GAP", targets: ["GAP"]),
+        .library(name: "SMP", targets: ["SMP"]),
         .executable(name: "blelab", targets: ["blelab"]),
         .executable(name: "blelab-bench", targets: ["BLELabBench"]),
     ],

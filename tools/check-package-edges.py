@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Package.swift's edges equal the imports: for every Swift target of the package, each module its
 sources import is a declared dependency, and each declared dependency is imported somewhere in
-them. Fails (exit 1) naming each difference; `make check-edges`, part of `make test`.
+them. Also: every library module a stand-in for an app's test target (APP_TEST_TARGETS) depends
+on is a library product, so that an app's package can depend on it. Fails (exit 1) naming each
+difference; `make check-edges`, part of `make test`.
 
 The package as SwiftPM reads it (`swift package dump-package`, or --dump FILE with that JSON).
 Imports are read from every *.swift file under the target's folder: `import X`, `@testable
@@ -91,6 +93,32 @@ def check(package, root):
     return problems
 
 
+# Test targets that stand for an app's own test target (docs/corebluetooth.md): each library
+# module of this package they depend on must be a library product, or an app could not import it.
+APP_TEST_TARGETS = {"CoreBluetoothLabTests"}
+
+
+def unexported(package):
+    """Modules an app-test stand-in depends on that no library product offers, one line each.
+    Examples (under Examples/) and test support (under Tests/) are the package's own."""
+    targets = {t["name"]: t for t in package["targets"]}
+    offered = set()
+    for product in package.get("products", []):
+        if "library" in product.get("type", {}):
+            offered.update(product.get("targets", []))
+    problems = []
+    for name in sorted(APP_TEST_TARGETS & set(targets)):
+        for module in [dependency_name(d) for d in targets[name].get("dependencies", [])]:
+            target = targets.get(module)
+            if not target or target["type"] != "regular" or module in offered:
+                continue
+            if (target.get("path") or "").startswith(("Examples/", "Tests/")):
+                continue
+            problems.append(f"{name}: depends on {module}, which no library product offers "
+                            f"(an app's test target could not import it)")
+    return problems
+
+
 def load_package(root, dump, tool):
     """The package as `swift package dump-package` gives it: read from DUMP when given, else run
     in ROOT; a failure ends TOOL with swift's own error output."""
@@ -112,7 +140,7 @@ def main():
     arguments = parser.parse_args()
     root = os.path.abspath(arguments.root)
     package = load_package(root, arguments.dump, "check-package-edges")
-    problems = check(package, root)
+    problems = check(package, root) + unexported(package)
     for line in problems:
         print(f"check-package-edges: {line}")
     count = sum(1 for t in package["targets"] if t["type"] not in ("system", "plugin", "binary", "macro"))

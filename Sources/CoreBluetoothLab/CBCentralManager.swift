@@ -1,4 +1,5 @@
 import BLELab
+import BLERuntime
 import BLEWire
 import Dispatch
 import Foundation
@@ -15,7 +16,7 @@ public class CBCentralManager: CBManager {
     /// The delegate object that receives central events.
     public weak var delegate: CBCentralManagerDelegate?
     /// A Boolean value that indicates whether the central is currently scanning.
-    public private(set) var isScanning = false
+    public internal(set) var isScanning = false
 
     /// The features a central manager may support.
     public struct Feature: OptionSet {
@@ -29,18 +30,31 @@ public class CBCentralManager: CBManager {
     public class func supports(_ features: Feature) -> Bool { features.isEmpty }
 
     /// Every peripheral this manager has seen or retrieved, by address.
-    private var known: [LEAddress: CBPeripheral] = [:]
+    var known: [LEAddress: CBPeripheral] = [:]
     /// Peripherals with a pending `connect`, in the order the app asked. As on iOS any number
     /// can be pending at once and none times out: the host initiates to all of them together
     /// (through the controller's Filter Accept List when there are several) and the first one
     /// heard connects; the others stay pending.
-    private var pendingConnects: [CBPeripheral] = []
+    var pendingConnects: [CBPeripheral] = []
     /// The peripherals the host's initiation under way aims at (nil: none under way).
-    private var initiating: [CBPeripheral]?
+    var initiating: [CBPeripheral]?
     /// The initiation under way is being cancelled, to start again with `pendingConnects` as it is now.
     private var restartsInitiation = false
     /// Peripherals by connection handle, while connected.
-    private var byHandle: [UInt16: CBPeripheral] = [:]
+    var byHandle: [UInt16: CBPeripheral] = [:]
+    /// What `registerForConnectionEvents(options:)` asked for (nil: not registered).
+    var connectionEvents: ConnectionEventMatching?
+    /// Peripherals connected with `CBConnectPeripheralOptionEnableAutoReconnect`, until cancelled.
+    private var autoReconnecting: Set<LEAddress> = []
+    /// Connects waiting out their `CBConnectPeripheralOptionStartDelayKey`.
+    var delayedConnects: [LEAddress: LoopTimer] = [:]
+    /// State restoration (CBCentralManager+Restoration.swift): this manager's restore
+    /// identifier; the scan it runs; set once a newer manager took its device over; set while
+    /// a restored manager waits for the earlier manager's connection attempt to end.
+    var restoreIdentifier: String?
+    var scanRequest: ScanRequest?
+    var retired = false
+    var waitsForIdleInitiator = false
 
     public convenience init() {
         self.init(delegate: nil, queue: nil, options: nil)
@@ -55,9 +69,14 @@ public class CBCentralManager: CBManager {
     /// queue) and initialization options (accepted and ignored).
     public init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         self.delegate = delegate
-        super.init(queue: queue, kind: "central")
+        let identifier = options?[CBCentralManagerOptionRestoreIdentifierKey] as? String
+        let previous = identifier.flatMap { CBLab.current?.restorableCentrals[$0] }
+        super.init(queue: queue, kind: "central", restoring: previous?.device)
         device?.host.driver.onACLSent = { [weak self] handle, stillQueued in self?.aclSent(handle: handle, stillQueued: stillQueued) }
+        if let identifier { setUpRestoration(identifier, previous: previous) }
     }
+
+    deinit { leaveRestorableState() }
 
     // MARK: State
 
@@ -74,6 +93,10 @@ public class CBCentralManager: CBManager {
         initiating = nil
         restartsInitiation = false
         for peripheral in dropped { peripheral.state = .disconnected }
+        for timer in delayedConnects.values { timer.cancel() }
+        for peripheral in known.values where delayedConnects[peripheral.address] != nil { peripheral.state = .disconnected }
+        delayedConnects.removeAll()
+        autoReconnecting.removeAll()
         if newState.rawValue < CBManagerState.poweredOff.rawValue { known.removeAll() }
     }
 
@@ -89,6 +112,7 @@ public class CBCentralManager: CBManager {
         let configuration = ScanConfiguration(services: serviceUUIDs?.map(\.bluetoothUUID), active: true,
                                               allowDuplicates: Self.flag(options?[CBCentralManagerScanOptionAllowDuplicatesKey]))
         isScanning = true
+        scanRequest = ScanRequest(services: serviceUUIDs, options: options)
         device.host.startScanning(configuration, onReport: { [weak self] report in
             self?.discovered(report)
         }, completion: { [weak self] result in
@@ -103,6 +127,7 @@ public class CBCentralManager: CBManager {
     public func stopScan() {
         guard isScanning, let device else { return }
         isScanning = false
+        scanRequest = nil
         device.host.stopScanning()
     }
 
@@ -116,7 +141,7 @@ public class CBCentralManager: CBManager {
     }
 
     /// The one `CBPeripheral` for `address`.
-    private func peripheral(at address: LEAddress) -> CBPeripheral {
+    func peripheral(at address: LEAddress) -> CBPeripheral {
         if let existing = known[address] { return existing }
         let peripheral = CBPeripheral(address: address, manager: self)
         known[address] = peripheral
@@ -152,7 +177,11 @@ public class CBCentralManager: CBManager {
 
     // MARK: Connecting
 
-    /// Establishes a local connection to a peripheral. Options are accepted and ignored.
+    /// Establishes a local connection to a peripheral. Options:
+    /// `CBConnectPeripheralOptionStartDelayKey` (seconds of virtual time before the connect
+    /// starts; `.connecting` meanwhile), `CBConnectPeripheralOptionEnableAutoReconnect` (a link
+    /// that drops is reported with `isReconnecting` true and connected again when the
+    /// peripheral is back); the alert, bridging and ANCS keys are accepted and ignored.
     public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
         guard state == .poweredOn else {
             return misuse("<CBCentralManager> can only accept this command while in the powered on state")
@@ -161,14 +190,27 @@ public class CBCentralManager: CBManager {
         guard peripheral.state == .disconnected else { return }
         peripheral.state = .connecting
         peripheral.cancelRequested = false
+        if Self.flag(options?[CBConnectPeripheralOptionEnableAutoReconnect]) {
+            autoReconnecting.insert(peripheral.address)
+        } else {
+            autoReconnecting.remove(peripheral.address)
+        }
+        if let delay = Self.startDelay(options), let loop {
+            delayedConnects[peripheral.address] = loop.schedule(after: delay) { [weak self, weak peripheral] in
+                guard let self, let peripheral, self.delayedConnects.removeValue(forKey: peripheral.address) != nil else { return }
+                self.pendingConnects.append(peripheral)
+                self.updateInitiation()
+            }
+            return
+        }
         pendingConnects.append(peripheral)
         updateInitiation()
     }
 
     /// Starts an initiation to every pending peripheral, or, when one is under way for another
     /// set, cancels it (LE Create Connection Cancel) to start again with the set as it is now.
-    private func updateInitiation() {
-        guard let device else { return }
+    func updateInitiation() {
+        guard let device, !waitsForIdleInitiator, !retired else { return }
         if let current = initiating {
             if !current.elementsEqual(pendingConnects, by: ===), !restartsInitiation {
                 restartsInitiation = true
@@ -222,11 +264,8 @@ public class CBCentralManager: CBManager {
     /// report the connection.
     private func attach(_ peripheral: CBPeripheral, to connection: Connection) {
         byHandle[connection.handle] = peripheral
-        peripheral.attach(connection)
-        connection.whenDisconnected { [weak self, weak peripheral] reason in
-            guard let self, let peripheral else { return }
-            self.disconnected(peripheral, handle: connection.handle, reason: reason)
-        }
+        connectionEvent(.peerConnected, for: peripheral)
+        take(connection, for: peripheral)
         connection.client.exchangeMTU { [weak self, weak peripheral] _ in
             guard let self, let peripheral, peripheral.connection === connection, peripheral.state == .connecting else { return }
             peripheral.state = .connected
@@ -235,32 +274,53 @@ public class CBCentralManager: CBManager {
         peripheral.watchServiceChanges()
     }
 
+    /// `peripheral` now goes with `connection`, and hears when it ends.
+    func take(_ connection: Connection, for peripheral: CBPeripheral) {
+        peripheral.attach(connection)
+        connection.whenDisconnected { [weak self, weak peripheral] reason in
+            guard let self, let peripheral, !self.retired else { return }
+            self.disconnected(peripheral, handle: connection.handle, reason: reason)
+        }
+    }
+
     private func disconnected(_ peripheral: CBPeripheral, handle: UInt16, reason: HCIStatus) {
         byHandle[handle] = nil
         let wasConnecting = peripheral.state == .connecting
         peripheral.detach()
         if controllerIsGoingAway { return }
+        connectionEvent(.peerDisconnected, for: peripheral)
         if wasConnecting && !peripheral.cancelRequested {
             deliver { $0.centralManager(self, didFailToConnect: peripheral, error: reason.disconnectionError ?? CBError(.connectionFailed)) }
         } else {
             let error = peripheral.pendingDisconnectError ?? (peripheral.cancelRequested ? nil : reason.disconnectionError)
             peripheral.pendingDisconnectError = nil
-            deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: error) }
+            // iOS 17 auto-reconnect: a link the app did not end is connected again when the
+            // peripheral is back (a pending connect, which never times out).
+            let reconnects = !peripheral.cancelRequested && autoReconnecting.contains(peripheral.address) && state == .poweredOn
+            reportDisconnection(of: peripheral, isReconnecting: reconnects, error: error)
+            if reconnects && peripheral.state == .disconnected {
+                peripheral.state = .connecting
+                pendingConnects.append(peripheral)
+                updateInitiation()
+            }
         }
     }
 
     /// Cancels an active or pending local connection to a peripheral. The delegate then gets
     /// `centralManager(_:didDisconnectPeripheral:error:)` with a nil error.
     public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
-        guard peripheral.manager === self, peripheral.state != .disconnected else { return }
+        guard peripheral.manager === self else { return misuse("cancelPeripheralConnection: \(peripheral) belongs to another central manager") }
+        guard peripheral.state != .disconnected else { return }
         peripheral.cancelRequested = true
-        if let i = pendingConnects.firstIndex(where: { $0 === peripheral }) {
+        autoReconnecting.remove(peripheral.address)
+        if let timer = delayedConnects.removeValue(forKey: peripheral.address) {
+            timer.cancel()
+            peripheral.state = .disconnected
+            loop?.execute { [weak self] in self?.reportDisconnection(of: peripheral, isReconnecting: false, error: nil) }
+        } else if let i = pendingConnects.firstIndex(where: { $0 === peripheral }) {
             pendingConnects.remove(at: i)
             peripheral.state = .disconnected
-            loop?.execute { [weak self] in
-                guard let self else { return }
-                self.deliver { $0.centralManager(self, didDisconnectPeripheral: peripheral, error: nil) }
-            }
+            loop?.execute { [weak self] in self?.reportDisconnection(of: peripheral, isReconnecting: false, error: nil) }
             updateInitiation()
         } else if let connection = peripheral.connection {
             peripheral.state = .disconnecting

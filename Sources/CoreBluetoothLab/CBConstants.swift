@@ -26,8 +26,9 @@ public let CBAdvertisementDataSolicitedServiceUUIDsKey = "kCBAdvDataSolicitedSer
 /// A Boolean value that specifies whether the system warns the user if the app instantiates the
 /// central manager when Bluetooth service isn't available. Ignored by the lab.
 public let CBCentralManagerOptionShowPowerAlertKey = "kCBInitOptionShowPowerAlert"
-/// A string containing a unique identifier (UID) for the central manager to instantiate.
-/// State restoration is not supported by the lab; the key is accepted and ignored.
+/// A string containing a unique identifier (UID) for the central manager to instantiate: a later
+/// manager made with the same identifier in the same lab restores this one's device, links,
+/// pending connects and scan (`CBCentralManager+Restoration.swift`).
 public let CBCentralManagerOptionRestoreIdentifierKey = "kCBInitOptionRestoreIdentifier"
 /// A Boolean value that specifies whether the scan should run without duplicate filtering.
 public let CBCentralManagerScanOptionAllowDuplicatesKey = "kCBScanOptionAllowDuplicates"
@@ -36,12 +37,13 @@ public let CBCentralManagerScanOptionSolicitedServiceUUIDsKey = "kCBScanOptionSo
 
 // MARK: Connecting
 
-/// Alert options, meaningful only for background apps on Apple's platforms; accepted and ignored.
+/// Alert options, meaningful only for background apps on Apple's platforms (the system shows an
+/// alert); accepted and ignored: the lab has no background and no alerts.
 public let CBConnectPeripheralOptionNotifyOnConnectionKey = "kCBConnectOptionNotifyOnConnection"
 public let CBConnectPeripheralOptionNotifyOnDisconnectionKey = "kCBConnectOptionNotifyOnDisconnection"
 public let CBConnectPeripheralOptionNotifyOnNotificationKey = "kCBConnectOptionNotifyOnNotification"
 
-// MARK: State restoration (not supported by the lab; keys provided so code compiles)
+// MARK: State restoration (`centralManager(_:willRestoreState:)`; peripheral managers are not restored)
 
 public let CBCentralManagerRestoredStatePeripheralsKey = "kCBRestoredPeripherals"
 public let CBCentralManagerRestoredStateScanServicesKey = "kCBRestoredScanServices"
@@ -51,7 +53,8 @@ public let CBCentralManagerRestoredStateScanOptionsKey = "kCBRestoredScanOptions
 
 /// A Boolean value that specifies whether the system warns the user if Bluetooth is off. Ignored.
 public let CBPeripheralManagerOptionShowPowerAlertKey = "kCBPeripheralManagerOptionShowPowerAlert"
-/// A string containing a unique identifier (UID) for the peripheral manager. Ignored.
+/// A string containing a unique identifier (UID) for the peripheral manager. Accepted; peripheral
+/// managers are not restored.
 public let CBPeripheralManagerOptionRestoreIdentifierKey = "kCBPeripheralManagerOptionRestoreIdentifier"
 public let CBPeripheralManagerRestoredStateServicesKey = "kCBRestoredServices"
 public let CBPeripheralManagerRestoredStateAdvertisementDataKey = "kCBRestoredAdvertisementData"

@@ -16,7 +16,10 @@ import Foundation
 public protocol CBCentralManagerDelegate: NSObjectProtocol {
     /// Tells the delegate the central manager's state updated. Required.
     func centralManagerDidUpdateState(_ central: CBCentralManager)
-    /// State restoration is not supported by the lab: never called.
+    /// Tells the delegate the system is about to restore the central manager: a new manager
+    /// made with the `CBCentralManagerOptionRestoreIdentifierKey` of an earlier one in the same
+    /// lab (the app relaunched), before `centralManagerDidUpdateState` (see
+    /// `CBCentralManager+Restoration.swift`).
     func centralManager(_ central: CBCentralManager, willRestoreState dict: [String: Any])
     /// Tells the delegate the central manager discovered a peripheral while scanning.
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -28,6 +31,17 @@ public protocol CBCentralManagerDelegate: NSObjectProtocol {
     /// Tells the delegate that the central manager disconnected from a peripheral: error nil when
     /// the app asked for it with `cancelPeripheralConnection(_:)`.
     func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?)
+    /// iOS 17: the disconnection, with its time (the lab's virtual time in seconds) and whether
+    /// the system is reconnecting (`CBConnectPeripheralOptionEnableAutoReconnect`). The lab
+    /// always calls this one; its default implementation calls
+    /// `centralManager(_:didDisconnectPeripheral:error:)`, so a delegate that implements it
+    /// gets it instead of the older method, as on iOS.
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: Error?)
+    /// A connection or disconnection matching `registerForConnectionEvents(options:)`.
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral)
+    /// ANCS authorization changed: never called (the lab has no ANCS).
+    func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral)
 }
 
 public extension CBCentralManagerDelegate {
@@ -37,6 +51,12 @@ public extension CBCentralManagerDelegate {
     func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {}
     func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {}
     func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {}
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: Error?) {
+        centralManager(central, didDisconnectPeripheral: peripheral, error: error)
+    }
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {}
+    func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral) {}
 }
 
 /// The methods a remote peripheral's delegate receives.

@@ -29,6 +29,15 @@ public struct CBError: CustomNSError, Hashable, CustomStringConvertible, CustomD
         case peerRemovedPairingInformation = 14
         case encryptionTimedOut = 15
         case tooManyLEPairedDevices = 16
+        /// iOS 16.4+: an app in the background exceeded its notification budget (never raised
+        /// by the lab, which has no background).
+        case leGattExceededBackgroundNotificationLimit = 17
+        /// iOS 16.4+: an app in the background is near its notification budget (never raised).
+        case leGattNearBackgroundNotificationLimit = 18
+
+        /// Apple's misspelled name of `.unknownDevice`, kept by its SDK for old code.
+        @available(*, deprecated, renamed: "unknownDevice")
+        public static var unkownDevice: Code { .unknownDevice }
     }
 
     public let code: Code
@@ -71,6 +80,8 @@ public struct CBError: CustomNSError, Hashable, CustomStringConvertible, CustomD
     public static var peerRemovedPairingInformation: Code { .peerRemovedPairingInformation }
     public static var encryptionTimedOut: Code { .encryptionTimedOut }
     public static var tooManyLEPairedDevices: Code { .tooManyLEPairedDevices }
+    public static var leGattExceededBackgroundNotificationLimit: Code { .leGattExceededBackgroundNotificationLimit }
+    public static var leGattNearBackgroundNotificationLimit: Code { .leGattNearBackgroundNotificationLimit }
 
     /// The texts CoreBluetooth's errors carry as their localized description.
     static func message(_ code: Code) -> String {
@@ -92,6 +103,9 @@ public struct CBError: CustomNSError, Hashable, CustomStringConvertible, CustomD
         case .peerRemovedPairingInformation: return "Peer removed pairing information."
         case .encryptionTimedOut: return "The encryption has timed out."
         case .tooManyLEPairedDevices: return "Too many LE paired devices."
+        // The lab's words: these two are raised only to background apps, never seen in the lab.
+        case .leGattExceededBackgroundNotificationLimit: return "The background notification limit was exceeded."
+        case .leGattNearBackgroundNotificationLimit: return "The background notification limit is near."
         }
     }
 }

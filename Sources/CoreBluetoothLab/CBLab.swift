@@ -50,8 +50,13 @@ public final class CBLab {
     public private(set) var peripherals: [SimulatedPeripheral] = []
 
     private var managersMade = 0
+    /// Central managers made with a restore identifier, by identifier (CBCentralManager+Restoration.swift).
+    var restorableCentrals: [String: RestorableCentral] = [:]
 
-    public init(seed: UInt64 = 1, model: AirModel = AirModel()) {
+    /// A lab whose randomness all comes from `seed`, on the air `model` (by default
+    /// `CBLab.phoneAirModel`: RSSI readings fluctuate as a phone's do; pass `AirModel()` for
+    /// exact, noise-free readings).
+    public init(seed: UInt64 = 1, model: AirModel = CBLab.phoneAirModel) {
         loop = VirtualEventLoop()
         air = SimAir(loop: loop, seed: seed, model: model)
         lab = Lab(seed: seed, loop: loop, air: air)

@@ -27,16 +27,19 @@ public class CBManager: NSObject {
     /// without delegate calls, as CoreBluetooth does when Bluetooth turns off.
     var controllerIsGoingAway = false
 
-    init(queue: DispatchQueue?, kind: String) {
+    /// `restoring`: the device of an earlier manager this one is restored on (state
+    /// restoration); the subclass reports its state then, without a new power-on.
+    init(queue: DispatchQueue?, kind: String, restoring: LabDevice? = nil) {
         callbacks = DelegateQueue(queue)
         let lab = CBLab.current
         cbLab = lab
-        device = lab?.addManagerDevice(kind: kind)
+        device = restoring ?? lab?.addManagerDevice(kind: kind)
         super.init()
         guard let lab else {
             state = .unsupported
             return
         }
+        if restoring != nil { return }
         // After init returns, like CoreBluetooth: the app has stored the manager by then.
         lab.loop.execute { [weak self] in self?.powerOnController() }
     }

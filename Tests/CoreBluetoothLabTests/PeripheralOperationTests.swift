@@ -120,6 +120,7 @@ final class PeripheralOperationTests: LabTestCase {
     }
 
     func testReadRSSIReportsWhatTheAirSays() throws {
+        lab = CBLab(seed: 11, rssiNoise: 0)  // exact readings (RSSINoiseTests covers the noise)
         let probe = try lab.addPeripheral(Peripherals.probe(rssi: -67))
         let recorder = CentralRecorder()
         let central = poweredCentral(recorder)

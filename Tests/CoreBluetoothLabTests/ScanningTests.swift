@@ -44,7 +44,7 @@ final class ScanningTests: LabTestCase {
         rssis.removeAll()
         lab.run(for: .seconds(1))
         XCTAssertFalse(rssis.isEmpty)
-        XCTAssertEqual(Set(rssis), [-90])
+        XCTAssertTrue(rssis.allSatisfy { (-93)...(-87) ~= $0 }, "-90 dBm ± the phone's noise: \(rssis)")
     }
 
     func testAdvertisementDataUsesApplesKeysAndTypes() throws {

@@ -133,6 +133,43 @@ final class MakefileTests: XCTestCase {
         ])
     }
 
+    /// tools/check-package-edges.py: a library module the app tests' stand-in
+    /// (CoreBluetoothLabTests) depends on must be a library product, else an app's own test
+    /// target could not import it; the package's example apps and test support need not be.
+    func testPackageEdgesCheckFailsWhenAnAppTestModuleIsNoProduct() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        for (path, text) in [
+            ("Sources/Low/Low.swift", "public struct Low {}\n"),
+            ("Sources/Lab/Lab.swift", "import Low\n"),
+            ("Examples/App/App.swift", "import Lab\n"),
+            ("Tests/CoreBluetoothLabTests/T.swift", "import XCTest\nimport Lab\nimport Low\nimport App\n"),
+        ] {
+            try FileText.makeDirectories(dir + "/" + path.split(separator: "/").dropLast().joined(separator: "/"))
+            try FileText.write(text, to: dir + "/" + path)
+        }
+        func package(products: [String]) throws -> String {
+            func target(_ name: String, _ type: String, _ dependencies: [String], path: String? = nil) -> String {
+                "{\"name\": \"\(name)\", \"type\": \"\(type)\", \"path\": \(path.map { "\"\($0)\"" } ?? "null"), \"dependencies\": ["
+                    + dependencies.map { "{\"byName\": [\"\($0)\", null]}" }.joined(separator: ", ") + "]}"
+            }
+            let json = "{\"products\": [" + products.map { "{\"name\": \"\($0)\", \"targets\": [\"\($0)\"], \"type\": {\"library\": [\"automatic\"]}}" }
+                .joined(separator: ", ") + "], \"targets\": [" + [
+                    target("Low", "regular", []), target("Lab", "regular", ["Low"]),
+                    target("App", "regular", ["Lab"], path: "Examples/App"),
+                    target("CoreBluetoothLabTests", "test", ["Lab", "Low", "App"]),
+                ].joined(separator: ", ") + "]}"
+            try FileText.write(json, to: dir + "/package.json")
+            return dir + "/package.json"
+        }
+        let good = try python("check-package-edges.py", ["--root", dir, "--dump", try package(products: ["Lab", "Low"])])
+        XCTAssertEqual(good.status, 0, good.lines.joined(separator: "\n"))
+        let bad = try python("check-package-edges.py", ["--root", dir, "--dump", try package(products: ["Lab"])])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertEqual(bad.lines.first, "check-package-edges: CoreBluetoothLabTests: depends on Low, which no library product offers "
+                       + "(an app's test target could not import it)")
+    }
+
     /// tools/package-graph.py, `make graph` and part of `make check-edges`: the DOT has the
     /// library and executable targets with the transitive reduction of their edges, rows bottom up,
     /// no tests, test support or plugins, the example apps as one node; --check fails on a DOT that

@@ -8,6 +8,8 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     private(set) var discovered: [CBPeripheral] = []
     private(set) var advertisements: [[String: Any]] = []
     private(set) var errors: [String: Error] = [:]
+    private(set) var disconnectionTimestamps: [CFAbsoluteTime] = []
+    private(set) var restoredState: [String: Any]?
     var onStateUpdate: ((CBCentralManager) -> Void)?
     var onDiscover: ((CBPeripheral, [String: Any], NSNumber) -> Void)?
     var onConnect: ((CBPeripheral) -> Void)?
@@ -28,6 +30,14 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
         onStateUpdate?(central)
     }
 
+    /// "restore NAMES scan UUIDS"; the dictionary is kept in `restoredState`.
+    func centralManager(_ central: CBCentralManager, willRestoreState dict: [String: Any]) {
+        restoredState = dict
+        let peripherals = (dict[CBCentralManagerRestoredStatePeripheralsKey] as? [CBPeripheral]) ?? []
+        let scan = (dict[CBCentralManagerRestoredStateScanServicesKey] as? [CBUUID])?.map(\.uuidString).joined(separator: ",")
+        note("restore \(peripherals.map { "\($0.name ?? "-") \($0.state)" }.joined(separator: ",")) scan \(scan ?? "none")")
+    }
+
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
         note("discover \(peripheral.name ?? "-")")
         if !discovered.contains(where: { $0 === peripheral }) { discovered.append(peripheral) }
@@ -45,8 +55,16 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
         note("fail \(peripheral.name ?? "-")", error: error)
     }
 
-    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
-        note("disconnect \(peripheral.name ?? "-")", error: error)
+    /// iOS 17's variant, which the lab calls instead of `didDisconnectPeripheral:error:` when the
+    /// delegate implements it: "disconnect NAME", plus " reconnecting" when `isReconnecting`.
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: Error?) {
+        disconnectionTimestamps.append(timestamp)
+        note("disconnect \(peripheral.name ?? "-")" + (isReconnecting ? " reconnecting" : ""), error: error)
+    }
+
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {
+        note("event \(event) \(peripheral.name ?? "-")")
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
