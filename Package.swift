@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
         .target(name: "L2CAPStream", dependencies: ["CoreBluetoothLab"], path: "Examples/L2CAPStream"),
-        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "HostLink", "BLERuntime", "BLEWire"]),
 
         // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
         // `TestTools` (tshark, btmon, git… run from a test), shared by every target that runs them.
