@@ -22,7 +22,7 @@ final class CreditBasedChannelTests: XCTestCase {
 
     /// Opens PSM 0x0080 as initiator with our MTU 100, MPS 30, 4 credits; the peer answers with
     /// its CID 0x0041, MTU 60, MPS 23 and `peerCredits` credits.
-    private func openedChannel(_ l: LinkHarness, peerCredits: UInt8 = 2, sink: Sink? = nil) -> L2CAPCreditBasedChannel? {
+    func openedChannel(_ l: LinkHarness, peerCredits: UInt8 = 2, sink: Sink? = nil) -> L2CAPCreditBasedChannel? {
         var result: Result<L2CAPCreditBasedChannel, L2CAPChannelError>?
         l.link.openCreditBasedChannel(psm: 0x0080, parameters: L2CAPChannelParameters(mtu: 100, mps: 30, initialCredits: 4)) { result = $0 }
         // Code 0x14, Identifier 1, Length 10 | SPSM 0x0080 | Source CID 0x0040 | MTU 100 | MPS 30 | Initial Credits 4
@@ -451,5 +451,31 @@ final class CreditBasedChannelTests: XCTestCase {
         let l = LinkHarness(role: .central)
         l.receive(cid: 0x0040, "01 00 | 99")
         XCTAssertEqual(l.reported, ["l2cap/unknown-channel -> none"])
+    }
+}
+
+extension CreditBasedChannelTests {
+    func testIdentifiersOfPendingRequestsAreNotReusedAfterWrapping() throws {
+        let l = LinkHarness(role: .central)
+        l.h.driver.setLEBuffers(packetLength: 27, count: 1000)         // no Number Of Completed Packets needed
+        let channel = try XCTUnwrap(openedChannel(l, peerCredits: 1))   // identifier 1 used
+        l.link.openCreditBasedChannel(psm: 0x0081) { _ in }            // identifier 2, pending
+        l.expectSent(cid: sig, "14 02 0a 00 | 81 00 | 41 00 | 00 08 | f7 00 | 10 00")
+        // 254 credit indications (one per 2 K-frames received): identifiers 3–255, then 1;
+        // the next skips 2, still pending.
+        for _ in 0..<508 { l.receive(cid: 0x0040, "01 00 | 00") }
+        XCTAssertEqual(channel.creditIndicationsSent, 254)
+        let ids = l.controller.takeSent().compactMap { frame -> UInt8? in
+            frame.count > 10 && frame[7] == 0x05 && frame[9] == 0x16 ? frame[10] : nil
+        }
+        XCTAssertEqual(ids.count, 254)
+        XCTAssertEqual(Array(ids.suffix(2)), [0xff, 0x01])
+        channel.disconnect()
+        l.expectSent(cid: sig, "06 03 04 00 | 41 00 | 40 00")          // 2 skipped
+    }
+
+    func testZeroInitialCreditsAreNotOffered() {
+        XCTAssertFalse(L2CAPChannelParameters(mtu: 23, mps: 23, initialCredits: 0).areValid)
+        XCTAssertTrue(L2CAPChannelParameters(mtu: 23, mps: 23, initialCredits: 1).areValid)
     }
 }

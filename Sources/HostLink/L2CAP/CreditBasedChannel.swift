@@ -270,8 +270,9 @@ public struct L2CAPChannelParameters: Hashable, Sendable {
         self.initialCredits = initialCredits
     }
 
-    /// 4.22: MTU at least 23, MPS 23–65533.
-    public var areValid: Bool { mtu >= 23 && (23...65533).contains(mps) }
+    /// 4.22: MTU at least 23, MPS 23–65533. And at least one initial credit: the specification
+    /// allows 0, but this host grants credits only to top its window up to `initialCredits`.
+    public var areValid: Bool { mtu >= 23 && (23...65533).contains(mps) && initialCredits >= 1 }
 }
 
 /// A server's answer to a peer's LE Credit Based Connection Request for its SPSM (4.22).

@@ -180,11 +180,15 @@ extension L2CAPLink {
         sendSignaling(.connectionParameterUpdateRequest(identifier: id, params))
     }
 
-    /// The next signaling identifier: 1–255, never 0 (4).
+    /// The next signaling identifier: 1–255, never 0 (4), and never one a request of ours still
+    /// waits on (credit indications use identifiers too, hundreds in a long transfer).
     func allocateIdentifier() -> UInt8 {
-        let id = nextIdentifier
-        nextIdentifier = nextIdentifier == 0xFF ? 1 : nextIdentifier + 1
-        return id
+        for _ in 0..<255 {
+            let id = nextIdentifier
+            nextIdentifier = nextIdentifier == 0xFF ? 1 : nextIdentifier + 1
+            if pendingUpdate?.identifier != id, pendingOpens[id] == nil, pendingDisconnects[id] == nil { return id }
+        }
+        return nextIdentifier   // 255 requests outstanding: cannot happen with 64 dynamic CIDs
     }
 
     func finishUpdate(identifier: UInt8, result: Result<Bool, HostError>) {
