@@ -48,7 +48,8 @@ SIGTERM/SIGINT/quit: disconnects, exits 0.
 
 L2CAP: --l2cap-psm PSM serves LE credit based channels (Core 5.4 Vol 3 Part A 4.22) on PSM with
 --l2cap-mtu, --l2cap-mps and --l2cap-credits (Bumble's LeCreditBasedChannelSpec) and echoes every
-SDU back on its channel. Events: l2cap-open (psm, cid, peer_cid, mtu, mps, peer_mtu, peer_mps,
+SDU back on its channel (Bumble's write() packs what is queued into SDUs up to the peer's MTU:
+a peer that wants its SDUs back whole sends the next once the echo came). Events: l2cap-open (psm, cid, peer_cid, mtu, mps, peer_mtu, peer_mps,
 credits: what the peer granted Bumble, peer_credits: what Bumble granted), l2cap-sdu (length, head_hex: the first 16 octets), l2cap-closed. The stdin
 command "l2cap-disconnect" disconnects the open channels; --l2cap-disconnect-after N has a
 channel disconnected by Bumble once it has echoed N SDUs.

@@ -70,8 +70,12 @@ final class L2CAPInteropTests: TierTestCase {
 
         var random = SeededRandom(seed: 5, stream: "sdus")
         let sdus = [5, 98, 300, 2048].map { n in (0..<n).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
-        for sdu in sdus { try channel.send(sdu) }
-        lab.runUntil("the echoes", seconds: 20) { echoes.count == sdus.count }
+        // One at a time: Bumble's channel.write() packs what is queued into SDUs up to our MTU,
+        // so echoes of SDUs sent back to back would not keep their bounds.
+        for (i, sdu) in sdus.enumerated() {
+            try channel.send(sdu)
+            lab.runUntil("echo \(i + 1)", seconds: 10) { echoes.count == i + 1 }
+        }
         XCTAssertEqual(echoes, sdus, "Bumble echoed every SDU whole, in order")
         XCTAssertEqual(peripheral.lines.events("l2cap-sdu").map { $0["length"] as? Int }, sdus.map(\.count))
 
@@ -102,5 +106,67 @@ final class L2CAPInteropTests: TierTestCase {
         XCTAssertEqual(receivedSizes.reduce(0, +), sdus.reduce(0) { $0 + $1.count + 2 })
         XCTAssertGreaterThanOrEqual(3 + creditsGranted, receivedSizes.count, "Bumble sent within our credits")
         print("interop (\(transport)) L2CAP CoC → Bumble: sent K-frames \(sentSizes), received \(receivedSizes), granted \(creditsGranted) credits")
+    }
+
+    // MARK: Bumble's central, our published PSM
+
+    func testBumblesChannelToOurPSMThroughRootCanal() throws {
+        try bumbleChannelToUs(transport: "rootcanal")
+    }
+
+    func testBumblesChannelToOurPSMThroughBumbleControllers() throws {
+        try bumbleChannelToUs(transport: "bumble")
+    }
+
+    /// Our host publishes PSM 0x0080 (MTU 1024, MPS 50, 2 credits) and echoes every SDU; Bumble's
+    /// central opens a channel to it, sends SDUs up to our MTU (in K-frames of our MPS, within our
+    /// credits), checks each echo, and disconnects the channel.
+    private func bumbleChannelToUs(transport: String) throws {
+        let backend = try Tiers.backend(transport)
+        try backend.prepare(deviceCount: 2)
+        defer { backend.shutDown() }
+        let lab = try backend.makeLab(seed: 1)
+        defer { lab.shutDown() }
+        let ours = try lab.addDevice("ours")
+        try lab.powerOn()
+        var received: [[UInt8]] = []
+        var served: [L2CAPCreditBasedChannel] = []
+        var closes: [L2CAPChannelCloseReason] = []
+        let psm = try ours.host.publishL2CAPChannel(parameters: L2CAPChannelParameters(mtu: 1024, mps: 50, initialCredits: 2)) { _, channel in
+            served.append(channel)
+            channel.onSDU = { sdu in
+                received.append(sdu)
+                try? channel.send(sdu)
+            }
+            channel.onClose = { closes.append($0) }
+        }
+        XCTAssertEqual(psm, 0x0080)
+        try lab.wait(within: .seconds(5), "advertising") { done in
+            ours.host.startAdvertising(AdvertisingConfiguration(data: .make(name: "BLELabL2CAP"), interval: .milliseconds(50)), completion: done)
+        }.get()
+
+        let peerEndpoint = backend.rootCanal?.endpoint ?? backend.bumble!.endpoints[1]
+        let sizes = [1, 48, 49, 300, 1024]
+        let central = try BumblePeer("bumble_central.py", [
+            peerEndpoint.argument, "--target", "BLELabL2CAP", "--l2cap-psm", "0x80", "--l2cap-mtu", "1500", "--l2cap-mps", "80",
+            "--l2cap-credits", "3", "--timeout", "40",
+        ] + sizes.flatMap { ["--l2cap-sdu", "\($0)"] }, name: "bumble-l2cap-central")
+        defer { print(central.stop()) }
+        let ticker = Ticker(lab.loop)
+        lab.runUntil("Bumble's central to finish", seconds: 45) { !central.process.isRunning }
+        ticker.stop()
+        XCTAssertEqual(central.process.exit, .exited(0), central.log)
+
+        let open = try XCTUnwrap(central.lines.first("l2cap-open"), central.log)
+        XCTAssertEqual([open["peer_mtu"], open["peer_mps"], open["credits"]].map { $0 as? Int }, [1024, 50, 2])
+        XCTAssertEqual(received.map(\.count), sizes)
+        XCTAssertEqual(received, sizes.map { n in (0..<n).map { UInt8(truncatingIfNeeded: 7 * $0 + n) } }, "what Bumble sent")
+        let echoes = central.lines.events("l2cap-sdu")
+        XCTAssertEqual(echoes.map { $0["length"] as? Int }, sizes)
+        XCTAssertEqual(echoes.map { $0["matches"] as? Bool }, Array(repeating: true, count: sizes.count), central.log)
+        XCTAssertEqual(served.count, 1)
+        XCTAssertEqual(closes.first, .peer, "Bumble disconnected the channel")
+        XCTAssertEqual(served.first?.remoteMPS, 80)
+        XCTAssertLessThanOrEqual(served.first?.receivedKFrames ?? .max, 2 + (served.first?.creditsGranted ?? 0))
     }
 }
