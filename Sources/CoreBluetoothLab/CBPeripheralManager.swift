@@ -77,7 +77,11 @@ public class CBPeripheralManager: CBManager {
             }
         }
         centrals.removeAll()
-        if newState.rawValue < CBManagerState.poweredOff.rawValue { removeAllServices() }
+        if newState.rawValue < CBManagerState.poweredOff.rawValue {
+            removeAllServices()
+            // Published L2CAP channels go with the database: the app publishes them again.
+            if let host = device?.host { for psm in host.publishedL2CAPChannels { host.unpublishL2CAPChannel(psm) } }
+        }
     }
 
     // MARK: Services

@@ -238,4 +238,13 @@ final class CBL2CAPChannelTests: LabTestCase {
         XCTAssertTrue(lab.warnings.last?.contains("API MISUSE") ?? false)
         XCTAssertEqual(centralRecorder.count("open"), 0)
     }
+
+    func testAResetUnpublishesThePSMs() throws {
+        _ = try setUpPair()
+        XCTAssertEqual(lab.device(of: manager)?.host.publishedL2CAPChannels, [0x0080])
+        lab.reset(manager)
+        XCTAssertTrue(lab.run(within: .seconds(5)) { self.managerRecorder.count("published") == 2 }, "\(managerRecorder.events)")
+        XCTAssertEqual(lab.device(of: manager)?.host.publishedL2CAPChannels, [0x0080], "published again by the app on power-on")
+        XCTAssertEqual(managerRecorder.publishedPSMs, [0x0080, 0x0080], "the same PSM, free again")
+    }
 }

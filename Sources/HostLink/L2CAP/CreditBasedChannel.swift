@@ -119,7 +119,7 @@ public final class L2CAPCreditBasedChannel {
         pump()
     }
 
-    /// K-frames of SDUs waiting for credits (or not yet segmented), as octets.
+    /// Whether every SDU queued has gone to the link in K-frames.
     public var isSendQueueEmpty: Bool { outbound.isEmpty }
 
     func pump() {
