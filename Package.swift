@@ -81,7 +81,8 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
-        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
+        .target(name: "L2CAPStream", dependencies: ["CoreBluetoothLab"], path: "Examples/L2CAPStream"),
+        .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "HostLink", "BLERuntime", "BLEWire"]),
 
         // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
         // `TestTools` (tshark, btmon, git… run from a test), shared by every target that runs them.
@@ -115,7 +116,7 @@ let package = Package(
         .testTarget(name: "BlueZLabTests", dependencies: ["DBusTestSupport", "ScenarioFormat", "BlueZLab", "DBus", "ScenarioEngine", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
-            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",
+            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral", "L2CAPStream",
         ]),
     ],
     swiftLanguageModes: [.v5]

@@ -35,6 +35,12 @@ stdout: one JSON object per line, {"t": seconds, "event": NAME, ...}:
     disconnected   reason
     done           ok, writes, notifications, error (when not ok)
     error          message
+L2CAP: --l2cap-psm PSM skips GATT: it opens an LE credit based channel (Core 5.4 Vol 3 Part A
+4.22) to PSM with --l2cap-mtu, --l2cap-mps and --l2cap-credits, sends one SDU per --l2cap-sdu N
+(N octets, octet i = (7 i + N) mod 256), each once the peer has echoed the one before (Bumble's
+write() packs queued data into SDUs up to the peer's MTU), then disconnects the channel and the link. Events: l2cap-open (cid, peer_cid, peer_mtu, peer_mps, credits: what the
+peer granted), l2cap-sdu (length, head_hex, matches: the echo equals what was sent),
+l2cap-refused (error), l2cap-closed.
 With --pairing IO (and --legacy, --mitm, --no-bonding, --passkey N, --reject, as
 bumble_peripheral.py has them) and --pair-first it pairs right after connecting and logs
 "paired" (encrypted) or "pair-failed", plus pairing, pairing-failure and encryption events.
@@ -56,7 +62,7 @@ from bumble_common import (WRITE_UUID, WWR_UUID, NOTIFY_UUID, ATT_OPCODES, emit,
                            add_pairing_arguments, pairing_config_factory, watch_pairing)
 
 try:
-    from bumble import hci
+    from bumble import hci, l2cap
     from bumble.core import AdvertisingData, UUID
     from bumble.device import Device, DeviceConfiguration, Peer
 except ImportError as err:  # pragma: no cover
@@ -162,7 +168,9 @@ class Central:
                 emit("pair-failed", error=repr(err))
                 raise Failure("pairing failed: %r" % err)
             emit("paired", encrypted=bool(connection.encryption))
-        if args.connect_only:
+        if args.l2cap_psm:
+            await self.l2cap_steps(device, connection)
+        if args.connect_only or args.l2cap_psm:
             await connection.disconnect()
             emit("disconnected", reason=await asyncio.wait_for(disconnected, args.step_timeout))
             return
@@ -243,6 +251,42 @@ class Central:
         failed = [w for w in self.writes if not w["ok"]]
         if failed and not args.allow_write_errors:
             raise Failure("%d write(s) failed: %s" % (len(failed), "; ".join(w.get("error", "") for w in failed)))
+
+    async def l2cap_steps(self, device, connection):
+        args = self.args
+        spec = l2cap.LeCreditBasedChannelSpec(psm=args.l2cap_psm, mtu=args.l2cap_mtu, mps=args.l2cap_mps,
+                                              max_credits=args.l2cap_credits)
+        try:
+            channel = await asyncio.wait_for(device.create_l2cap_channel(connection, spec), args.step_timeout)
+        except Exception as err:  # noqa: BLE001 - a refusal (L2capError) or a time-out
+            emit("l2cap-refused", error=describe_error(err))
+            return
+        emit("l2cap-open", cid=channel.source_cid, peer_cid=channel.destination_cid, peer_mtu=channel.peer_mtu,
+             peer_mps=channel.peer_mps, credits=channel.credits)
+        sdus = [bytes((7 * i + n) & 0xFF for i in range(n)) for n in args.l2cap_sdu]
+        received = []
+        echo = None
+
+        def on_sdu(sdu):
+            sdu = bytes(sdu)
+            expected = sdus[len(received)] if len(received) < len(sdus) else None
+            received.append(sdu)
+            emit("l2cap-sdu", length=len(sdu), head_hex=sdu[:16].hex(), matches=sdu == expected)
+            if echo is not None and not echo.done():
+                echo.set_result(True)
+
+        channel.sink = on_sdu
+        channel.on("close", lambda: emit("l2cap-closed", cid=channel.source_cid))
+        # One SDU at a time: Bumble's channel.write() is a byte stream that packs whatever is
+        # queued into SDUs of up to the peer's MTU, so queued writes would not keep their bounds.
+        for sdu in sdus:
+            echo = asyncio.get_running_loop().create_future()
+            channel.write(sdu)
+            try:
+                await asyncio.wait_for(echo, args.step_timeout)
+            except asyncio.TimeoutError:
+                raise Failure("%d of %d SDUs echoed within %.1f s" % (len(received), len(sdus), args.step_timeout))
+        await asyncio.wait_for(channel.disconnect(), args.step_timeout)
 
     async def run(self):
         loop = asyncio.get_running_loop()
@@ -328,6 +372,11 @@ def main(argv=None):
     ap.add_argument("--step-timeout", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=60.0, help="the whole run (60 s)")
     ap.add_argument("--pair-first", action="store_true", help="pair right after connecting (with --pairing IO)")
+    ap.add_argument("--l2cap-psm", type=lambda v: int(v, 0), default=0, help="open an LE credit based channel to PSM (no GATT)")
+    ap.add_argument("--l2cap-sdu", type=int, action="append", default=[], metavar="N", help="send an SDU of N octets (repeatable)")
+    ap.add_argument("--l2cap-mtu", type=int, default=2048, help="our MTU on the channel (2048)")
+    ap.add_argument("--l2cap-mps", type=int, default=247, help="our MPS on the channel (247)")
+    ap.add_argument("--l2cap-credits", type=int, default=8, help="the credits we grant (8)")
     add_pairing_arguments(ap)
     args = ap.parse_args(argv)
     try:

@@ -46,6 +46,14 @@ per line: "notify VALUE" (text:..., hex:..., or plain text) and "quit".
 Values: text:hello, hex:68656c6c6f, 0x68656c6c6f, or plain text.
 SIGTERM/SIGINT/quit: disconnects, exits 0.
 
+L2CAP: --l2cap-psm PSM serves LE credit based channels (Core 5.4 Vol 3 Part A 4.22) on PSM with
+--l2cap-mtu, --l2cap-mps and --l2cap-credits (Bumble's LeCreditBasedChannelSpec) and echoes every
+SDU back on its channel (Bumble's write() packs what is queued into SDUs up to the peer's MTU:
+a peer that wants its SDUs back whole sends the next once the echo came). Events: l2cap-open (psm, cid, peer_cid, mtu, mps, peer_mtu, peer_mps,
+credits: what the peer granted Bumble, peer_credits: what Bumble granted), l2cap-sdu (length, head_hex: the first 16 octets), l2cap-closed. The stdin
+command "l2cap-disconnect" disconnects the open channels; --l2cap-disconnect-after N has a
+channel disconnected by Bumble once it has echoed N SDUs.
+
 Security: --secret VALUE adds B1E1AB04-… (read), readable only on an encrypted link (Bumble answers
 Insufficient Encryption otherwise). --pairing IO turns pairing on with that IO capability
 (no-input-no-output, display-only, display-yes-no, keyboard-only, keyboard-display); --legacy,
@@ -68,7 +76,7 @@ from bumble_common import (SERVICE_UUID, WRITE_UUID, WWR_UUID, NOTIFY_UUID, ATT_
 SECRET_UUID = "B1E1AB04-0000-4C0A-B1E1-AB0000000000"     # --secret: read, needs encryption
 
 try:
-    from bumble import att, hci
+    from bumble import att, hci, l2cap
     from bumble.core import AdvertisingData, UUID
     from bumble.device import Device, DeviceConfiguration
     from bumble.gatt import Characteristic, CharacteristicValue, Service
@@ -92,6 +100,7 @@ def advertising_payloads(name: str):
 class Peripheral:
     def __init__(self, args):
         self.args = args
+        self.l2cap_channels = []
         self.device = None
         self.chars = {}
         self.role_by_handle = {}
@@ -232,8 +241,43 @@ class Peripheral:
             asyncio.get_running_loop().create_task(self.notify(parse_value(words[1])))
         elif words[0] == "quit":
             self.stop.done() or self.stop.set_result("quit")
+        elif words[0] == "l2cap-disconnect":
+            for channel in list(self.l2cap_channels):
+                asyncio.get_running_loop().create_task(channel.disconnect())
         else:
-            emit("error", message="unknown command %r (notify VALUE | quit)" % line)
+            emit("error", message="unknown command %r (notify VALUE | l2cap-disconnect | quit)" % line)
+
+    def serve_l2cap(self):
+        spec = l2cap.LeCreditBasedChannelSpec(psm=self.args.l2cap_psm, mtu=self.args.l2cap_mtu, mps=self.args.l2cap_mps,
+                                              max_credits=self.args.l2cap_credits)
+        self.device.create_l2cap_server(spec=spec, handler=self.on_l2cap_channel)
+
+    def on_l2cap_channel(self, channel):
+        self.l2cap_channels.append(channel)
+        emit("l2cap-open", psm=channel.psm, cid=channel.source_cid, peer_cid=channel.destination_cid, mtu=channel.mtu,
+             mps=channel.mps, peer_mtu=channel.peer_mtu, peer_mps=channel.peer_mps, credits=channel.credits,
+             peer_credits=channel.peer_credits)
+
+        echoed = [0]
+
+        def on_sdu(sdu):
+            emit("l2cap-sdu", length=len(sdu), head_hex=bytes(sdu[:16]).hex())
+            channel.write(bytes(sdu))
+            echoed[0] += 1
+            if echoed[0] == self.args.l2cap_disconnect_after:
+                async def disconnect():
+                    await channel.drain()
+                    emit("l2cap-disconnecting", cid=channel.source_cid)
+                    await channel.disconnect()
+                asyncio.get_running_loop().create_task(disconnect())
+
+        def on_close():
+            if channel in self.l2cap_channels:
+                self.l2cap_channels.remove(channel)
+            emit("l2cap-closed", cid=channel.source_cid)
+
+        channel.sink = on_sdu
+        channel.on("close", on_close)
 
     async def run(self):
         loop = asyncio.get_running_loop()
@@ -256,6 +300,8 @@ class Peripheral:
                 self.device.pairing_config_factory = factory
             self.build_gatt()
             self.hook_att()
+            if self.args.l2cap_psm:
+                self.serve_l2cap()
             self.device.on("connection", self.on_connection)
             self.device.on("characteristic_subscription", self.on_subscription)
             try:
@@ -298,6 +344,12 @@ def main(argv=None):
     ap.add_argument("--att-log", action="store_true", help="log every ATT PDU received")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds allowed for power-on (10)")
     ap.add_argument("--secret", metavar="VALUE", help="serve B1E1AB04-… with VALUE, readable only on an encrypted link")
+    ap.add_argument("--l2cap-psm", type=lambda v: int(v, 0), default=0, help="serve LE credit based channels on PSM, echoing SDUs")
+    ap.add_argument("--l2cap-mtu", type=int, default=2048, help="our MTU on those channels (2048)")
+    ap.add_argument("--l2cap-mps", type=int, default=247, help="our MPS on those channels (247)")
+    ap.add_argument("--l2cap-credits", type=int, default=8, help="the credits we grant (8)")
+    ap.add_argument("--l2cap-disconnect-after", type=int, default=0, metavar="N",
+                    help="disconnect a channel once N SDUs were echoed on it")
     add_pairing_arguments(ap)
     args = ap.parse_args(argv)
     try:

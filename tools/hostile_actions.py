@@ -250,14 +250,31 @@ async def sig_unsolicited_response(ctx):
 async def sig_unsupported_command(ctx):
     ident = ctx.next_id()
     code, data = ctx.rng.choice([
-        (0x14, le16(0x0080) + le16(0x0040) + le16(23) + le16(23) + le16(10)),   # LE Credit Based Connection Request
-        (0x16, le16(0x0040) + le16(5)),                                          # Flow Control Credit Indication
         (0x17, le16(0x0080) + le16(64) + le16(64) + le16(5) + le16(0x0040)),    # Credit Based Connection Request
         (0x19, le16(64) + le16(64) + le16(0x0040)),                              # Credit Based Reconfigure Request
     ])
     ctx.send(SIG, sig_command(code, ident, data))
     ctx.expect("signaling", "unsupported-command", "command-reject 0x0000")
-    await ctx.answer(command_reject(ident, 0x0000), "Command Reject (not understood) for a credit based command")
+    await ctx.answer(command_reject(ident, 0x0000), "Command Reject (not understood) for an enhanced credit based command")
+
+
+async def sig_credit_based_request_unserved(ctx):
+    # LE Credit Based Connection Request (4.22) for an SPSM BLELab does not serve here: a valid
+    # question, refused with "SPSM not supported" (4.23), every other field 0, and no report.
+    ident = ctx.next_id()
+    spsm = ctx.rng.choice([0x0080, 0x0081, 0x00C0, 0x00FF, 0x0025])
+    source = ctx.rng.randint(0x0040, 0x007F)
+    ctx.send(SIG, sig_command(0x14, ident, le16(spsm) + le16(source) + le16(23) + le16(23) + le16(10)))
+    want = sig_command(0x15, ident, le16(0) * 4 + le16(0x0002))
+    await ctx.answer(lambda cid, pdu: cid == SIG and pdu == want, "LE Credit Based Connection Response, SPSM not supported")
+
+
+async def sig_credit_for_unknown_channel(ctx):
+    # LE Flow Control Credit (4.24) for a channel that does not exist: an indication, not
+    # answered; reported.
+    ident = ctx.next_id()
+    ctx.send(SIG, sig_command(0x16, ident, le16(ctx.rng.randint(0x0040, 0x007F)) + le16(ctx.rng.randint(1, 0xFFFF))))
+    ctx.expect("signaling", "unknown-channel", "none")
 
 
 async def sig_disconnection_request(ctx):
@@ -619,6 +636,8 @@ ACTIONS = [
     Action("benign-update-request", sig_update_request_valid, roles=("central",), benign=True),
     Action("sig-unsolicited-response", sig_unsolicited_response, weight=2),
     Action("sig-unsupported-command", sig_unsupported_command),
+    Action("benign-credit-based-request", sig_credit_based_request_unserved, benign=True),
+    Action("sig-credit-for-unknown-channel", sig_credit_for_unknown_channel),
     Action("sig-disconnection-request", sig_disconnection_request),
     Action("smp-pairing-request-out-of-range", smp_pairing_request_out_of_range, roles=("peripheral",), weight=2),
     Action("benign-pairing-request", smp_pairing_request_refused, roles=("peripheral",), benign=True),

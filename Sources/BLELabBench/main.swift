@@ -358,6 +358,10 @@ do {
         try benchNotificationThroughput()
         exit(0)
     }
+    if CommandLine.arguments.dropFirst().first == "--l2cap" {
+        try benchL2CAPThroughput()
+        exit(0)
+    }
     if CommandLine.arguments.dropFirst().first == "--soak" {
         try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24)
         exit(0)
@@ -365,6 +369,7 @@ do {
     try benchHeartRateSession()
     try benchFullFlow()
     try benchNotificationThroughput()
+    try benchL2CAPThroughput()
     try benchScenarioSuite(folder: BenchMode.arguments.first ?? "scenarios")
     try benchCrowd()
     try benchSoak()

@@ -670,7 +670,8 @@ public enum HCIStreamAnalysis {
                 guard let i = connection.parameterRequests.lastIndex(where: { $0.kind == .l2cap && $0.byCentral != fromCentral }) else { continue }
                 connection.parameterRequests[i].accepted = accepted
                 connection.parameterRequests[i].answered = mark
-            case .commandReject, .other:
+            case .commandReject, .other, .disconnectionRequest, .disconnectionResponse, .leCreditBasedConnectionRequest,
+                 .leCreditBasedConnectionResponse, .flowControlCreditIndication:
                 continue
             }
         }

@@ -91,6 +91,8 @@ public protocol CBPeripheralDelegate: NSObjectProtocol {
     /// Tells the delegate that a peripheral is again ready to send characteristic updates
     /// (after `canSendWriteWithoutResponse` was false).
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)
+    /// Tells the delegate that an L2CAP channel opened (`openL2CAPChannel(_:)`), or why not.
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: Error?)
 }
 
 public extension CBPeripheralDelegate {
@@ -107,6 +109,7 @@ public extension CBPeripheralDelegate {
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: Error?) {}
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: Error?) {}
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {}
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: Error?) {}
 }
 
 /// The methods a peripheral manager's delegate receives.
@@ -131,6 +134,12 @@ public protocol CBPeripheralManagerDelegate: NSObjectProtocol {
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest)
     /// Tells the delegate that a local peripheral received an Attribute Protocol (ATT) write request.
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest])
+    /// Tells the delegate that the peripheral manager published an L2CAP channel (its PSM), or why not.
+    func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?)
+    /// Tells the delegate that the peripheral manager stopped publishing an L2CAP channel.
+    func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?)
+    /// Tells the delegate that a central opened an L2CAP channel to a published PSM.
+    func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: Error?)
 }
 
 public extension CBPeripheralManagerDelegate {
@@ -142,4 +151,7 @@ public extension CBPeripheralManagerDelegate {
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) {}
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {}
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {}
+    func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?) {}
+    func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?) {}
+    func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: Error?) {}
 }

@@ -275,6 +275,22 @@ extension GATTError {
     }
 }
 
+extension L2CAPChannelError {
+    /// What `peripheral(_:didOpen:error:)` reports when a channel does not open: the peripheral's
+    /// refusal for want of security as the ATT error iOS gives for it, a timeout as
+    /// `CBError.connectionTimeout`, anything else as `CBError.unknown` with the reason as its
+    /// description (iOS documents no codes for them).
+    var cbError: Error {
+        switch self {
+        case .refused(.insufficientAuthentication): return CBATTError(.insufficientAuthentication)
+        case .refused(.insufficientEncryption): return CBATTError(.insufficientEncryption)
+        case .timeout: return CBError(.connectionTimeout)
+        case .linkClosed: return CBError(.peripheralDisconnected)
+        default: return CBError(.unknown, userInfo: [NSLocalizedDescriptionKey: description])
+        }
+    }
+}
+
 extension HCIStatus {
     /// The error `centralManager(_:didDisconnectPeripheral:error:)` reports for a disconnection
     /// with this reason (nil: the app asked for it).

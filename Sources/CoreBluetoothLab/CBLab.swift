@@ -4,6 +4,7 @@ import BLEWire
 import Controller
 import Foundation
 import GAP
+import HostLink
 import SMP
 import ScenarioFormat
 
@@ -30,6 +31,12 @@ public final class CBLab {
     /// `peripheralManagerIsReady(toUpdateSubscribers:)` follow). A write without response made
     /// while the link is full is dropped with an "API MISUSE" warning, as iOS drops them.
     public var transmitQueueLimit = 8
+    /// How many octets an L2CAP channel's output stream takes before `write(_:maxLength:)`
+    /// returns 0 (written, not yet sent as K-frames for want of the peer's credits).
+    public var l2capSendBufferSize = 8192
+    /// Our end of every L2CAP channel the managers open or accept: MTU, MPS and the credits
+    /// granted (the receive window, in K-frames).
+    public var l2capChannelParameters = L2CAPChannelParameters(mtu: 2048, mps: 247, initialCredits: 16)
     /// How the managers' device pairs, as an iPhone does: Secure Connections, bonding, IO
     /// KeyboardDisplay; `passkey` is what its user types when a peripheral shows one, and
     /// `confirmsNumericComparison` the user's answer. A central manager pairs (or encrypts with

@@ -3,6 +3,7 @@ import BLEWire
 import Foundation
 import GAP
 import GATT
+import HostLink
 
 /// A remote peripheral device, as a central manager sees it: GATT client operations over the
 /// connection, results through `delegate` on the central manager's queue.
@@ -432,6 +433,68 @@ public class CBPeripheral: CBPeer {
             .first(where: { $0.remote?.valueHandle == notification.handle }) else { return }
         characteristic.storedValue = Data(notification.value)
         deliver { $0.peripheral(self, didUpdateValueFor: characteristic, error: nil) }
+    }
+
+    // MARK: L2CAP channels
+
+    /// Opens an L2CAP channel (an LE credit based channel, Core 5.4 Vol 3 Part A 4.22) to the
+    /// peripheral's `PSM`; `peripheral(_:didOpen:error:)` follows with the channel, or the error.
+    /// A peripheral that refuses for want of security (insufficient authentication or
+    /// encryption) is paired with or encrypted to, as for ATT, and asked once more.
+    public func openL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        guard let connection = connected("openL2CAPChannel(_:)"), let cbLab = manager?.cbLab else { return }
+        let parameters = cbLab.l2capChannelParameters
+        let open: (@escaping (Result<L2CAPCreditBasedChannel, L2CAPChannelError>) -> Void) -> Void = { done in
+            connection.openL2CAPChannel(psm: PSM, parameters: parameters, completion: done)
+        }
+        open { [weak self] result in
+            guard let self else { return }
+            if case let .failure(.refused(code)) = result, code == .insufficientAuthentication || code == .insufficientEncryption {
+                self.secureLink(connection, forAuthentication: code == .insufficientAuthentication) { secured in
+                    if secured { open { [weak self] in self?.channelOpened($0, on: connection) } } else { self.channelOpened(result, on: connection) }
+                }
+            } else {
+                self.channelOpened(result, on: connection)
+            }
+        }
+    }
+
+    private func channelOpened(_ result: Result<L2CAPCreditBasedChannel, L2CAPChannelError>, on connection: Connection) {
+        guard let manager, let loop = manager.loop, let cbLab = manager.cbLab else { return }
+        switch result {
+        case let .success(channel):
+            let l2cap = CBL2CAPChannel(peer: self, channel: channel, loop: loop, callbacks: manager.callbacks,
+                                       sendBufferSize: cbLab.l2capSendBufferSize)
+            ifStill(connection) { deliver { $0.peripheral(self, didOpen: l2cap, error: nil) } }
+        case .failure(.linkClosed):
+            break   // the app hears didDisconnectPeripheral instead
+        case let .failure(error):
+            ifStill(connection) { deliver { $0.peripheral(self, didOpen: nil, error: error.cbError) } }
+        }
+    }
+
+    /// Encrypts with the bond, else pairs, as `secured` does for ATT; tells whether the link
+    /// is encrypted afterwards.
+    private func secureLink(_ connection: Connection, forAuthentication: Bool, completion: @escaping (Bool) -> Void) {
+        guard connection.isConnected, let host = connection.host else { return completion(false) }
+        if host.bonds.bond(for: connection.peer) != nil, !connection.security.encrypted {
+            connection.encrypt { [weak self] outcome in
+                switch outcome {
+                case .success: completion(true)
+                case .failure(.status(.pinOrKeyMissing)):
+                    self?.pendingDisconnectError = CBError(.peerRemovedPairingInformation)
+                    connection.disconnect(reason: .authenticationFailure)
+                    completion(false)
+                case .failure: completion(false)
+                }
+            }
+        } else if !connection.security.encrypted || (forAuthentication && !connection.security.authenticated) {
+            connection.pair(manager?.cbLab?.pairing) { outcome in
+                if case .success = outcome { completion(connection.security.encrypted) } else { completion(false) }
+            }
+        } else {
+            completion(false)
+        }
     }
 
     // MARK: RSSI

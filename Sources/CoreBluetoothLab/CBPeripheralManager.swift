@@ -5,6 +5,7 @@ import Foundation
 import GAP
 import GATT
 import HCI
+import HostLink
 
 /// An object that manages and advertises peripheral services exposed by this app — a GATT
 /// server and advertiser on its own controller in the current `CBLab`.
@@ -76,7 +77,11 @@ public class CBPeripheralManager: CBManager {
             }
         }
         centrals.removeAll()
-        if newState.rawValue < CBManagerState.poweredOff.rawValue { removeAllServices() }
+        if newState.rawValue < CBManagerState.poweredOff.rawValue {
+            removeAllServices()
+            // Published L2CAP channels go with the database: the app publishes them again.
+            if let host = device?.host { for psm in host.publishedL2CAPChannels { host.unpublishL2CAPChannel(psm) } }
+        }
     }
 
     // MARK: Services
@@ -230,6 +235,47 @@ public class CBPeripheralManager: CBManager {
             c.subscribedCentrals?.removeAll { $0 === central }
             deliver { $0.peripheralManager(self, central: central, didUnsubscribeFrom: c) }
         }
+    }
+
+    // MARK: L2CAP channels
+
+    /// Publishes an L2CAP channel on the lowest free dynamic PSM (0x0080–0x00FF), as iOS does;
+    /// `peripheralManager(_:didPublishL2CAPChannel:error:)` follows with it. Each central that
+    /// opens a channel to it is announced with `peripheralManager(_:didOpen:error:)`. With
+    /// `encryptionRequired`, a central on an unencrypted link is refused (insufficient
+    /// authentication, or insufficient encryption once bonded) and pairs or encrypts first.
+    public func publishL2CAPChannel(withEncryption encryptionRequired: Bool) {
+        guard state == .poweredOn, let host = device?.host, let cbLab else {
+            return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
+        }
+        do {
+            let psm = try host.publishL2CAPChannel(parameters: cbLab.l2capChannelParameters, requiresEncryption: encryptionRequired) {
+                [weak self] connection, channel in self?.channelOpened(channel, on: connection)
+            }
+            later { $0.peripheralManager(self, didPublishL2CAPChannel: psm, error: nil) }
+        } catch {
+            cbLab.warn("publishL2CAPChannel(withEncryption:): \(error)")
+            later { $0.peripheralManager(self, didPublishL2CAPChannel: 0, error: CBError(.outOfSpace)) }
+        }
+    }
+
+    /// Stops publishing `PSM`: later requests are refused; channels already open stay open.
+    /// `peripheralManager(_:didUnpublishL2CAPChannel:error:)` follows (with
+    /// `CBError.invalidParameters` for a PSM this manager does not publish).
+    public func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        guard state == .poweredOn, let host = device?.host else {
+            return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
+        }
+        let wasPublished = host.publishedL2CAPChannels.contains(PSM)
+        host.unpublishL2CAPChannel(PSM)
+        later { $0.peripheralManager(self, didUnpublishL2CAPChannel: PSM, error: wasPublished ? nil : CBError(.invalidParameters)) }
+    }
+
+    private func channelOpened(_ channel: L2CAPCreditBasedChannel, on connection: Connection) {
+        guard let loop, let cbLab else { return }
+        let peer = central(for: connection.bearer) ?? CBCentral(connection: connection)
+        let l2cap = CBL2CAPChannel(peer: peer, channel: channel, loop: loop, callbacks: callbacks, sendBufferSize: cbLab.l2capSendBufferSize)
+        deliver { $0.peripheralManager(self, didOpen: l2cap, error: nil) }
     }
 
     /// Sets the desired connection latency for an existing connection to a central device.

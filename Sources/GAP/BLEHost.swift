@@ -61,6 +61,9 @@ public final class BLEHost {
     var repeatedAttempts: [LEAddress: RepeatedAttempts] = [:]
     lazy var securityRandom = SeededRandom(seed: configuration.randomSeed ?? (publicAddress?.rawValue ?? 0), stream: "smp")
 
+    /// SPSMs served for LE credit based channels (BLEHost+L2CAP.swift).
+    var l2capServers: [UInt16: L2CAPServerEntry] = [:]
+
     /// Live connections by handle.
     public internal(set) var connections: [UInt16: Connection] = [:]
 

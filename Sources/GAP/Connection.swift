@@ -72,6 +72,16 @@ public final class Connection {
                                                                           procedure: .l2cap))
             return accepted
         }
+        // Credit based channels (BLEHost+L2CAP.swift): requests answered from the host's
+        // published SPSMs, accepted channels handed to their server.
+        link.creditBasedServer = { [weak self, weak host] psm in
+            guard let self, let host else { return .refuse(.spsmNotSupported) }
+            return host.l2capDecision(psm: psm, on: self)
+        }
+        link.onCreditBasedChannel = { [weak self, weak host] channel in
+            guard let self, let host else { return }
+            host.l2capChannelAccepted(channel, on: self)
+        }
         if host.configuration.security != nil {
             link.onSMP = { [unowned self] payload in self.receiveSMP(payload) }
         }

@@ -15,6 +15,19 @@ public enum L2CAPChannelID {
     public static let leSignaling: UInt16 = 0x0005
     /// Security Manager Protocol.
     public static let smp: UInt16 = 0x0006
+    /// Dynamically allocated CIDs on LE-U, the ends of credit based channels (2.1, Table 2.3).
+    public static let leDynamicRange: ClosedRange<UInt16> = 0x0040...0x007F
+}
+
+/// LE Protocol/Service Multiplexer values (Core 5.4, Vol 3, Part A, 4.22, Table 4.18): SPSM in
+/// an LE Credit Based Connection Request names the protocol a channel carries.
+public enum LEPSM {
+    /// Fixed, assigned by the Bluetooth SIG (e.g. 0x0023 EATT, 0x0025 OTS).
+    public static let fixedRange: ClosedRange<UInt16> = 0x0001...0x007F
+    /// Dynamic: what a server allocates for itself (iOS publishes its channels here).
+    public static let dynamicRange: ClosedRange<UInt16> = 0x0080...0x00FF
+    /// Whether `value` is a usable SPSM on LE (every other value is reserved).
+    public static func isValid(_ value: UInt16) -> Bool { fixedRange.contains(value) || dynamicRange.contains(value) }
 }
 
 /// An L2CAP basic frame (B-frame, Core 5.4, Vol 3, Part A, 3.1):

@@ -55,6 +55,11 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
         /// The host ended the link (HCI Disconnect, Vol 4 Part E 7.1.6) with this reason: what
         /// real stacks do about some violations (a pipelined ATT request, Vol 3 Part F 3.3.2).
         case disconnect(HCIStatus)
+        /// An LE Credit Based Connection Response refusing the channel (Vol 3 Part A 4.23).
+        case channelRefused(LECreditBasedConnectionResult)
+        /// A Disconnection Request (Vol 3 Part A 4.6) for the credit based channel whose CID at
+        /// this side is `cid`: what 3.4.3 and 10.1 say to do about a peer that breaks its rules.
+        case channelDisconnected(cid: UInt16)
 
         public var description: String {
             switch self {
@@ -65,12 +70,14 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
             case let .pairingFailed(reason): return "Pairing Failed \(reason)"
             case let .errorResponse(opcode, code): return "Error Response to 0x\(hex2(opcode)): 0x\(hex2(code))"
             case let .disconnect(reason): return "Disconnect, \(reason)"
+            case let .channelRefused(result): return "LE Credit Based Connection Response \(result)"
+            case let .channelDisconnected(cid): return "Disconnection Request for channel 0x\(hex4(cid))"
             }
         }
 
         /// Short and stable, for machine-readable reports: `none`, `command-reject 0x0000`,
         /// `connection-parameters-rejected`, `pairing-failed 0x07`, `error-response 0x0a 0x04`,
-        /// `disconnect 0x13`.
+        /// `disconnect 0x13`, `channel-refused 0x0009`, `channel-disconnected 0x0040`.
         public var token: String {
             switch self {
             case .none: return "none"
@@ -79,6 +86,8 @@ public struct ProtocolViolation: Equatable, Sendable, CustomStringConvertible {
             case let .pairingFailed(reason): return "pairing-failed 0x" + hex2(reason.rawValue)
             case let .errorResponse(opcode, code): return "error-response 0x\(hex2(opcode)) 0x\(hex2(code))"
             case let .disconnect(reason): return "disconnect 0x" + hex2(reason.rawValue)
+            case let .channelRefused(result): return "channel-refused 0x" + hex4(result.rawValue)
+            case let .channelDisconnected(cid): return "channel-disconnected 0x" + hex4(cid)
             }
         }
     }
@@ -151,7 +160,7 @@ extension ProtocolViolation.Kind {
     public static let zeroIdentifier = Self("zero-identifier")
     /// A code with no meaning on the LE signaling channel (or in SMP: a reserved code).
     public static let unknownCode = Self("unknown-code")
-    /// A command defined for LE that this host does not implement (credit based channels).
+    /// A command defined for LE that this host does not implement (enhanced credit based channels).
     public static let unsupportedCommand = Self("unsupported-command")
     /// A command only the other role sends (Connection Parameter Update Request to a peripheral,
     /// Pairing Request to a central, Security Request to a peripheral).
@@ -161,6 +170,24 @@ extension ProtocolViolation.Kind {
     public static let invalidParameters = Self("invalid-parameters")
     /// A response (or Command Reject) that answers no request of ours.
     public static let unsolicitedResponse = Self("unsolicited-response")
+
+    // credit based channels (Vol 3 Part A 3.4.3, 4.22–4.24, 10.1)
+    /// A K-frame received while the peer held no credits (10.1): the channel is disconnected.
+    public static let kFrameWithoutCredit = Self("k-frame-without-credit")
+    /// A K-frame whose payload exceeds our MPS (3.4.3): the channel is disconnected.
+    public static let kFrameExceedsMPS = Self("k-frame-exceeds-mps")
+    /// An SDU Length over our MTU (3.4.3): the channel is disconnected.
+    public static let sduExceedsMTU = Self("sdu-exceeds-mtu")
+    /// K-frames carrying more than their SDU Length, or a first K-frame too short to hold it
+    /// (3.4.3): the channel is disconnected.
+    public static let sduLengthMismatch = Self("sdu-length-mismatch")
+    /// LE Flow Control Credit pushing the credit count past 65535 (4.24): the channel is disconnected.
+    public static let creditOverflow = Self("credit-overflow")
+    /// An LE Credit Based Connection Request whose Source CID is not a dynamic CID (4.22, 0x0009).
+    public static let invalidSourceCID = Self("invalid-source-cid")
+    /// An LE Credit Based Connection Request whose Source CID already names one of the peer's
+    /// channels on the link (4.22, 0x000A).
+    public static let sourceCIDInUse = Self("source-cid-in-use")
 
     // smp
     /// An SMP command whose length is not its code's (Vol 3 Part H 3.3).

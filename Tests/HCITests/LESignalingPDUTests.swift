@@ -49,10 +49,82 @@ final class LESignalingPDUTests: XCTestCase {
     }
 
     func testOtherCodesKeepTheirBytes() {
-        // LE Credit Based Connection Request (4.22), not modelled: kept verbatim.
-        assertRoundTrip(.other(code: 0x14, identifier: 0x21, data: bytes("80 00 40 00 17 00 17 00 0a 00")),
-                        "14 | 21 | 0a 00 | 80 00 40 00 17 00 17 00 0a 00")
-        assertRoundTrip(.other(code: 0x06, identifier: 3, data: []), "06 | 03 | 00 00")   // Disconnection Request, empty
+        // Credit Based Connection Request (4.25, enhanced mode), not modelled: kept verbatim.
+        assertRoundTrip(.other(code: 0x17, identifier: 0x21, data: bytes("80 00 40 00 17 00 17 00 0a 00")),
+                        "17 | 21 | 0a 00 | 80 00 40 00 17 00 17 00 0a 00")
+        assertRoundTrip(.other(code: 0x0b, identifier: 3, data: []), "0b | 03 | 00 00")   // BR/EDR Information Request, empty
+    }
+
+    // MARK: Credit based channels (4.6, 4.7, 4.22–4.24)
+
+    func testDisconnectionRequest() {
+        // 4.6: Code 0x06 | Identifier 3 | Length 4 | Destination CID 0x0041 | Source CID 0x0040
+        assertRoundTrip(.disconnectionRequest(identifier: 3, destinationCID: 0x0041, sourceCID: 0x0040),
+                        "06 | 03 | 04 00 | 41 00 | 40 00")
+    }
+
+    func testDisconnectionResponse() {
+        // 4.7: Code 0x07 | Identifier 3 | Length 4 | Destination CID 0x0041 | Source CID 0x0040
+        assertRoundTrip(.disconnectionResponse(identifier: 3, destinationCID: 0x0041, sourceCID: 0x0040),
+                        "07 | 03 | 04 00 | 41 00 | 40 00")
+    }
+
+    func testLECreditBasedConnectionRequest() {
+        // 4.22: Code 0x14 | Identifier 0x21 | Length 10 | SPSM 0x0080 | Source CID 0x0040 |
+        // MTU 512 | MPS 247 | Initial Credits 10
+        assertRoundTrip(.leCreditBasedConnectionRequest(identifier: 0x21, LECreditBasedConnectionRequest(
+            spsm: 0x0080, sourceCID: 0x0040, mtu: 512, mps: 247, initialCredits: 10)),
+                        "14 | 21 | 0a 00 | 80 00 | 40 00 | 00 02 | f7 00 | 0a 00")
+        // The largest values the fields hold: MTU 65535, MPS 65533, 65535 credits.
+        assertRoundTrip(.leCreditBasedConnectionRequest(identifier: 1, LECreditBasedConnectionRequest(
+            spsm: 0x00ff, sourceCID: 0x007f, mtu: 0xffff, mps: 0xfffd, initialCredits: 0xffff)),
+                        "14 | 01 | 0a 00 | ff 00 | 7f 00 | ff ff | fd ff | ff ff")
+    }
+
+    func testLECreditBasedConnectionResponse() {
+        // 4.23: Code 0x15 | Identifier 0x21 | Length 10 | Destination CID 0x0040 | MTU 23 | MPS 23 |
+        // Initial Credits 5 | Result 0x0000 Connection successful
+        assertRoundTrip(.leCreditBasedConnectionResponse(identifier: 0x21, LECreditBasedConnectionResponse(
+            destinationCID: 0x0040, mtu: 23, mps: 23, initialCredits: 5, result: .success)),
+                        "15 | 21 | 0a 00 | 40 00 | 17 00 | 17 00 | 05 00 | 00 00")
+        // A refusal: every field 0 but Result 0x0002 SPSM not supported.
+        assertRoundTrip(.leCreditBasedConnectionResponse(identifier: 0x22, .refused(.spsmNotSupported)),
+                        "15 | 22 | 0a 00 | 00 00 | 00 00 | 00 00 | 00 00 | 02 00")
+        // Results are open: a reserved value survives.
+        assertRoundTrip(.leCreditBasedConnectionResponse(identifier: 1, .refused(LECreditBasedConnectionResult(rawValue: 0x000c))),
+                        "15 | 01 | 0a 00 | 00 00 | 00 00 | 00 00 | 00 00 | 0c 00")
+    }
+
+    func testLECreditBasedConnectionResultsOfTable() {
+        let named: [(LECreditBasedConnectionResult, UInt16)] = [
+            (.success, 0x0000), (.spsmNotSupported, 0x0002), (.noResources, 0x0004), (.insufficientAuthentication, 0x0005),
+            (.insufficientAuthorization, 0x0006), (.encryptionKeySizeTooShort, 0x0007), (.insufficientEncryption, 0x0008),
+            (.invalidSourceCID, 0x0009), (.sourceCIDAlreadyAllocated, 0x000a), (.unacceptableParameters, 0x000b),
+        ]
+        for (result, raw) in named { XCTAssertEqual(result.rawValue, raw) }
+        XCTAssertEqual(LECreditBasedConnectionResult.spsmNotSupported.description, "0x0002 (Connection refused – SPSM not supported)")
+        XCTAssertEqual(LECreditBasedConnectionResult(rawValue: 0x0001).description, "0x0001 (reserved)")
+    }
+
+    func testFlowControlCreditIndication() {
+        // 4.24: Code 0x16 | Identifier 7 | Length 4 | CID 0x0040 | Credits 65535
+        assertRoundTrip(.flowControlCreditIndication(identifier: 7, cid: 0x0040, credits: 0xffff), "16 | 07 | 04 00 | 40 00 | ff ff")
+        assertRoundTrip(.flowControlCreditIndication(identifier: 8, cid: 0x0041, credits: 1), "16 | 08 | 04 00 | 41 00 | 01 00")
+    }
+
+    func testCreditBasedCodesAndIdentifiers() {
+        let cases: [(LESignalingPDU, UInt8)] = [
+            (.disconnectionRequest(identifier: 1, destinationCID: 0x40, sourceCID: 0x41), 0x06),
+            (.disconnectionResponse(identifier: 1, destinationCID: 0x40, sourceCID: 0x41), 0x07),
+            (.leCreditBasedConnectionRequest(identifier: 1, LECreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x40, mtu: 23, mps: 23, initialCredits: 1)), 0x14),
+            (.leCreditBasedConnectionResponse(identifier: 1, .refused(.noResources)), 0x15),
+            (.flowControlCreditIndication(identifier: 1, cid: 0x40, credits: 1), 0x16),
+        ]
+        for (pdu, code) in cases {
+            XCTAssertEqual(pdu.code, code)
+            XCTAssertEqual(pdu.identifier, 1)
+            XCTAssertEqual(pdu.encoded.first, code)
+        }
     }
 
     func testCodeAndIdentifierAccessors() {
@@ -99,6 +171,36 @@ final class LESignalingPDUTests: XCTestCase {
     func testCommandRejectWithoutAReason() {
         assertThrows("01 01 01 00 | 00", .truncated(needed: 2, available: 1, at: 4))
         assertThrows("01 01 00 00", .truncated(needed: 2, available: 0, at: 4))
+    }
+
+    func testDisconnectionRequestOfTheWrongSize() {
+        assertThrows("06 01 02 00 | 40 00", .lengthMismatch(field: "Disconnection Request", declared: 2, actual: 4))
+        assertThrows("06 01 00 00", .lengthMismatch(field: "Disconnection Request", declared: 0, actual: 4))
+    }
+
+    func testDisconnectionResponseOfTheWrongSize() {
+        assertThrows("07 01 05 00 | 40 00 41 00 00", .lengthMismatch(field: "Disconnection Response", declared: 5, actual: 4))
+    }
+
+    func testLECreditBasedConnectionRequestOfTheWrongSize() {
+        // Initial Credits missing: 8 octets of data, not 10.
+        assertThrows("14 21 08 00 | 80 00 40 00 17 00 17 00",
+                     .lengthMismatch(field: "LE Credit Based Connection Request", declared: 8, actual: 10))
+    }
+
+    func testLECreditBasedConnectionResponseOfTheWrongSize() {
+        assertThrows("15 21 0c 00 | 40 00 17 00 17 00 05 00 00 00 00 00",
+                     .lengthMismatch(field: "LE Credit Based Connection Response", declared: 12, actual: 10))
+    }
+
+    func testFlowControlCreditIndicationOfTheWrongSize() {
+        assertThrows("16 07 02 00 | 40 00", .lengthMismatch(field: "LE Flow Control Credit", declared: 2, actual: 4))
+    }
+
+    func testCreditBasedRequestWhoseLengthRunsPastTheFrame() {
+        // Length says 10, only 6 octets follow: the frame's own Length check comes first.
+        assertThrows("14 21 0a 00 | 80 00 40 00 17 00",
+                     .lengthMismatch(field: "signaling command Length", declared: 10, actual: 6))
     }
 
     // MARK: Several commands in one frame (as a capture may hold them)

@@ -59,9 +59,9 @@ final class L2CAPSignalingTests: XCTestCase {
 
     func testUnknownCodeIsRejectedAsNotUnderstoodWithTheSameIdentifier() {
         let l = LinkHarness(role: .central)
-        // LE Credit Based Connection Request (4.22), not supported here: SPSM 0x0080, Source CID
-        // 0x0040, MTU 23, MPS 23, Initial Credits 10.
-        l.receive(cid: sig, "14 21 0a 00 | 80 00 40 00 17 00 17 00 0a 00")
+        // Credit Based Connection Request (4.25, enhanced mode), not supported here: SPSM 0x0080,
+        // MTU 64, MPS 64, Initial Credits 10, Source CID 0x0040.
+        l.receive(cid: sig, "17 21 0a 00 | 80 00 40 00 40 00 0a 00 40 00")
         l.expectSent(cid: sig, "01 21 02 00 | 00 00")
     }
 

@@ -19,11 +19,12 @@ final class SignalingViolationTests: XCTestCase {
         XCTAssertEqual(l.violations.map(\.octets), [hex("02 07 04 00 41 00 40 00"), hex("ff 08 00 00")])
     }
 
-    func testUnsupportedCreditBasedCommandsAreReportedAndRejected() {
+    func testUnsupportedEnhancedCreditBasedCommandsAreReportedAndRejected() {
         let l = LinkHarness(role: .central)
-        l.receive(cid: sig, "14 21 0a 00 | 80 00 40 00 17 00 17 00 0a 00")   // LE Credit Based Connection Request
+        // Credit Based Connection Request (4.25, enhanced mode): SPSM 0x0080, MTU 64, MPS 64, 10 credits, one Source CID
+        l.receive(cid: sig, "17 21 0a 00 | 80 00 40 00 40 00 0a 00 40 00")
         l.expectSent(cid: sig, "01 21 02 00 | 00 00")
-        l.receive(cid: sig, "16 22 04 00 | 40 00 05 00")                     // Flow Control Credit Indication
+        l.receive(cid: sig, "19 22 06 00 | 40 00 40 00 40 00")               // Credit Based Reconfigure Request (4.27)
         l.expectSent(cid: sig, "01 22 02 00 | 00 00")
         XCTAssertEqual(l.reported, ["signaling/unsupported-command -> command-reject 0x0000",
                                     "signaling/unsupported-command -> command-reject 0x0000"])

@@ -11,10 +11,11 @@ import HCI
 ///   whose data has the wrong size: Command Reject "Command not understood".
 /// - Connection Parameter Update Request (4.20): a central answers with the response, rejecting
 ///   parameters out of their ranges; a peripheral answers Command Reject "not understood".
-/// - Disconnection Request (4.6) names a channel that does not exist here: Command Reject
-///   "Invalid CID in request" with the request's destination and source CIDs (4.1).
-/// - Other LE requests this host does not implement (credit based channels, 4.22–4.26) and
-///   codes with no meaning on LE: Command Reject "Command not understood".
+/// - LE credit based channels (4.6, 4.7, 4.22–4.24): L2CAPLink+CreditBased.swift. A Disconnection
+///   Request that names a channel that does not exist here: Command Reject "Invalid CID in
+///   request" with the request's destination and source CIDs (4.1).
+/// - Other LE requests this host does not implement (enhanced credit based channels, 4.25–4.28)
+///   and codes with no meaning on LE: Command Reject "Command not understood".
 /// - Responses, and Command Rejects, that answer no request of ours: discarded (a response is
 ///   never answered; answering it could start an endless exchange of rejects).
 extension L2CAPLink {
@@ -55,11 +56,18 @@ extension L2CAPLink {
         typealias Code = LESignalingPDU.Code
         switch code {
         case Code.commandReject:
-            receiveCommandReject(payload)
+            if pendingOpens[id] != nil || pendingDisconnects[id] != nil {
+                receiveCreditBasedCommandReject(payload)
+            } else {
+                receiveCommandReject(payload)
+            }
         case Code.connectionParameterUpdateResponse:
             receiveUpdateResponse(payload)
-        case Code.disconnectionResponse, Code.leCreditBasedConnectionResponse, Code.creditBasedConnectionResponse,
-             Code.creditBasedReconfigureResponse:
+        case Code.leCreditBasedConnectionResponse:
+            receiveCreditBasedConnectionResponse(payload)
+        case Code.disconnectionResponse:
+            receiveDisconnectionResponse(payload)
+        case Code.creditBasedConnectionResponse, Code.creditBasedReconfigureResponse:
             report(.signaling, .unsolicitedResponse, octets: payload,
                    "signaling response code 0x\(hex2(code)) (identifier \(id)) to a request this side never sends; discarded")
         case Code.connectionParameterUpdateRequest:
@@ -70,20 +78,21 @@ extension L2CAPLink {
                        "Disconnection Request with \(length) octets of data, not 4")
                 return
             }
-            // 4.1: the data are the rejected request's destination CID, then its source CID.
-            reject(id, .invalidCID, data: Array(payload[4..<8]), kind: .unknownChannel, octets: payload,
-                   "Disconnection Request for CID 0x\(hex4(UInt16(payload[4]) | UInt16(payload[5]) << 8)), which has no channel")
-        case Code.leCreditBasedConnectionRequest, Code.flowControlCreditIndication, Code.creditBasedConnectionRequest,
-             Code.creditBasedReconfigureRequest:
+            receiveDisconnectionRequest(payload)
+        case Code.leCreditBasedConnectionRequest:
+            receiveCreditBasedConnectionRequest(payload)
+        case Code.flowControlCreditIndication:
+            receiveFlowControlCredit(payload)
+        case Code.creditBasedConnectionRequest, Code.creditBasedReconfigureRequest:
             reject(id, .commandNotUnderstood, kind: .unsupportedCommand, octets: payload,
-                   "signaling code 0x\(hex2(code)) (credit based channels) is not supported")
+                   "signaling code 0x\(hex2(code)) (enhanced credit based channels) is not supported")
         default:
             reject(id, .commandNotUnderstood, kind: .unknownCode, octets: payload,
                    "signaling code 0x\(hex2(code)) has no meaning on the LE signaling channel")
         }
     }
 
-    private func reject(_ id: UInt8, _ reason: CommandRejectReason, data: [UInt8] = [], kind: ProtocolViolation.Kind,
+    func reject(_ id: UInt8, _ reason: CommandRejectReason, data: [UInt8] = [], kind: ProtocolViolation.Kind,
                         octets: [UInt8], _ detail: String) {
         sendSignaling(.commandReject(identifier: id, reason: reason, data: data))
         report(.signaling, kind, octets: octets, answer: .commandReject(reason, data: data), detail)
@@ -163,13 +172,23 @@ extension L2CAPLink {
         guard pendingUpdate == nil else {
             return completion(.failure(.invalidState("a connection parameter update request is already pending")))
         }
-        let id = nextIdentifier
-        nextIdentifier = nextIdentifier == 0xFF ? 1 : nextIdentifier + 1
+        let id = allocateIdentifier()
         let timer = loop.schedule(after: signalingTimeout) { [weak self] in
             self?.finishUpdate(identifier: id, result: .failure(.timeout("Connection Parameter Update Request")))
         }
         pendingUpdate = (id, timer, completion)
         sendSignaling(.connectionParameterUpdateRequest(identifier: id, params))
+    }
+
+    /// The next signaling identifier: 1–255, never 0 (4), and never one a request of ours still
+    /// waits on (credit indications use identifiers too, hundreds in a long transfer).
+    func allocateIdentifier() -> UInt8 {
+        for _ in 0..<255 {
+            let id = nextIdentifier
+            nextIdentifier = nextIdentifier == 0xFF ? 1 : nextIdentifier + 1
+            if pendingUpdate?.identifier != id, pendingOpens[id] == nil, pendingDisconnects[id] == nil { return id }
+        }
+        return nextIdentifier   // 255 requests outstanding: cannot happen with 64 dynamic CIDs
     }
 
     func finishUpdate(identifier: UInt8, result: Result<Bool, HostError>) {

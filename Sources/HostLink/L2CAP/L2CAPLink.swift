@@ -6,9 +6,10 @@ import HCI
 ///
 ///     | Length (2) | Channel ID (2) | Information payload (Length) |
 ///
-/// and the three LE fixed channels: ATT (0x0004) passed up, the LE signaling channel (0x0005)
+/// the three LE fixed channels: ATT (0x0004) passed up, the LE signaling channel (0x0005)
 /// answered here (L2CAPLink+Signaling.swift), and SMP (0x0006), where pairing is refused
-/// ("Pairing Not Supported", L2CAPLink+SMP.swift).
+/// ("Pairing Not Supported", L2CAPLink+SMP.swift) unless the host pairs; and LE credit based
+/// channels on dynamic CIDs (L2CAPLink+CreditBased.swift, CreditBasedChannel.swift).
 ///
 /// Everything the peer sends that breaks a rule is reported once through `onViolation`, typed
 /// (`ProtocolViolation`: layer, kind, octets and what was answered), and answered as the spec
@@ -40,6 +41,18 @@ public final class L2CAPLink {
     public var signalingMTU = 23
     /// Response timeout for our signaling requests (the RTX timer, 6.2.1).
     public var signalingTimeout: TimeSpan = .seconds(30)
+
+    /// Decides on a peer's LE Credit Based Connection Request for an SPSM (4.22): our end's
+    /// parameters to accept it, or the refusal's result. Nil (the default), or an SPSM it does not
+    /// serve: "SPSM not supported" (0x0002). Set by the host from its registered SPSMs.
+    public var creditBasedServer: ((_ spsm: UInt16) -> L2CAPServerDecision)?
+    /// A channel the peer opened and we accepted (after our response was queued).
+    public var onCreditBasedChannel: ((L2CAPCreditBasedChannel) -> Void)?
+
+    /// Open credit based channels by our CID (L2CAPLink+CreditBased.swift).
+    public internal(set) var channels: [UInt16: L2CAPCreditBasedChannel] = [:]
+    var pendingOpens: [UInt8: PendingOpen] = [:]
+    var pendingDisconnects: [UInt8: PendingDisconnect] = [:]
 
     var nextIdentifier: UInt8 = 1
     var pendingUpdate: (identifier: UInt8, timer: LoopTimer, completion: (Result<Bool, HostError>) -> Void)?
@@ -86,6 +99,8 @@ public final class L2CAPLink {
         case L2CAPChannelID.att: onATT?(payload)
         case L2CAPChannelID.leSignaling: receiveSignaling(payload)
         case L2CAPChannelID.smp: receiveSMP(payload)
+        case L2CAPChannelID.leDynamicRange where channels[cid] != nil:
+            receiveKFrame(payload, on: channels[cid]!)
         default:
             // 2.1: no channel has this CID on LE-U (0x0000 is the null identifier, 0x0001–0x0003
             // are BR/EDR's, the rest are reserved or dynamic ones never opened); a basic frame
@@ -103,6 +118,7 @@ public final class L2CAPLink {
             pending.timer.cancel()
             pending.completion(.failure(.disconnected(reason)))
         }
+        closeCreditBasedChannels(reason: reason)
     }
 
     /// Reports a violation on this link (after its answer, if any, was queued).

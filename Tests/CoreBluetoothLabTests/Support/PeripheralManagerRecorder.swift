@@ -58,4 +58,26 @@ final class PeripheralManagerRecorder: NSObject, CBPeripheralManagerDelegate {
         guard answersAtOnce else { return pendingWrites.append(contentsOf: requests) }
         if let first = requests.first { peripheral.respond(to: first, withResult: writeResult) }
     }
+
+    /// L2CAP channels opened by centrals, in order (kept, as an app must).
+    private(set) var channels: [CBL2CAPChannel] = []
+    private(set) var publishedPSMs: [CBL2CAPPSM] = []
+    var onOpen: ((CBL2CAPChannel) -> Void)?
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?) {
+        events.append(String(format: "published 0x%04x", PSM) + (error.map { " error \(($0 as NSError).code)" } ?? ""))
+        if error == nil { publishedPSMs.append(PSM) }
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: Error?) {
+        events.append(String(format: "unpublished 0x%04x", PSM) + (error.map { " error \(($0 as NSError).code)" } ?? ""))
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: Error?) {
+        events.append("open \(channel.map { String(format: "0x%04x", $0.psm) } ?? "nil")" + (error.map { " error \(($0 as NSError).code)" } ?? ""))
+        if let channel {
+            channels.append(channel)
+            onOpen?(channel)
+        }
+    }
 }

@@ -115,4 +115,16 @@ final class CentralRecorder: NSObject, CBCentralManagerDelegate, CBPeripheralDel
         note("ready")
         onReady?(peripheral)
     }
+
+    /// L2CAP channels opened, in order (the recorder keeps them, as an app must).
+    private(set) var channels: [CBL2CAPChannel] = []
+    var onOpen: ((CBL2CAPChannel) -> Void)?
+
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: Error?) {
+        note("open \(channel.map { String(format: "0x%04x", $0.psm) } ?? "nil")", error: error)
+        if let channel {
+            channels.append(channel)
+            onOpen?(channel)
+        }
+    }
 }
