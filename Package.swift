@@ -141,3 +141,22 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
         package.products.append(.executable(name: "fuzz-" + harness.product, targets: [target]))
     }
 }
+
+// `make test-tsan` (part of `make test`): the CoreBluetoothLab tests under the thread sanitizer, in a
+// build path of their own. With BLELAB_TSAN=1 the package keeps only the targets those tests need,
+// so that the sanitized build compiles no other test target, tool or tier.
+if Context.environment["BLELAB_TSAN"] == "1" {
+    var needed: Set<String> = []
+    var pending = ["CoreBluetoothLabTests"]
+    while let name = pending.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case let .byNameItem(name, _), let .targetItem(name, _): pending.append(name)
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !needed.contains($0.name) }
+    package.products.removeAll { product in !product.targets.allSatisfy(needed.contains) }
+}
