@@ -158,5 +158,8 @@ if Context.environment["BLELAB_TSAN"] == "1" {
         }
     }
     package.targets.removeAll { !needed.contains($0.name) }
-    package.products.removeAll { product in !product.targets.allSatisfy(needed.contains) }
+    package.products.removeAll { product in
+        let targets = (product as? Product.Library)?.targets ?? (product as? Product.Executable)?.targets ?? []
+        return !targets.allSatisfy(needed.contains)
+    }
 }
