@@ -40,14 +40,22 @@ public final class CBLab {
     }()
     /// What CoreBluetooth would print to the console: API misuse and silently dropped operations,
     /// in order, each with the virtual time.
-    public private(set) var warnings: [String] = []
+    public private(set) var warnings: [String] { get { locked { _warnings } } set { locked { _warnings = newValue } } }
+    private var _warnings: [String] = []
     /// The simulated peripherals placed with `addPeripheral`, in order.
-    public private(set) var peripherals: [SimulatedPeripheral] = []
+    public private(set) var peripherals: [SimulatedPeripheral] { get { locked { _peripherals } } set { locked { _peripherals = newValue } } }
+    private var _peripherals: [SimulatedPeripheral] = []
 
     private var managersMade = 0
+    /// Held while the loop runs and by every public entry point (LabLock.swift).
+    let lock: LabLock
+    /// Runs Swift concurrency jobs as tasks of the lab's loop (CBLab+Concurrency.swift).
+    public let executor: LabExecutor
 
     public init(seed: UInt64 = 1, model: AirModel = AirModel()) {
-        loop = VirtualEventLoop()
+        let (loop, lock) = (VirtualEventLoop(), LabLock())
+        (self.loop, self.lock) = (loop, lock)
+        executor = LabExecutor(loop: loop, lock: lock)
         air = SimAir(loop: loop, seed: seed, model: model)
         lab = Lab(seed: seed, loop: loop, air: air)
     }
@@ -57,20 +65,21 @@ public final class CBLab {
     let air: SimAir
 
     /// The virtual time.
-    public var now: Instant { lab.loop.now }
+    public var now: Instant { lock.locked { lab.loop.now } }
 
     // MARK: Being current
 
     /// Runs `body` with this lab current: CoreBluetooth managers created in it (directly or by
     /// app objects it creates) attach to this lab.
     public func attach<T>(_ body: () throws -> T) rethrows -> T {
+        let held = lock.enter(); defer { held.leave() }
         CBLab.stack.labs.append(self)
         defer { CBLab.stack.labs.removeLast() }
-        return try body()
+        return try CBLab.$taskLab.withValue(self, operation: body)
     }
 
     /// The lab managers attach to on this thread, if any.
-    public static var current: CBLab? { stack.labs.last }
+    public static var current: CBLab? { stack.labs.last ?? taskLab }
 
     private final class Stack {
         var labs: [CBLab] = []
@@ -105,6 +114,7 @@ public final class CBLab {
     /// soon as the lab runs.
     @discardableResult
     public func addPeripheral(_ spec: PeripheralSpec) throws -> SimulatedPeripheral {
+        let held = lock.enter(); defer { held.leave() }
         let peripheral = try lab.addPeripheral(spec)
         peripherals.append(peripheral)
         powerOnAndStart(peripheral)
@@ -120,6 +130,7 @@ public final class CBLab {
     /// file does not validate.
     @discardableResult
     public func addPeripherals(fromScenario path: String) throws -> [SimulatedPeripheral] {
+        let held = lock.enter(); defer { held.leave() }
         let scenario = try Scenario.load(path: path)
         return try scenario.peripherals.map { spec in
             let peripheral = try addPeripheral(spec)
@@ -134,7 +145,8 @@ public final class CBLab {
 
     /// The simulated peripheral with this id.
     public func peripheral(_ id: String) -> SimulatedPeripheral? {
-        peripherals.first { $0.spec.id == id }
+        let held = lock.enter(); defer { held.leave() }
+        return peripherals.first { $0.spec.id == id }
     }
 
     func powerOnAndStart(_ peripheral: SimulatedPeripheral) {

@@ -27,11 +27,15 @@ final class DelegateQueue {
         }
     }
 
+    /// The lab's lock: lent to the queue's thread while the loop thread waits for a callback there.
+    var lock: LabLock?
+
     func run(_ work: () -> Void) {
+        let lender = lock?.isHeldByCurrentThread == true ? lock : nil
         guard let queue else {
-            if Thread.isMainThread { work() } else { DispatchQueue.main.sync(execute: work) }
+            if Thread.isMainThread { work() } else { DispatchQueue.main.sync { lender?.lend(work) ?? work() } }
             return
         }
-        if DispatchQueue.getSpecific(key: key) == 1 { work() } else { queue.sync(execute: work) }
+        if DispatchQueue.getSpecific(key: key) == 1 { work() } else { queue.sync { lender?.lend(work) ?? work() } }
     }
 }
