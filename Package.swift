@@ -67,6 +67,9 @@ let package = Package(
         .target(name: "SmartCurtain", dependencies: ["CoreBluetoothLab"], path: "Examples/SmartCurtain"),
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
+        // An async/await HM-10 client (seed 000): continuations and an AsyncStream over the delegates,
+        // sleeping on an injected clock (docs/corebluetooth.md, "Swift concurrency").
+        .target(name: "HM10Async", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Async"),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "BLERuntime", "BLEWire"]),
 
         // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
@@ -101,7 +104,7 @@ let package = Package(
         .testTarget(name: "BlueZLabTests", dependencies: ["DBusTestSupport", "ScenarioFormat", "BlueZLab", "DBus", "ScenarioEngine", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
-            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral",
+            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral", "HM10Async",
         ]),
     ],
     swiftLanguageModes: [.v5]
