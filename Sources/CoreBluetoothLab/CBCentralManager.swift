@@ -13,7 +13,8 @@ import HostLink
 /// initiates one LE connection at a time); like CoreBluetooth's, an attempt never times out.
 public class CBCentralManager: CBManager {
     /// The delegate object that receives central events.
-    public weak var delegate: CBCentralManagerDelegate?
+    public var delegate: CBCentralManagerDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBCentralManagerDelegate?
     /// A Boolean value that indicates whether the central is currently scanning.
     public private(set) var isScanning: Bool { get { locked { _isScanning } } set { locked { _isScanning = newValue } } }
     private var _isScanning: Bool = false
@@ -56,7 +57,7 @@ public class CBCentralManager: CBManager {
     /// queue) and initialization options (accepted and ignored).
     public init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         let held = CBLab.current?.lock.enter(); defer { held?.leave() }
-        self.delegate = delegate
+        _delegate = delegate
         super.init(queue: queue, kind: "central")
         device?.host.driver.onACLSent = { [weak self] handle, stillQueued in self?.aclSent(handle: handle, stillQueued: stillQueued) }
     }

@@ -14,7 +14,8 @@ import GATT
 /// `centralManager(_:didDisconnectPeripheral:error:)` instead.
 public class CBPeripheral: CBPeer {
     /// The delegate object specified to receive peripheral events.
-    public weak var delegate: CBPeripheralDelegate?
+    public var delegate: CBPeripheralDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBPeripheralDelegate?
     /// The name of the peripheral: its advertised local name (nil until one was seen).
     public internal(set) var name: String? { get { locked { _name } } set { locked { _name = newValue } } }
     private var _name: String? = nil

@@ -20,7 +20,8 @@ import HCI
 ///   follows once it drains.
 public class CBPeripheralManager: CBManager {
     /// The delegate object that receives peripheral manager events.
-    public weak var delegate: CBPeripheralManagerDelegate?
+    public var delegate: CBPeripheralManagerDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBPeripheralManagerDelegate?
     /// A Boolean value that indicates whether the peripheral is advertising data.
     public private(set) var isAdvertising: Bool { get { locked { _isAdvertising } } set { locked { _isAdvertising = newValue } } }
     private var _isAdvertising: Bool = false
@@ -49,7 +50,7 @@ public class CBPeripheralManager: CBManager {
     /// main queue) and initialization options (accepted and ignored).
     public init(delegate: CBPeripheralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         let held = CBLab.current?.lock.enter(); defer { held?.leave() }
-        self.delegate = delegate
+        _delegate = delegate
         super.init(queue: queue, kind: "peripheral-manager")
         guard let host = device?.host else { return }
         host.onConnection = { [weak self] connection in self?.connected(connection) }

@@ -9,8 +9,10 @@ import Foundation
 /// it in the order they asked (tickets), so a thread hammering the API cannot starve the loop.
 ///
 /// A delegate callback delivered on another queue (`queue.sync` from the loop thread) runs on that
-/// queue's thread while the loop thread waits for it: for the callback's duration the lock is lent
-/// to that thread (`lend(_:)`), so that the API calls it makes do not deadlock.
+/// queue's thread while the loop thread waits for it: the loop thread gives the lock up meanwhile
+/// (`suspend()`, `reclaim(_:)`) and the callback takes it, so that neither the API calls the
+/// callback makes nor a call already waiting on that queue's thread can deadlock. Other threads'
+/// calls can then come in at that point too, as the callback's own could.
 final class LabLock: @unchecked Sendable {
     private let condition = NSCondition()
     private var owner: pthread_t?
@@ -63,20 +65,25 @@ final class LabLock: @unchecked Sendable {
         return pthread_equal(owner, pthread_self()) != 0
     }
 
-    /// Runs `body` on this thread with the lock lent to it by its holder, which waits meanwhile
-    /// for `body` to finish (it called `queue.sync`). The holder's hold is restored after.
-    func lend<T>(_ body: () throws -> T) rethrows -> T {
+    /// Gives the lock up, however deeply this thread holds it, and returns how deeply, for
+    /// `reclaim(_:)`: while the loop thread waits for a callback on another queue, that queue's
+    /// thread — or any other — can take the lock.
+    func suspend() -> Int {
         condition.lock()
-        let saved = (owner, depth)
-        owner = pthread_self()
-        depth = 1
+        defer { condition.unlock() }
+        let held = depth
+        owner = nil
+        depth = 0
+        condition.broadcast()
+        return held
+    }
+
+    /// Takes the lock back after `suspend()`, as deeply as it was held.
+    func reclaim(_ held: Int) {
+        enter()
+        condition.lock()
+        depth = held
         condition.unlock()
-        defer {
-            condition.lock()
-            (owner, depth) = saved
-            condition.unlock()
-        }
-        return try body()
     }
 }
 

@@ -44,7 +44,8 @@ final class ThreadSafetyTests: LabTestCase {
         let recorder = CentralRecorder()
         // Callbacks on a queue of their own: the callbacks that call the API (discovery) run on
         // that queue's thread while the test thread drives the loop.
-        let central = poweredCentral(recorder, queue: DispatchQueue(label: "thread-safety.delegate"))
+        let delegateQueue = DispatchQueue(label: "thread-safety.delegate")
+        let central = poweredCentral(recorder, queue: delegateQueue)
         let peripheral = try connectAndDiscover("HMSoft", with: central, recorder)
         let ffe1 = try characteristic("FFE1", of: peripheral)
         peripheral.setNotifyValue(true, for: ffe1)
@@ -75,6 +76,18 @@ final class ThreadSafetyTests: LabTestCase {
                 if n % 50 == 0 { peripheral.readValue(for: ffe1) }
             }
         }
+        // The app's own work on its delegate queue, as CoreBluetooth apps do: while that queue's
+        // thread waits for the lab, the loop must not wait for that queue (it gives the lock up).
+        let queueSeen = Seen()
+        workers.start { _ in
+            let (_, peripheral, ffe1) = shared.value
+            for n in 0..<300 {
+                delegateQueue.sync {
+                    if let value = ffe1.value { queueSeen.values.append([UInt8](value)) }
+                    if n % 30 == 0 { peripheral.readRSSI() }
+                }
+            }
+        }
         let taskSeen = Seen()
         workers.task {
             let (central, _, ffe1) = shared.value
@@ -91,10 +104,12 @@ final class ThreadSafetyTests: LabTestCase {
             lab.run(for: .milliseconds(3))
             slices += 1
         }
+        // Every write without response from the two threads crosses the link, as Write Commands
+        // (those queued in the host go out a few per connection event).
+        let ffe1UUID = CBUUID(string: "FFE1")
+        lab.run(within: .seconds(60)) { lab.attWrites(to: ffe1UUID).count >= 2 * writesPerThread }
         lab.run(for: .seconds(1))
-
-        // Every write without response from the two threads crossed the link, as Write Commands.
-        let writes = lab.attWrites(to: CBUUID(string: "FFE1"))
+        let writes = lab.attWrites(to: ffe1UUID)
         XCTAssertEqual(writes.count, 2 * writesPerThread)
         XCTAssertEqual(Set(writes.map(\.opcode)), [.writeCommand])
         for index in 0..<2 {
@@ -106,10 +121,11 @@ final class ThreadSafetyTests: LabTestCase {
         func possible(_ value: [UInt8]) -> Bool {
             value == Array("ready".utf8) || value == [0xA0, 0xA1, 0xA2, 0xA3] || (value.count == 2 && value[0] < 2)
         }
-        for seen in readers + [taskSeen] {
+        for seen in readers + [taskSeen, queueSeen] {
             XCTAssertEqual(Set(seen.values).filter { !possible($0) }, [])
         }
         XCTAssertGreaterThan(recorder.count("value FFE1 a0a1a2a3"), 0, "notifications arrived meanwhile")
+        XCTAssertEqual(recorder.count("rssi"), 10, "each RSSI read made on the delegate queue answered there")
         XCTAssertGreaterThan(slices, 0)
     }
 }
