@@ -12,15 +12,17 @@ import ScenarioFormat
 ///
 /// A `CBCentralManager` or `CBPeripheralManager` created while a lab is current gets a new lab
 /// device of its own (controller and host). A lab is current inside `attach(_:)` and while it
-/// runs (`run(for:)`, `run(within:until:)`), on that thread only:
+/// runs (`run(for:)`, `run(within:until:)`), on that thread, and in the tasks started there or by
+/// `task(_:)` (a task-local value):
 ///
 ///     let lab = CBLab(seed: 7)
 ///     try lab.addPeripheral(hm10)
 ///     let app = lab.attach { SerialApp() }      // its CBCentralManager joins `lab`
 ///     lab.run(for: .seconds(2))                 // power-on, scanning, connecting…
 ///
-/// Apple's initializers take no lab, hence this scoping; it is per thread, so tests running in
-/// parallel on other threads never see each other's labs.
+/// Apple's initializers take no lab, hence this scoping; it is per thread and task, so tests
+/// running in parallel on other threads never see each other's labs. Its API is safe from any
+/// thread or task: a lock (`LabLock`) held while the loop runs and at every public entry point.
 public final class CBLab {
     /// The lab itself: loop, air, devices, packet logs.
     public let lab: Lab
@@ -70,7 +72,7 @@ public final class CBLab {
     // MARK: Being current
 
     /// Runs `body` with this lab current: CoreBluetooth managers created in it (directly or by
-    /// app objects it creates) attach to this lab.
+    /// app objects it creates, also in a `Task` it starts) attach to this lab.
     public func attach<T>(_ body: () throws -> T) rethrows -> T {
         let held = lock.enter(); defer { held.leave() }
         CBLab.stack.labs.append(self)
