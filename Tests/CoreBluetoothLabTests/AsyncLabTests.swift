@@ -99,7 +99,7 @@ final class AsyncLabTests: XCTestCase {
         let made = Box<CBCentralManager?>(nil)
         let poolThread = Box<Bool?>(nil)
         let created = DispatchSemaphore(value: 0)
-        lab.attach {
+        _ = lab.attach {
             Task {
                 poolThread.value = !Thread.isMainThread
                 made.value = CBCentralManager(delegate: nil, queue: nil)

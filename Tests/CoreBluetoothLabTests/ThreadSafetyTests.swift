@@ -128,4 +128,63 @@ final class ThreadSafetyTests: LabTestCase {
         XCTAssertEqual(recorder.count("rssi"), 10, "each RSSI read made on the delegate queue answered there")
         XCTAssertGreaterThan(slices, 0)
     }
+
+    /// A peripheral manager's app on its own thread: `updateValue` until it returns false, then
+    /// wait for `peripheralManagerIsReady` (called from the loop) and go on, while another thread
+    /// reads the managers' states. Every update reaches the central, in order.
+    func testAPeripheralManagerNotifiesFromAnotherThreadWhileTheLoopRuns() throws {
+        let serviceUUID = CBUUID(string: "A0E1F3D2-0000-4000-8000-00000000AB01")
+        let notifying = CBMutableCharacteristic(type: CBUUID(string: "A0E1F3D2-0000-4000-8000-00000000AB02"),
+                                                properties: [.notify], value: nil, permissions: [.readable])
+        let service = CBMutableService(type: serviceUUID, primary: true)
+        service.characteristics = [notifying]
+        let managerRecorder = PeripheralManagerRecorder()
+        managerRecorder.onStateUpdate = { pm in
+            guard pm.state == .poweredOn else { return }
+            pm.add(service)
+            pm.startAdvertising([CBAdvertisementDataLocalNameKey: "Lab PM", CBAdvertisementDataServiceUUIDsKey: [serviceUUID]])
+        }
+        let manager = lab.attach { CBPeripheralManager(delegate: managerRecorder, queue: nil) }
+        XCTAssertTrue(lab.run(within: .seconds(5)) { manager.isAdvertising })
+        let recorder = CentralRecorder()
+        let central = poweredCentral(recorder)
+        let peripheral = try connectAndDiscover("Lab PM", with: central, recorder)
+        let characteristic = try self.characteristic("A0E1F3D2-0000-4000-8000-00000000AB02", of: peripheral)
+        peripheral.setNotifyValue(true, for: characteristic)
+        XCTAssertTrue(lab.run(within: .seconds(2)) { managerRecorder.count("subscribed") == 1 })
+
+        let ready = DispatchSemaphore(value: 0)
+        managerRecorder.onReady = { _ in ready.signal() }
+        let updates = 200
+        let shared = Unchecked(value: (manager, central, notifying))
+        let workers = Workers()
+        let refusals = Seen()
+        workers.start { _ in
+            let (manager, _, notifying) = shared.value
+            var sent = 0
+            while sent < updates {
+                if manager.updateValue(Data([UInt8(sent & 0xFF), UInt8(sent >> 8)]), for: notifying, onSubscribedCentrals: nil) {
+                    sent += 1
+                } else {
+                    refusals.values.append([UInt8(sent & 0xFF)])
+                    ready.wait()
+                }
+            }
+        }
+        workers.start { _ in
+            let (manager, central, _) = shared.value
+            for _ in 0..<2_000 {
+                _ = manager.isAdvertising
+                _ = manager.state
+                _ = central.state
+                _ = central.isScanning
+            }
+        }
+        while !workers.finished { lab.run(for: .milliseconds(3)) }
+        XCTAssertTrue(lab.run(within: .seconds(30)) { recorder.count("value") >= updates })
+        let values = recorder.events.filter { $0.hasPrefix("value") }
+        XCTAssertEqual(values, (0..<updates).map { "value A0E1F3D2-0000-4000-8000-00000000AB02 " + String(format: "%02x%02x", $0 & 0xFF, $0 >> 8) },
+                       "none lost, in order")
+        XCTAssertFalse(refusals.values.isEmpty, "the link filled up at least once")
+    }
 }
