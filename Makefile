@@ -32,11 +32,23 @@ TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
 test: deps ci-lint check-edges
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	@$(MAKE) --no-print-directory schema-check junit-check SKIP_BUILD=1
+	@$(MAKE) --no-print-directory schema-check junit-check test-tsan SKIP_BUILD=1
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)
 	@echo "$(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS)"
 	@status=0; $(SWIFT) test --skip-build --parallel --skip TierTests --xunit-output $(TEST_RESULTS) $(SWIFT_FLAGS) || status=$$?; \
 	$(PYTHON3) tools/test-summary.py --status $$status $(TEST_RESULTS) $(TEST_RESULTS_ST)
+
+# The CoreBluetoothLab tests that call the API from several threads and tasks while the loop runs
+# (TSAN_FILTER), under the thread sanitizer: BLELAB_TSAN=1 keeps only the targets they need
+# (Package.swift), built with --sanitize thread into TSAN_BUILD_DIR. A data race reported fails it
+# (halt_on_error). Part of `make test`; a minute or two once the sanitized build exists.
+.PHONY: test-tsan
+TSAN_BUILD_DIR ?= $(BUILD_DIR)/tsan
+TSAN_FILTER ?= ThreadSafetyTests|AsyncLabTests|HM10AsyncExampleTests
+test-tsan: deps
+	BLELAB_TSAN=1 $(SWIFT) build --build-tests --sanitize thread --build-path $(TSAN_BUILD_DIR) $(SWIFT_FLAGS)
+	BLELAB_TSAN=1 TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize thread --build-path $(TSAN_BUILD_DIR) \
+		--filter '$(TSAN_FILTER)' $(SWIFT_FLAGS)
 
 # The scenario format's JSON Schema (docs/editors.md), made from the schema code by `blelab schema`:
 # `make schema` writes it to schema/blelab-scenario.schema.json (commit it; a unit test fails

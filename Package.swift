@@ -82,6 +82,9 @@ let package = Package(
         .target(name: "BatteryLevel", dependencies: ["CoreBluetoothLab"], path: "Examples/BatteryLevel"),
         .target(name: "HeartRatePeripheral", dependencies: ["CoreBluetoothLab"], path: "Examples/HeartRatePeripheral"),
         .target(name: "L2CAPStream", dependencies: ["CoreBluetoothLab"], path: "Examples/L2CAPStream"),
+        // An async/await HM-10 client (seed 000): continuations and an AsyncStream over the delegates,
+        // sleeping on an injected clock (docs/corebluetooth.md, "Swift concurrency").
+        .target(name: "HM10Async", dependencies: ["CoreBluetoothLab"], path: "Examples/HM10Async"),
         .executableTarget(name: "BLELabBench", dependencies: ["BLELabCLI", "ScenarioFormat", "BLELab", "ScenarioEngine", "LabTiers", "GAP", "GATT", "HostLink", "BLERuntime", "BLEWire"]),
 
         // Hex test vectors and decode-error assertions, shared by the byte-level test targets, and
@@ -116,7 +119,7 @@ let package = Package(
         .testTarget(name: "BlueZLabTests", dependencies: ["DBusTestSupport", "ScenarioFormat", "BlueZLab", "DBus", "ScenarioEngine", "BLELab", "GATT", "ATT", "BLEWire", "BLERuntime", "Transport"]),
         .testTarget(name: "CoreBluetoothLabTests", dependencies: [
             "CoreBluetoothLab", "BLELab", "ScenarioFormat", "GATT", "ATT", "HCI", "BLERuntime", "BLEWire",
-            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral", "L2CAPStream",
+            "HM10Serial", "BLEScanner", "SmartCurtain", "BatteryLevel", "HeartRatePeripheral", "L2CAPStream", "HM10Async",
         ]),
     ],
     swiftLanguageModes: [.v5]
@@ -154,5 +157,27 @@ if Context.environment["BLELAB_FUZZ"] == "1" {
                                                  path: "Fuzzing/" + harness.directory,
                                                  swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
         package.products.append(.executable(name: "fuzz-" + harness.product, targets: [target]))
+    }
+}
+
+// `make test-tsan` (part of `make test`): the CoreBluetoothLab tests under the thread sanitizer, in a
+// build path of their own. With BLELAB_TSAN=1 the package keeps only the targets those tests need,
+// so that the sanitized build compiles no other test target, tool or tier.
+if Context.environment["BLELAB_TSAN"] == "1" {
+    var needed: Set<String> = []
+    var pending = ["CoreBluetoothLabTests"]
+    while let name = pending.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case let .byNameItem(name, _), let .targetItem(name, _): pending.append(name)
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !needed.contains($0.name) }
+    package.products.removeAll { product in
+        let targets = (product as? Product.Library)?.targets ?? (product as? Product.Executable)?.targets ?? []
+        return !targets.allSatisfy(needed.contains)
     }
 }

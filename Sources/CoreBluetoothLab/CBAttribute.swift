@@ -20,10 +20,10 @@ public class CBService: CBAttribute {
     /// A Boolean value that indicates whether the type of service is primary or secondary.
     public var isPrimary: Bool { primary }
     /// A list of characteristics discovered in this service (nil before any discovery).
-    public var characteristics: [CBCharacteristic]? { storedCharacteristics }
+    public var characteristics: [CBCharacteristic]? { locked { storedCharacteristics } }
     /// A list of included services discovered in this service. Included services are not
     /// supported by the lab's GATT layer yet: always nil for a remote service.
-    public var includedServices: [CBService]? { storedIncludedServices }
+    public var includedServices: [CBService]? { locked { storedIncludedServices } }
 
     var primary: Bool
     var storedCharacteristics: [CBCharacteristic]?
@@ -51,12 +51,13 @@ public class CBCharacteristic: CBAttribute {
     /// The properties of the characteristic.
     public var properties: CBCharacteristicProperties { storedProperties }
     /// The latest value read or notified (nil before the first).
-    public var value: Data? { storedValue }
+    public var value: Data? { locked { storedValue } }
     /// A list of the descriptors discovered in this characteristic.
-    public var descriptors: [CBDescriptor]? { storedDescriptors }
+    public var descriptors: [CBDescriptor]? { locked { storedDescriptors } }
     /// A Boolean value that indicates whether the characteristic is currently notifying a
     /// subscribed central of its value (set when `setNotifyValue(_:for:)` succeeds).
-    public internal(set) var isNotifying = false
+    public internal(set) var isNotifying: Bool { get { locked { _isNotifying } } set { locked { _isNotifying = newValue } } }
+    private var _isNotifying: Bool = false
     /// Broadcast is not supported: always false.
     public var isBroadcasted: Bool { false }
 
@@ -89,7 +90,7 @@ public class CBDescriptor: CBAttribute {
     /// The characteristic to which this descriptor belongs.
     public internal(set) weak var characteristic: CBCharacteristic?
     /// The value of the descriptor (see the type above).
-    public var value: Any? { storedValue }
+    public var value: Any? { locked { storedValue } }
 
     var storedValue: Any?
     /// For a remote descriptor: its handle on the peer's server.

@@ -14,9 +14,11 @@ import HostLink
 /// initiates one LE connection at a time); like CoreBluetooth's, an attempt never times out.
 public class CBCentralManager: CBManager {
     /// The delegate object that receives central events.
-    public weak var delegate: CBCentralManagerDelegate?
+    public var delegate: CBCentralManagerDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBCentralManagerDelegate?
     /// A Boolean value that indicates whether the central is currently scanning.
-    public internal(set) var isScanning = false
+    public internal(set) var isScanning: Bool { get { locked { _isScanning } } set { locked { _isScanning = newValue } } }
+    private var _isScanning: Bool = false
 
     /// The features a central manager may support.
     public struct Feature: OptionSet {
@@ -68,7 +70,8 @@ public class CBCentralManager: CBManager {
     /// Initializes the central manager with a specified delegate, dispatch queue (nil: the main
     /// queue) and initialization options (accepted and ignored).
     public init(delegate: CBCentralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
-        self.delegate = delegate
+        let held = CBLab.current?.lock.enter(); defer { held?.leave() }
+        _delegate = delegate
         let identifier = options?[CBCentralManagerOptionRestoreIdentifierKey] as? String
         let previous = identifier.flatMap { CBLab.current?.restorableCentrals[$0] }
         super.init(queue: queue, kind: "central", restoring: previous?.device)
@@ -106,6 +109,7 @@ public class CBCentralManager: CBManager {
     /// peripheral). Options: `CBCentralManagerScanOptionAllowDuplicatesKey` (default false: each
     /// peripheral is reported once per scan). Scanning again replaces the previous scan.
     public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let device else {
             return misuse("<CBCentralManager> can only accept this command while in the powered on state")
         }
@@ -125,6 +129,7 @@ public class CBCentralManager: CBManager {
 
     /// Asks the central manager to stop scanning for peripherals.
     public func stopScan() {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard isScanning, let device else { return }
         isScanning = false
         scanRequest = nil
@@ -159,7 +164,8 @@ public class CBCentralManager: CBManager {
     /// Returns peripherals by their identifiers: those this manager knows, and any lab device
     /// whose identifier it is (identifiers encode the address, as iOS remembers known devices).
     public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
-        identifiers.compactMap { id in
+        let held = labLock?.enter(); defer { held?.leave() }
+        return identifiers.compactMap { id in
             if let peripheral = known.values.first(where: { $0.identifier == id }) { return peripheral }
             return PeerIdentifier.address(for: id).map { peripheral(at: $0) }
         }
@@ -168,6 +174,7 @@ public class CBCentralManager: CBManager {
     /// Returns the peripherals connected through this manager that have any of the services,
     /// among those discovered or advertised.
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+        let held = labLock?.enter(); defer { held?.leave() }
         let wanted = Set(serviceUUIDs.map(\.bluetoothUUID))
         return byHandle.sorted { $0.key < $1.key }.map(\.value).filter { peripheral in
             let offered = (peripheral.services ?? []).map(\.uuid.bluetoothUUID) + peripheral.advertisedServices
@@ -183,6 +190,7 @@ public class CBCentralManager: CBManager {
     /// that drops is reported with `isReconnecting` true and connected again when the
     /// peripheral is back); the alert, bridging and ANCS keys are accepted and ignored.
     public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn else {
             return misuse("<CBCentralManager> can only accept this command while in the powered on state")
         }
@@ -309,6 +317,7 @@ public class CBCentralManager: CBManager {
     /// Cancels an active or pending local connection to a peripheral. The delegate then gets
     /// `centralManager(_:didDisconnectPeripheral:error:)` with a nil error.
     public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard peripheral.manager === self else { return misuse("cancelPeripheralConnection: \(peripheral) belongs to another central manager") }
         guard peripheral.state != .disconnected else { return }
         peripheral.cancelRequested = true

@@ -31,6 +31,7 @@ extension CBLab {
     /// Every ATT write to the value of a characteristic with `uuid`, received by any device in
     /// the lab, in order of time.
     public func attWrites(to uuid: CBUUID) -> [ATTWrite] {
+        let held = lock.enter(); defer { held.leave() }
         var writes: [ATTWrite] = []
         for device in lab.devices {
             let database = device.host.gattServer.database
@@ -53,6 +54,7 @@ extension CBLab {
 
     /// The ATT PDUs a manager's host sent and received, in order.
     public func attTraffic(of manager: CBManager) -> [ATTTraffic.Record] {
-        manager.device?.traffic.records ?? []
+        let held = lock.enter(); defer { held.leave() }
+        return manager.device?.traffic.records ?? []
     }
 }

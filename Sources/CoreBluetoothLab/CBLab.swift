@@ -13,15 +13,17 @@ import ScenarioFormat
 ///
 /// A `CBCentralManager` or `CBPeripheralManager` created while a lab is current gets a new lab
 /// device of its own (controller and host). A lab is current inside `attach(_:)` and while it
-/// runs (`run(for:)`, `run(within:until:)`), on that thread only:
+/// runs (`run(for:)`, `run(within:until:)`), on that thread, and in the tasks started there or by
+/// `task(_:)` (a task-local value):
 ///
 ///     let lab = CBLab(seed: 7)
 ///     try lab.addPeripheral(hm10)
 ///     let app = lab.attach { SerialApp() }      // its CBCentralManager joins `lab`
 ///     lab.run(for: .seconds(2))                 // power-on, scanning, connecting…
 ///
-/// Apple's initializers take no lab, hence this scoping; it is per thread, so tests running in
-/// parallel on other threads never see each other's labs.
+/// Apple's initializers take no lab, hence this scoping; it is per thread and task, so tests
+/// running in parallel on other threads never see each other's labs. Its API is safe from any
+/// thread or task: a lock (`LabLock`) held while the loop runs and at every public entry point.
 public final class CBLab {
     /// The lab itself: loop, air, devices, packet logs.
     public let lab: Lab
@@ -48,23 +50,32 @@ public final class CBLab {
     }()
     /// What CoreBluetooth would print to the console: API misuse and silently dropped operations,
     /// in order, each with the virtual time.
-    public private(set) var warnings: [String] = []
+    public private(set) var warnings: [String] { get { locked { _warnings } } set { locked { _warnings = newValue } } }
+    private var _warnings: [String] = []
     /// Called with each warning as it is added to `warnings`, at the virtual instant of the call
     /// that caused it: the lab's console. `CBLab.printToStandardError` prints them as
     /// CoreBluetooth's log lines would appear (`[CoreBluetooth] API MISUSE: …`).
-    public var onWarning: ((String) -> Void)?
+    public var onWarning: ((String) -> Void)? { get { locked { _onWarning } } set { locked { _onWarning = newValue } } }
+    private var _onWarning: ((String) -> Void)?
     /// The simulated peripherals placed with `addPeripheral`, in order.
-    public private(set) var peripherals: [SimulatedPeripheral] = []
+    public private(set) var peripherals: [SimulatedPeripheral] { get { locked { _peripherals } } set { locked { _peripherals = newValue } } }
+    private var _peripherals: [SimulatedPeripheral] = []
 
     private var managersMade = 0
     /// Central managers made with a restore identifier, by identifier (CBCentralManager+Restoration.swift).
     var restorableCentrals: [String: RestorableCentral] = [:]
+    /// Held while the loop runs and by every public entry point (LabLock.swift).
+    let lock: LabLock
+    /// Runs Swift concurrency jobs as tasks of the lab's loop (CBLab+Concurrency.swift).
+    public let executor: LabExecutor
 
     /// A lab whose randomness all comes from `seed`, on the air `model` (by default
     /// `CBLab.phoneAirModel`: RSSI readings fluctuate as a phone's do; pass `AirModel()` for
     /// exact, noise-free readings).
     public init(seed: UInt64 = 1, model: AirModel = CBLab.phoneAirModel) {
-        loop = VirtualEventLoop()
+        let (loop, lock) = (VirtualEventLoop(), LabLock())
+        (self.loop, self.lock) = (loop, lock)
+        executor = LabExecutor(loop: loop, lock: lock)
         air = SimAir(loop: loop, seed: seed, model: model)
         lab = Lab(seed: seed, loop: loop, air: air)
     }
@@ -74,20 +85,21 @@ public final class CBLab {
     let air: SimAir
 
     /// The virtual time.
-    public var now: Instant { lab.loop.now }
+    public var now: Instant { lock.locked { lab.loop.now } }
 
     // MARK: Being current
 
     /// Runs `body` with this lab current: CoreBluetooth managers created in it (directly or by
-    /// app objects it creates) attach to this lab.
+    /// app objects it creates, also in a `Task` it starts) attach to this lab.
     public func attach<T>(_ body: () throws -> T) rethrows -> T {
+        let held = lock.enter(); defer { held.leave() }
         CBLab.stack.labs.append(self)
         defer { CBLab.stack.labs.removeLast() }
-        return try body()
+        return try CBLab.$taskLab.withValue(self, operation: body)
     }
 
     /// The lab managers attach to on this thread, if any.
-    public static var current: CBLab? { stack.labs.last }
+    public static var current: CBLab? { stack.labs.last ?? taskLab }
 
     private final class Stack {
         var labs: [CBLab] = []
@@ -122,6 +134,7 @@ public final class CBLab {
     /// soon as the lab runs.
     @discardableResult
     public func addPeripheral(_ spec: PeripheralSpec) throws -> SimulatedPeripheral {
+        let held = lock.enter(); defer { held.leave() }
         let peripheral = try lab.addPeripheral(spec)
         peripherals.append(peripheral)
         powerOnAndStart(peripheral)
@@ -137,6 +150,7 @@ public final class CBLab {
     /// file does not validate.
     @discardableResult
     public func addPeripherals(fromScenario path: String) throws -> [SimulatedPeripheral] {
+        let held = lock.enter(); defer { held.leave() }
         let scenario = try Scenario.load(path: path)
         return try scenario.peripherals.map { spec in
             let peripheral = try addPeripheral(spec)
@@ -151,7 +165,8 @@ public final class CBLab {
 
     /// The simulated peripheral with this id.
     public func peripheral(_ id: String) -> SimulatedPeripheral? {
-        peripherals.first { $0.spec.id == id }
+        let held = lock.enter(); defer { held.leave() }
+        return peripherals.first { $0.spec.id == id }
     }
 
     func powerOnAndStart(_ peripheral: SimulatedPeripheral) {

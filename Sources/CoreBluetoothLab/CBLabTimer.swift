@@ -11,11 +11,13 @@ public final class CBLabTimer {
 
     public init(lab: CBLab) {
         self.lab = lab
+        callbacks.lock = lab.lock
     }
 
     /// Calls `block` every `interval` seconds of virtual time, the first time one interval from
     /// now, until `invalidate()`. Starting again replaces the previous schedule.
     public func start(every interval: TimeInterval, _ block: @escaping () -> Void) {
+        let held = lab?.lock.enter(); defer { held?.leave() }
         invalidate()
         schedule(after: TimeSpan(seconds: interval), block)
     }
@@ -30,9 +32,10 @@ public final class CBLabTimer {
 
     /// Stops the timer.
     public func invalidate() {
+        let held = lab?.lock.enter(); defer { held?.leave() }
         pending?.cancel()
         pending = nil
     }
 
-    public var isValid: Bool { pending?.isPending ?? false }
+    public var isValid: Bool { lab?.lock.locked { pending?.isPending ?? false } ?? false }
 }

@@ -15,7 +15,8 @@ import HCI
 /// `.unsupported`, as on hardware without Bluetooth LE, and never calls its delegate.
 public class CBManager: NSObject {
     /// The current state of the manager.
-    public internal(set) var state: CBManagerState = .unknown
+    public internal(set) var state: CBManagerState { get { locked { _state } } set { locked { _state = newValue } } }
+    private var _state: CBManagerState = .unknown
     /// The lab never asks the user: always `.allowedAlways`.
     public var authorization: CBManagerAuthorization { .allowedAlways }
     public class var authorization: CBManagerAuthorization { .allowedAlways }
@@ -32,9 +33,11 @@ public class CBManager: NSObject {
     init(queue: DispatchQueue?, kind: String, restoring: LabDevice? = nil) {
         callbacks = DelegateQueue(queue)
         let lab = CBLab.current
+        let held = lab?.lock.enter(); defer { held?.leave() }
         cbLab = lab
         device = restoring ?? lab?.addManagerDevice(kind: kind)
         super.init()
+        callbacks.lock = lab?.lock
         guard let lab else {
             state = .unsupported
             return

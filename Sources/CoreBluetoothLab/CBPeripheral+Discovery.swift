@@ -14,6 +14,7 @@ extension CBPeripheral {
     /// Primary Services"; else "Discover Primary Service by Service UUID" for each). Found
     /// services are added to `services` (objects already there are kept).
     public func discoverServices(_ serviceUUIDs: [CBUUID]?) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("discoverServices(_:)") else { return }
         enqueue(on: connection) { done in
             let finish: (Result<[GATTRemoteService], GATTError>) -> Void = { [weak self] result in
@@ -55,6 +56,7 @@ extension CBPeripheral {
     /// Discovers the specified included services of a service. The lab's GATT layer does not
     /// support included services yet: the delegate hears of none.
     public func discoverIncludedServices(_ includedServiceUUIDs: [CBUUID]?, for service: CBService) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("discoverIncludedServices(_:for:)"), current(service, "discoverIncludedServices(_:for:)") != nil else { return }
         enqueue(on: connection) { [weak self] done in
             self?.manager?.loop?.execute {
@@ -73,6 +75,7 @@ extension CBPeripheral {
     /// Service") so each one's end handle is right; those asked for are added to
     /// `service.characteristics`.
     public func discoverCharacteristics(_ characteristicUUIDs: [CBUUID]?, for service: CBService) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("discoverCharacteristics(_:for:)"), let remote = current(service, "discoverCharacteristics(_:for:)") else { return }
         let wanted = characteristicUUIDs.map { Set($0.map(\.bluetoothUUID)) }
         enqueue(on: connection) { done in
@@ -105,6 +108,7 @@ extension CBPeripheral {
 
     /// Discovers the descriptors of a characteristic ("Discover All Characteristic Descriptors").
     public func discoverDescriptors(for characteristic: CBCharacteristic) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("discoverDescriptors(for:)"), let remote = current(characteristic, "discoverDescriptors(for:)") else { return }
         enqueue(on: connection) { done in
             connection.client.discoverDescriptors(of: remote) { [weak self] result in

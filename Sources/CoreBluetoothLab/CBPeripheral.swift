@@ -16,13 +16,17 @@ import HostLink
 /// `centralManager(_:didDisconnectPeripheral:error:)` instead.
 public class CBPeripheral: CBPeer {
     /// The delegate object specified to receive peripheral events.
-    public weak var delegate: CBPeripheralDelegate?
+    public var delegate: CBPeripheralDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBPeripheralDelegate?
     /// The name of the peripheral: its advertised local name (nil until one was seen).
-    public internal(set) var name: String?
+    public internal(set) var name: String? { get { locked { _name } } set { locked { _name = newValue } } }
+    private var _name: String? = nil
     /// The current connection state of the peripheral.
-    public internal(set) var state: CBPeripheralState = .disconnected
+    public internal(set) var state: CBPeripheralState { get { locked { _state } } set { locked { _state = newValue } } }
+    private var _state: CBPeripheralState = .disconnected
     /// A list of a peripheral's discovered services (nil before the first discovery).
-    public internal(set) var services: [CBService]?
+    public internal(set) var services: [CBService]? { get { locked { _services } } set { locked { _services = newValue } } }
+    private var _services: [CBService]? = nil
     /// Apple Notification Center Service authorization: never, in the lab.
     public var ancsAuthorized: Bool { false }
 
@@ -230,6 +234,7 @@ public class CBPeripheral: CBPeer {
     /// Retrieves the value of a specified characteristic (a Read Request, then Read Blob Requests
     /// for a long value). The result comes in `peripheral(_:didUpdateValueFor:error:)`.
     public func readValue(for characteristic: CBCharacteristic) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("readValue(for:)"), let remote = current(characteristic, "readValue(for:)") else { return }
         enqueue(on: connection) { [weak self] done in
             self?.secured(connection, { connection.client.read(handle: remote.valueHandle, completion: $0) }) { [weak self] result in
@@ -245,6 +250,7 @@ public class CBPeripheral: CBPeer {
 
     /// Retrieves the value of a specified characteristic descriptor.
     public func readValue(for descriptor: CBDescriptor) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("readValue(for descriptor)"), let handle = current(descriptor, "readValue(for descriptor)") else { return }
         enqueue(on: connection) { [weak self] done in
             self?.secured(connection, { connection.client.read(handle: handle, completion: $0) }) { [weak self] result in
@@ -275,6 +281,7 @@ public class CBPeripheral: CBPeer {
     ///   writes an app floods it with; `peripheralIsReady(toSendWriteWithoutResponse:)` follows
     ///   once the link has room again (with a warning counting the writes dropped meanwhile).
     public func writeValue(_ data: Data, for characteristic: CBCharacteristic, type: CBCharacteristicWriteType) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("writeValue(_:for:type:)"), let remote = current(characteristic, "writeValue(_:for:type:)") else { return }
         let bytes = [UInt8](data)
         switch type {
@@ -318,6 +325,7 @@ public class CBPeripheral: CBPeer {
     /// Characteristic Configuration descriptor cannot be written this way (use
     /// `setNotifyValue(_:for:)`), as in CoreBluetooth.
     public func writeValue(_ data: Data, for descriptor: CBDescriptor) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("writeValue(_:for descriptor)"), let handle = current(descriptor, "writeValue(_:for descriptor)") else { return }
         guard descriptor.uuid.bluetoothUUID != .clientCharacteristicConfiguration else {
             manager?.misuse("Client Characteristic Configuration descriptors must be configured using setNotifyValue:forCharacteristic:")
@@ -337,6 +345,7 @@ public class CBPeripheral: CBPeer {
     /// Whether a write without response can go now: the link's host queue holds fewer ACL
     /// fragments than `CBLab.transmitQueueLimit`.
     public var canSendWriteWithoutResponse: Bool {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .connected, let connection else { return false }
         return connection.link.queuedFragments < (manager?.cbLab?.transmitQueueLimit ?? Int.max)
     }
@@ -344,6 +353,7 @@ public class CBPeripheral: CBPeer {
     /// The maximum amount of data, in bytes, you can send to a characteristic in a single write:
     /// ATT_MTU − 3 without response; 512 (the longest attribute value) with response.
     public func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int {
+        let held = labLock?.enter(); defer { held?.leave() }
         switch type {
         case .withResponse: return ATTBearer.maximumAttributeValueLength
         case .withoutResponse: return (connection?.bearer.mtu ?? ATTBearer.defaultMTU) - 3
@@ -357,6 +367,7 @@ public class CBPeripheral: CBPeer {
     /// characteristic offers them, else indications). On a characteristic with neither
     /// property nothing is sent and the delegate hears `CBATTError.requestNotSupported`.
     public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("setNotifyValue(_:for:)"), let remote = current(characteristic, "setNotifyValue(_:for:)") else { return }
         guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
             // Refused without a word to the peripheral, in its turn.
@@ -501,6 +512,7 @@ public class CBPeripheral: CBPeer {
 
     /// Retrieves the current RSSI value for the peripheral while connected (HCI Read RSSI).
     public func readRSSI() {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("readRSSI()") else { return }
         connection.readRSSI { [weak self] result in
             guard let self else { return }

@@ -54,6 +54,7 @@ extension CBPeripheralManager {
     /// error to send. For a write, respond to the first request of `didReceiveWrite`. Only the
     /// first response to a request counts.
     public func respond(to request: CBATTRequest, withResult result: CBATTError.Code) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let answer = request.answer else { return }
         request.answer = nil
         answer(result)
@@ -66,6 +67,7 @@ extension CBPeripheralManager {
     /// delegate then hears `peripheralManagerIsReady(toUpdateSubscribers:)` when there is room.
     /// Values longer than a central's `maximumUpdateValueLength` are truncated.
     public func updateValue(_ value: Data, for characteristic: CBMutableCharacteristic, onSubscribedCentrals centrals: [CBCentral]?) -> Bool {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let server, let valueHandle = valueHandle(of: characteristic) else {
             misuse("updateValue(_:for:onSubscribedCentrals:) for a characteristic that is not published")
             return false

@@ -21,9 +21,11 @@ import HostLink
 ///   follows once it drains.
 public class CBPeripheralManager: CBManager {
     /// The delegate object that receives peripheral manager events.
-    public weak var delegate: CBPeripheralManagerDelegate?
+    public var delegate: CBPeripheralManagerDelegate? { get { locked { _delegate } } set { locked { _delegate = newValue } } }
+    private weak var _delegate: CBPeripheralManagerDelegate?
     /// A Boolean value that indicates whether the peripheral is advertising data.
-    public private(set) var isAdvertising = false
+    public private(set) var isAdvertising: Bool { get { locked { _isAdvertising } } set { locked { _isAdvertising = newValue } } }
+    private var _isAdvertising: Bool = false
 
     struct Published {
         let service: CBMutableService
@@ -48,7 +50,8 @@ public class CBPeripheralManager: CBManager {
     /// Initializes the peripheral manager with a specified delegate, dispatch queue (nil: the
     /// main queue) and initialization options (accepted and ignored).
     public init(delegate: CBPeripheralManagerDelegate?, queue: DispatchQueue?, options: [String: Any]? = nil) {
-        self.delegate = delegate
+        let held = CBLab.current?.lock.enter(); defer { held?.leave() }
+        _delegate = delegate
         super.init(queue: queue, kind: "peripheral-manager")
         guard let host = device?.host else { return }
         host.onConnection = { [weak self] connection in self?.connected(connection) }
@@ -90,6 +93,7 @@ public class CBPeripheralManager: CBManager {
     /// `peripheralManager(_:didAdd:error:)` follows (with `CBError.invalidParameters` for a
     /// service already published, or a characteristic with a cached value that is not read-only).
     public func add(_ service: CBMutableService) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let server else {
             return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
         }
@@ -135,6 +139,7 @@ public class CBPeripheralManager: CBManager {
 
     /// Removes a published service from the local GATT database.
     public func remove(_ service: CBMutableService) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let i = published.firstIndex(where: { $0.service === service }) else { return }
         let entry = published.remove(at: i)
         _ = server?.removeService(at: entry.handles.range.start)
@@ -142,6 +147,7 @@ public class CBPeripheralManager: CBManager {
 
     /// Removes all published services from the local GATT database.
     public func removeAllServices() {
+        let held = labLock?.enter(); defer { held?.leave() }
         for entry in published { _ = server?.removeService(at: entry.handles.range.start) }
         published.removeAll()
     }
@@ -171,6 +177,7 @@ public class CBPeripheralManager: CBManager {
     /// `CBAdvertisementDataServiceUUIDsKey` (other keys are ignored, as by CoreBluetooth).
     /// `peripheralManagerDidStartAdvertising(_:error:)` follows.
     public func startAdvertising(_ advertisementData: [String: Any]?) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let host = device?.host else {
             return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
         }
@@ -195,6 +202,7 @@ public class CBPeripheralManager: CBManager {
 
     /// Stops advertising peripheral manager data.
     public func stopAdvertising() {
+        let held = labLock?.enter(); defer { held?.leave() }
         advertising = nil
         isAdvertising = false
         device?.host.stopAdvertising()

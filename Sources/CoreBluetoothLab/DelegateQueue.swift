@@ -27,11 +27,22 @@ final class DelegateQueue {
         }
     }
 
+    /// The lab's lock: the loop thread gives it up while it waits for a callback on another
+    /// queue, and the callback takes it there (LabLock.swift).
+    var lock: LabLock?
+
     func run(_ work: () -> Void) {
         guard let queue else {
-            if Thread.isMainThread { work() } else { DispatchQueue.main.sync(execute: work) }
+            if Thread.isMainThread { work() } else { handOff(to: DispatchQueue.main, work) }
             return
         }
-        if DispatchQueue.getSpecific(key: key) == 1 { work() } else { queue.sync(execute: work) }
+        if DispatchQueue.getSpecific(key: key) == 1 { work() } else { handOff(to: queue, work) }
+    }
+
+    private func handOff(to queue: DispatchQueue, _ work: () -> Void) {
+        guard let lock, lock.isHeldByCurrentThread else { return queue.sync(execute: work) }
+        let held = lock.suspend()
+        defer { lock.reclaim(held) }
+        queue.sync { lock.locked(work) }
     }
 }
