@@ -50,6 +50,7 @@ extension CBCentralManager {
     /// service in `.serviceUUIDs` (either list matching is enough). Nil or empty options match
     /// every peripheral. Calling it again replaces the options.
     public func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
+        let held = labLock?.enter(); defer { held?.leave() }
         connectionEvents = ConnectionEventMatching(options)
     }
 

@@ -36,12 +36,12 @@ public class CBL2CAPChannel: NSObject {
     /// The stack's channel (for tests and the lab's own tools).
     let channel: L2CAPCreditBasedChannel
 
-    init(peer: CBPeer, channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, sendBufferSize: Int) {
+    init(peer: CBPeer, channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, sendBufferSize: Int, lock: LabLock?) {
         self.peer = peer
         self.channel = channel
         psm = channel.psm
-        let input = L2CAPInputStream(channel: channel, loop: loop, callbacks: callbacks)
-        let output = L2CAPOutputStream(channel: channel, loop: loop, callbacks: callbacks, capacity: sendBufferSize)
+        let input = L2CAPInputStream(channel: channel, loop: loop, callbacks: callbacks, lock: lock)
+        let output = L2CAPOutputStream(channel: channel, loop: loop, callbacks: callbacks, capacity: sendBufferSize, lock: lock)
         inputStream = input
         outputStream = output
         super.init()
@@ -111,8 +111,12 @@ final class L2CAPInputStream: InputStream {
     private var ended = false
     var onClose: () -> Void = {}
 
-    init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue) {
+    /// The lab's lock: the app reads from any thread, as it may on iOS.
+    private let lock: LabLock?
+
+    init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, lock: LabLock?) {
         self.channel = channel
+        self.lock = lock
         events = StreamEvents(loop: loop, callbacks: callbacks)
         super.init(data: Data())
     }
@@ -125,6 +129,7 @@ final class L2CAPInputStream: InputStream {
     override var streamError: Error? { nil }
 
     override func open() {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status == .notOpen else { return }
         events.status = .open
         events.post(.openCompleted, from: self)
@@ -132,6 +137,7 @@ final class L2CAPInputStream: InputStream {
     }
 
     override func close() {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status != .closed else { return }
         events.status = .closed
         onClose()
@@ -144,9 +150,10 @@ final class L2CAPInputStream: InputStream {
 
     private var buffered: Int { buffer.count - head }
 
-    override var hasBytesAvailable: Bool { events.status == .open && buffered > 0 }
+    override var hasBytesAvailable: Bool { lock.map { $0.locked { events.status == .open && buffered > 0 } } ?? (events.status == .open && buffered > 0) }
 
     override func read(_ destination: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status == .open || events.status == .atEnd else { return events.status == .closed ? 0 : -1 }
         let n = min(len, buffered)
         guard n > 0 else { return 0 }
@@ -220,8 +227,12 @@ final class L2CAPOutputStream: OutputStream {
     private var sentWaiters: [() -> Void] = []
     var onClose: () -> Void = {}
 
-    init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, capacity: Int) {
+    /// The lab's lock: the app writes from any thread, as it may on iOS.
+    private let lock: LabLock?
+
+    init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, capacity: Int, lock: LabLock?) {
         self.channel = channel
+        self.lock = lock
         events = StreamEvents(loop: loop, callbacks: callbacks)
         self.capacity = max(1, capacity)
         super.init(toMemory: ())
@@ -239,6 +250,7 @@ final class L2CAPOutputStream: OutputStream {
     override var streamError: Error? { nil }
 
     override func open() {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status == .notOpen else { return }
         guard channel.isOpen else {
             events.status = .open
@@ -251,6 +263,7 @@ final class L2CAPOutputStream: OutputStream {
     }
 
     override func close() {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status != .closed else { return }
         events.status = .closed
         onClose()
@@ -263,11 +276,12 @@ final class L2CAPOutputStream: OutputStream {
 
     private var room: Int { channel.isOpen ? max(0, capacity - channel.unsentOctets) : 0 }
 
-    override var hasSpaceAvailable: Bool { events.status == .open && room > 0 }
+    override var hasSpaceAvailable: Bool { lock.map { $0.locked { events.status == .open && room > 0 } } ?? (events.status == .open && room > 0) }
 
     /// Takes at most the room left in the send buffer; 0 when it is full, -1 when the stream is
     /// not open or the channel has closed.
     override func write(_ source: UnsafePointer<UInt8>, maxLength len: Int) -> Int {
+        let held = lock?.enter(); defer { held?.leave() }
         guard events.status == .open, channel.isOpen else { return -1 }
         let n = min(len, room)
         owesSpace = true

@@ -453,6 +453,7 @@ public class CBPeripheral: CBPeer {
     /// A peripheral that refuses for want of security (insufficient authentication or
     /// encryption) is paired with or encrypted to, as for ATT, and asked once more.
     public func openL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard let connection = connected("openL2CAPChannel(_:)"), let cbLab = manager?.cbLab else { return }
         let parameters = cbLab.l2capChannelParameters
         let open: (@escaping (Result<L2CAPCreditBasedChannel, L2CAPChannelError>) -> Void) -> Void = { done in
@@ -475,7 +476,7 @@ public class CBPeripheral: CBPeer {
         switch result {
         case let .success(channel):
             let l2cap = CBL2CAPChannel(peer: self, channel: channel, loop: loop, callbacks: manager.callbacks,
-                                       sendBufferSize: cbLab.l2capSendBufferSize)
+                                       sendBufferSize: cbLab.l2capSendBufferSize, lock: labLock)
             ifStill(connection) { deliver { $0.peripheral(self, didOpen: l2cap, error: nil) } }
         case .failure(.linkClosed):
             break   // the app hears didDisconnectPeripheral instead

@@ -253,6 +253,7 @@ public class CBPeripheralManager: CBManager {
     /// `encryptionRequired`, a central on an unencrypted link is refused (insufficient
     /// authentication, or insufficient encryption once bonded) and pairs or encrypts first.
     public func publishL2CAPChannel(withEncryption encryptionRequired: Bool) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let host = device?.host, let cbLab else {
             return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
         }
@@ -271,6 +272,7 @@ public class CBPeripheralManager: CBManager {
     /// `peripheralManager(_:didUnpublishL2CAPChannel:error:)` follows (with
     /// `CBError.invalidParameters` for a PSM this manager does not publish).
     public func unpublishL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        let held = labLock?.enter(); defer { held?.leave() }
         guard state == .poweredOn, let host = device?.host else {
             return misuse("<CBPeripheralManager> can only accept this command while in the powered on state")
         }
@@ -282,7 +284,7 @@ public class CBPeripheralManager: CBManager {
     private func channelOpened(_ channel: L2CAPCreditBasedChannel, on connection: Connection) {
         guard let loop, let cbLab else { return }
         let peer = central(for: connection.bearer) ?? CBCentral(connection: connection)
-        let l2cap = CBL2CAPChannel(peer: peer, channel: channel, loop: loop, callbacks: callbacks, sendBufferSize: cbLab.l2capSendBufferSize)
+        let l2cap = CBL2CAPChannel(peer: peer, channel: channel, loop: loop, callbacks: callbacks, sendBufferSize: cbLab.l2capSendBufferSize, lock: labLock)
         deliver { $0.peripheralManager(self, didOpen: l2cap, error: nil) }
     }
 
