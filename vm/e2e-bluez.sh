@@ -342,19 +342,28 @@ if command -v tshark >/dev/null; then
 else
   say "tshark not installed: captures not checked"
 fi
-# Which ATT write each Python library's call became, as the lab's captures hold it (the python
+# Which ATT write each Python library's call became, as the lab's captures hold them (the python
 # part's expectations already judged them): one line per Write Request (0x12) or Write Command
-# (0x52), with the value the script wrote, which names the call.
+# (0x52) in each capture (the peripheral's for bleak and SimpleBLE, the central's for bless), with
+# the value, which names the call that wrote it.
 if [ -d "$OUT/python/captures" ] && command -v tshark >/dev/null; then
   for f in "$OUT"/python/captures/*.btsnoop; do
     [ -e "$f" ] || continue
-    tshark -r "$f" -Y 'btatt.opcode == 0x12 || btatt.opcode == 0x52' -T fields -e btatt.opcode -e btatt.handle -e btatt.value \
-      2>/dev/null | while IFS=$'\t' read -r op handle value; do
-        printf '%s: %s handle %s "%s"\n' "$(basename "$f" .btsnoop)" "$op" "$handle" \
-          "$(printf '%s' "${value//:/}" | xxd -r -p 2>/dev/null | tr -c '[:print:]' '.')"
-      done
+    # the ATT PDUs' bytes as sent (tshark's ATT dissector off: it guesses what a handle is)
+    tshark -r "$f" --disable-protocol btatt -Y 'btl2cap.cid == 0x0004' -T fields -e btl2cap.payload 2>/dev/null \
+      | python3 -c '
+import sys
+names = {0x12: "Write Request", 0x52: "Write Command"}
+for line in sys.stdin:
+    pdu = bytes.fromhex(line.strip().replace(":", ""))
+    if len(pdu) < 3 or pdu[0] not in names:
+        continue
+    value = pdu[3:]
+    shown = "\"%s\"" % value.decode() if value and all(32 <= b < 127 for b in value) else value.hex(" ")
+    print("%s: 0x%02x (%s) handle 0x%04x value %s" % (sys.argv[1], pdu[0], names[pdu[0]], int.from_bytes(pdu[1:3], "little"), shown))
+' "$(basename "$f" .btsnoop)"
   done > "$OUT/python/write-opcodes.txt"
-  say "ATT writes in the python part's captures ($OUT/python/write-opcodes.txt):"
+  say "ATT writes in the python part's captures (${OUT#"$ROOT"/}/python/write-opcodes.txt):"
   sed 's/^/  /' "$OUT/python/write-opcodes.txt" >&2
 fi
 say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, python/, failures/ (junit.xml, or NAME.junit.xml per run in failures/; bluetoothd.log each), bluez/"
