@@ -134,11 +134,12 @@ inside() {
   # bluetoothd: bleak and SimpleBLE in the central's seat beside `blelab run --central none`, then
   # bless serving a peripheral under BLELab's central (`--peripheral none:ID@ADDRESS`).
   if [[ ",$parts," == *",python,"* ]]; then
-    local pd="$out/python" py="${BLELAB_PYCLIENTS:-}/bin/python" bz="hci${BLELAB_HCI%%,*}" ex=examples/bluez-python
+    # the venv: the host's (BLELAB_PYCLIENTS), or the Docker image's build/pyclients-venv
+    local pd="$out/python" py="${BLELAB_PYCLIENTS:-$ROOT/build/pyclients-venv}/bin/python" bz="hci${BLELAB_HCI%%,*}" ex=examples/bluez-python
     mkdir -p "$pd"
     fresh || return 70
     if [ ! -x "$py" ]; then
-      summary+=("python: no venv at BLELAB_PYCLIENTS='${BLELAB_PYCLIENTS:-}' (tools/pyclients-venv.sh)"); note 70
+      summary+=("python: no Python at $py (tools/pyclients-venv.sh makes the venv)"); note 70
     else
       btmon_start "$pd"
       # An application finds its adapter powered (main.conf's AutoEnable = false leaves it off here).
