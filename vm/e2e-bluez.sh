@@ -138,6 +138,7 @@ inside() {
     local pd="$out/python" py="${BLELAB_PYCLIENTS:-$ROOT/build/pyclients-venv}/bin/python" bz="hci${BLELAB_HCI%%,*}" ex=examples/bluez-python
     mkdir -p "$pd"
     fresh || return 70
+    local pt0=$EPOCHSECONDS
     if [ ! -x "$py" ]; then
       summary+=("python: no Python at $py (tools/pyclients-venv.sh makes the venv)"); note 70
     else
@@ -185,7 +186,7 @@ inside() {
       fi
       wait "$bpid"; bprc=$?
       sed "s/^/  bless| /" "$pd/bless.log" >&2
-      summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc")
+      summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc" "python: $((EPOCHSECONDS - pt0)) s")
       note "$brc"; note "$bprc"
       btmon_stop
       keep_log "$pd"
