@@ -162,9 +162,10 @@ public struct BLELabCLI {
             // `none` in either seat is the CLI's own: a program outside the lab plays it.
             let centralNone = arguments.central == "none"
             let peripheralNone = try arguments.peripheral.flatMap(Self.unoccupiedPeripheral)
-            if centralNone, peripheralNone != nil {
-                throw UsageError("--central none and --peripheral none together leave the lab nothing to play against the programs outside it: "
-                    + "give one")
+            if let central = arguments.central, peripheralNone != nil {
+                // What a program outside the lab serves is judged on the central's HCI, so BLELab's own
+                // central must play it.
+                throw UsageError("--peripheral none is judged on BLELab's central, so it does not go with --central \(central): give one")
             }
             var found = try seats.roles(centralNone ? nil : arguments.central, peripheralNone != nil ? nil : arguments.peripheral)
             if centralNone { found.central = UnoccupiedCentral() }

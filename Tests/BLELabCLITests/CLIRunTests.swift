@@ -91,7 +91,7 @@ final class CLIRunTests: XCTestCase {
         XCTAssertEqual(cli.err, "blelab: --peripheral none:hm10@nowhere: 'nowhere' is not an address (C0:11:22:33:44:55, optionally /public or /random)"
                        + "\nblelab: nothing was run\n")
         XCTAssertEqual(cli.run(["run", "--central", "none", "--peripheral", "none:hm10@C0:11:22:33:44:55", f + "/passing"]), .badInput)
-        XCTAssertTrue(cli.err.hasPrefix("blelab: --central none and --peripheral none together leave the lab nothing to play"), cli.err)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: --peripheral none is judged on BLELab's central, so it does not go with --central none"), cli.err)
         XCTAssertEqual(cli.out, "")
     }
 
