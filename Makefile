@@ -258,7 +258,9 @@ bench-vhci: deps
 		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
-# scenarios/bluez, plus vm/bluez/failures, in the micro-VM: build/e2e-bluez/ (docs/vhci.md).
+# scenarios/bluez, then vm/bluez/own-central, the Python libraries of examples/bluez-python (bleak,
+# SimpleBLE, bless: pip-installed into build/pyclients-venv first) and vm/bluez/failures, in the
+# micro-VM: build/e2e-bluez/ (docs/vhci.md, docs/bluez.md).
 e2e-bluez: deps
 	SWIFT=$(SWIFT) vm/e2e-bluez.sh
 

@@ -22,7 +22,9 @@
 #                image's entrypoint: --device /dev/vhci when the host has it, else the micro-VM),
 #                → build/e2e-docker/junit.xml, timeline.json, captures/
 #  7. BlueZ      vm/e2e-bluez.sh's inside part in a second container (--bluez): BlueZ as central,
-#                as peripheral, own-central, the failure cases → build/e2e-docker/bluez/
+#                as peripheral, own-central, the Python libraries (python: bleak, SimpleBLE and bless
+#                from the image's build/pyclients-venv, installed from wheels the host downloads to
+#                build/docker/wheels), the failure cases → build/e2e-docker/bluez/
 #                (E2E_DOCKER_BLUEZ=0 skips it; not with --bench)
 #  8. captures   every capture must open in tshark with each ATT-channel frame decoded as ATT
 #                (when tshark is installed on the host)
@@ -293,6 +295,16 @@ else
 fi
 cp "$src" "$STATE/blelab.tmp" && mv "$STATE/blelab.tmp" "$STATE/blelab" || fail "cannot copy $src to $STATE/blelab"
 figure docker_blelab_s "$(since "$t0")" s
+# The BlueZ part's Python libraries (tools/requirements-pyclients.txt: bleak, bless, simplepyble),
+# as wheels for the image's Python (Debian 12's 3.11, as the host's /usr/bin/python3), downloaded
+# by the host's venv into build/docker/wheels; the image installs them without an index.
+if [ "$BENCH" = 0 ] && [ "${E2E_DOCKER_BLUEZ:-1}" != 0 ]; then
+  rm -rf "$STATE/wheels"
+  run_bg bash tools/pyclients-venv.sh "$ROOT/build/pyclients-venv" || fail "tools/pyclients-venv.sh failed"
+  run_bg "$ROOT/build/pyclients-venv/bin/pip" download -q --disable-pip-version-check --only-binary=:all: \
+    -r tools/requirements-pyclients.txt -d "$STATE/wheels" || fail "pip download of tools/requirements-pyclients.txt failed"
+fi
+mkdir -p "$STATE/wheels"
 
 # --- 5: the image -------------------------------------------------------------------------------------
 t0=$(now)
@@ -388,6 +400,7 @@ if [ "$BENCH" = 0 ] && [ "${E2E_DOCKER_BLUEZ:-1}" != 0 ]; then
   count=("${bpaths[@]}")
   compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count+=(vm/bluez/failures)
   compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count+=(vm/bluez/own-central)
+  compgen -G 'examples/bluez-python/*.yaml' >/dev/null && count+=(examples/bluez-python)
   NB="$("$STATE/blelab" list --controllers "${count[@]}")" || fail "blelab list --controllers ${count[*]}: the scenarios do not load"
   NB=$((NB + 1))
   mkdir -p "$OUT/bluez"

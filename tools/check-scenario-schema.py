@@ -2,7 +2,7 @@
 """tools/check-scenario-schema.py --blelab BIN --check-jsonschema BIN — `make schema-check`:
 
 1. `blelab schema` prints schema/blelab-scenario.schema.json as shipped (else: run `make schema`);
-2. every scenario in scenarios/ and every valid file in schema/tests/ validates against it with
+2. every scenario in scenarios/ (and examples/) and every valid file in schema/tests/ validates against it with
    check-jsonschema (a file the lab accepts must never be refused in an editor), and the
    schema/tests/ files are valid to `blelab validate` too;
 3. the broken fixtures listed in schema/tests/broken-fixtures.txt fail as listed: `schema` ones
@@ -54,7 +54,8 @@ def main():
         if f.read() != printed:
             findings.append(f"{SCHEMA} is not what `blelab schema` prints: run `make schema` and commit it")
 
-    scenarios = sorted(glob.glob("scenarios/**/*.yaml", root_dir=ROOT, recursive=True))
+    scenarios = sorted(glob.glob("scenarios/**/*.yaml", root_dir=ROOT, recursive=True)
+                       + glob.glob("examples/**/*.yaml", root_dir=ROOT, recursive=True))
     valid_fixtures = sorted(glob.glob("schema/tests/*.yaml", root_dir=ROOT))
     verdicts, messages = check_jsonschema(args.check_jsonschema, scenarios + valid_fixtures)
     for f, verdict in verdicts.items():

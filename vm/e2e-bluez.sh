@@ -15,6 +15,13 @@
 #   peripheral  the same with --peripheral bluez:hci0, into OUT/peripheral/
 #   own-central vm/bluez/own-central/gateway.py (a program outside the lab, on hci0) beside
 #               `blelab run --central none … vm/bluez/own-central`; both must exit 0
+#   python      the Python BLE libraries users run on BlueZ (examples/bluez-python/, docs/bluez.md):
+#               bleak_central.py and simpleble_central.py on hci0, each beside `blelab run
+#               --central none … SCENARIO`; then bless_peripheral.py serving on hci0 under
+#               `blelab run --peripheral none:bless-sensor@ADDRESS` (hci0's address). Each
+#               script and each blelab run must exit 0. The venv (build/pyclients-venv,
+#               tools/pyclients-venv.sh) is made on the host first and reached as BLELAB_PYCLIENTS.
+#               Every ATT write PDU of those runs' captures is listed in OUT/python/write-opcodes.txt
 #   failures    the scenarios of vm/bluez/failures/ (each with `expect-failure: TEXT`: blelab passes
 #               it only when it fails with TEXT), per role: blelab run --central bluez:hci0 --tag
 #               bluez-central … vm/bluez/failures files (--peripheral, tag bluez-peripheral) must
@@ -31,7 +38,8 @@
 # scenario failed, 2 bad input or usage), 1 for a failure case that did not fail as expected, or
 # vm/run.sh's (124 timeout, 125 VM failure).
 # Environment: SWIFT (swift), E2E_BLUEZ_DIR (build/e2e-bluez), VM_TIMEOUT (seconds, default 3600),
-# E2E_BLUEZ_PARTS (central,peripheral,own-central,failures: which parts to run).
+# E2E_BLUEZ_PARTS (central,peripheral,own-central,python,failures: which parts to run),
+# PYCLIENTS_VENV (build/pyclients-venv).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -47,7 +55,7 @@ inside() {
   local blelab="$1" out="$2"; shift 2
   case "${BLELAB_HCI:-}" in *,*) ;; *) say "error: BLELAB_HCI='${BLELAB_HCI:-}': need BlueZ's controller and at least one more"; return 70 ;; esac
   local adapter="bluez:hci${BLELAB_HCI%%,*}" hci="${BLELAB_HCI#*,}"
-  local parts="${E2E_BLUEZ_PARTS:-central,peripheral,own-central,failures}"
+  local parts="${E2E_BLUEZ_PARTS:-central,peripheral,own-central,python,failures}"
   local overall=0 summary=() ctl="$BLELAB_BLUETOOTHD_CTL"
   [ -n "${BLELAB_BLUEZ:-}" ] && [ -x "$ctl" ] || { say "error: no bluetoothd here (run through vm/guest-run.sh --bluez)"; return 70; }
 
@@ -120,6 +128,69 @@ inside() {
     keep_log "$od"
     summary+=("own-central: blelab exit $rc, gateway.py exit $grc")
     note "$rc"; note "$grc"
+  fi
+
+  # The Python libraries users run on BlueZ (docs/bluez.md, "Python libraries on BlueZ"), in one
+  # bluetoothd: bleak and SimpleBLE in the central's seat beside `blelab run --central none`, then
+  # bless serving a peripheral under BLELab's central (`--peripheral none:ID@ADDRESS`).
+  if [[ ",$parts," == *",python,"* ]]; then
+    # the venv: the host's (BLELAB_PYCLIENTS), or the Docker image's build/pyclients-venv
+    local pd="$out/python" py="${BLELAB_PYCLIENTS:-$ROOT/build/pyclients-venv}/bin/python" bz="hci${BLELAB_HCI%%,*}" ex=examples/bluez-python
+    mkdir -p "$pd"
+    fresh || return 70
+    local pt0=$EPOCHSECONDS
+    if [ ! -x "$py" ]; then
+      summary+=("python: no Python at $py (tools/pyclients-venv.sh makes the venv)"); note 70
+    else
+      btmon_start "$pd"
+      # An application finds its adapter powered (main.conf's AutoEnable = false leaves it off here).
+      dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/$bz" \
+        org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:true >/dev/null \
+        || say "warning: could not power $bz through BlueZ"
+      # NAME SCRIPT SCENARIO: a central script on BlueZ's adapter beside blelab with no central.
+      py_central() {
+        local name="$1" script="$2" scenario="$3" rc prc
+        say "[python] $name: $script $bz beside blelab run --central none --transport hci-user:$hci $scenario"
+        "$py" "$script" "$bz" > "$pd/$name.log" 2>&1 &
+        local pid=$!
+        "$blelab" run --central none --transport "hci-user:$hci" "$scenario" \
+          --junit "$pd/$name.junit.xml" --capture "$pd/captures" 2>&1 | tee "$pd/$name.output.log"
+        rc=${PIPESTATUS[0]}
+        wait "$pid"; prc=$?
+        sed "s/^/  $name| /" "$pd/$name.log" >&2
+        summary+=("python $name: blelab exit $rc, $(basename "$script") exit $prc")
+        note "$rc"; note "$prc"
+      }
+      py_central bleak "$ex/bleak_central.py" "$ex/bleak-target.yaml"
+      py_central simpleble "$ex/simpleble_central.py" "$ex/simpleble-target.yaml"
+      # bless serves on BlueZ's adapter; BLELab's central finds it at the adapter's address.
+      local addr kind brc=0 bprc i
+      addr="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
+        string:org.bluez.Adapter1 string:Address | sed -n 's/.*string "\(.*\)".*/\1/p')"
+      kind="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
+        string:org.bluez.Adapter1 string:AddressType | sed -n 's/.*string "\(.*\)".*/\1/p')"
+      say "[python] bless: $ex/bless_peripheral.py $bz (at $addr/$kind) under blelab run --peripheral none:bless-sensor@$addr/$kind"
+      "$py" "$ex/bless_peripheral.py" "$bz" > "$pd/bless.log" 2>&1 &
+      local bpid=$!
+      for i in $(seq 1 300); do
+        grep -q '^bless: advertising' "$pd/bless.log" && break
+        kill -0 "$bpid" 2>/dev/null || break
+        sleep 0.1
+      done
+      if grep -q '^bless: advertising' "$pd/bless.log"; then
+        "$blelab" run --peripheral "none:bless-sensor@$addr/${kind:-public}" --transport "hci-user:$hci" "$ex/bless-sensor.yaml" \
+          --junit "$pd/bless.junit.xml" --capture "$pd/captures" 2>&1 | tee "$pd/bless.output.log"
+        brc=${PIPESTATUS[0]}
+      else
+        say "[python] bless: not advertising within 30 s"; brc=1
+      fi
+      wait "$bpid"; bprc=$?
+      sed "s/^/  bless| /" "$pd/bless.log" >&2
+      summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc" "python: $((EPOCHSECONDS - pt0)) s")
+      note "$brc"; note "$bprc"
+      btmon_stop
+      keep_log "$pd"
+    fi
   fi
 
   case ",$parts," in *",failures,"*) ;; *) printf 'e2e-bluez: %s\n' "${summary[@]}" >&2; return "$overall" ;; esac
@@ -218,6 +289,8 @@ case "$OUT" in /*) ;; *) OUT="$ROOT/$OUT" ;; esac
 count_paths=("$@")
 compgen -G 'vm/bluez/failures/*.yaml' >/dev/null && count_paths+=(vm/bluez/failures)
 compgen -G 'vm/bluez/own-central/*.yaml' >/dev/null && count_paths+=(vm/bluez/own-central)
+PARTS="${E2E_BLUEZ_PARTS:-central,peripheral,own-central,python,failures}"
+compgen -G 'examples/bluez-python/*.yaml' >/dev/null && [[ ",$PARTS," == *",python,"* ]] && count_paths+=(examples/bluez-python)
 
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
@@ -237,6 +310,13 @@ fi
 rm -rf "$OUT" && mkdir -p "$OUT"
 status=0
 envs=(); [ -z "${E2E_BLUEZ_PARTS:-}" ] || envs=(--env "E2E_BLUEZ_PARTS=$E2E_BLUEZ_PARTS")
+# The Python libraries (bleak, SimpleBLE, bless) from PyPI, in a venv the VM sees at the same path.
+if [[ ",$PARTS," == *",python,"* ]]; then
+  PYCLIENTS="${PYCLIENTS_VENV:-build/pyclients-venv}"
+  case "$PYCLIENTS" in /*) ;; *) PYCLIENTS="$ROOT/$PYCLIENTS" ;; esac
+  if bash tools/pyclients-venv.sh "$PYCLIENTS"; then envs+=(--env "BLELAB_PYCLIENTS=$PYCLIENTS")
+  else say "error: no venv of the Python libraries: the python part will fail"; fi
+fi
 vm/run.sh "${envs[@]}" --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" "$N" -- \
   "$ROOT/vm/e2e-bluez.sh" --inside "$BLELAB" "$OUT" "$@" || status=$?
 
@@ -264,5 +344,29 @@ if command -v tshark >/dev/null; then
 else
   say "tshark not installed: captures not checked"
 fi
-say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, failures/ (junit.xml, or NAME.junit.xml per run in failures/; bluetoothd.log each), bluez/"
+# Which ATT write each Python library's call became, as the lab's captures hold them (the python
+# part's expectations already judged them): one line per Write Request (0x12) or Write Command
+# (0x52) in each capture (the peripheral's for bleak and SimpleBLE, the central's for bless), with
+# the value, which names the call that wrote it.
+if [ -d "$OUT/python/captures" ] && command -v tshark >/dev/null; then
+  for f in "$OUT"/python/captures/*.btsnoop; do
+    [ -e "$f" ] || continue
+    # the ATT PDUs' bytes as sent (tshark's ATT dissector off: it guesses what a handle is)
+    tshark -r "$f" --disable-protocol btatt -Y 'btl2cap.cid == 0x0004' -T fields -e btl2cap.payload 2>/dev/null \
+      | python3 -c '
+import sys
+names = {0x12: "Write Request", 0x52: "Write Command"}
+for line in sys.stdin:
+    pdu = bytes.fromhex(line.strip().replace(":", ""))
+    if len(pdu) < 3 or pdu[0] not in names:
+        continue
+    value = pdu[3:]
+    shown = "\"%s\"" % value.decode() if value and all(32 <= b < 127 for b in value) else value.hex(" ")
+    print("%s: 0x%02x (%s) handle 0x%04x value %s" % (sys.argv[1], pdu[0], names[pdu[0]], int.from_bytes(pdu[1:3], "little"), shown))
+' "$(basename "$f" .btsnoop)"
+  done > "$OUT/python/write-opcodes.txt"
+  say "ATT writes in the python part's captures (${OUT#"$ROOT"/}/python/write-opcodes.txt):"
+  sed 's/^/  /' "$OUT/python/write-opcodes.txt" >&2
+fi
+say "results in ${OUT#"$ROOT"/}/: central/, peripheral/, own-central/, python/, failures/ (junit.xml, or NAME.junit.xml per run in failures/; bluetoothd.log each), bluez/"
 exit "$status"

@@ -137,6 +137,16 @@ public struct BLELabCLI {
         return max(2, 1 + most)
     }
 
+    /// `--peripheral none:ID@ADDRESS` (UnoccupiedPeripheralProvider); nil for any other value.
+    static func unoccupiedPeripheral(_ value: String) throws -> UnoccupiedPeripheralProvider? {
+        if value == "none" {
+            throw UsageError("--peripheral none: say which peripheral the program outside the lab serves and where: none:ID@ADDRESS "
+                + "(e.g. none:sensor@C0:11:22:33:44:55)")
+        }
+        guard value.hasPrefix("none:") else { return nil }
+        return try UnoccupiedPeripheralProvider(argument: String(value.dropFirst("none:".count)))
+    }
+
     func run(_ arguments: RunArguments) -> Status {
         let found: ScenarioBackend?
         do { found = try transports.backend(arguments.transport) } catch {
@@ -149,11 +159,18 @@ public struct BLELabCLI {
         }
         let roles: ScenarioRoles
         do {
-            if arguments.central == "none" {
-                roles = ScenarioRoles(central: UnoccupiedCentral(), peripheral: try seats.roles(nil, arguments.peripheral).peripheral)
-            } else {
-                roles = try seats.roles(arguments.central, arguments.peripheral)
+            // `none` in either seat is the CLI's own: a program outside the lab plays it.
+            let centralNone = arguments.central == "none"
+            let peripheralNone = try arguments.peripheral.flatMap(Self.unoccupiedPeripheral)
+            if let central = arguments.central, peripheralNone != nil {
+                // What a program outside the lab serves is judged on the central's HCI, so BLELab's own
+                // central must play it.
+                throw UsageError("--peripheral none is judged on BLELab's central, so it does not go with --central \(central): give one")
             }
+            var found = try seats.roles(centralNone ? nil : arguments.central, peripheralNone != nil ? nil : arguments.peripheral)
+            if centralNone { found.central = UnoccupiedCentral() }
+            if let peripheralNone { found.peripheral = peripheralNone }
+            roles = found
         } catch {
             console.err("blelab: \(error)\nblelab: nothing was run\n")
             return .badInput

@@ -339,7 +339,8 @@ public enum Help {
 
     public static func run(transports: TransportOffer = .simOnly, seats: SeatOffer = .none) -> String {
         let central = valueLines([("none", "a program outside the lab (wait, peripheral and peripheral-received only)")] + seats.centralValues)
-        let peripheral = seats.peripheralValues.isEmpty ? "this build offers none" : valueLines(seats.peripheralValues)
+        let peripheral = valueLines([("none:ID@ADDRESS", "a program outside the lab serves peripheral ID at ADDRESS (C0:11:22:33:44:55[/random])")]
+            + seats.peripheralValues)
         return """
     usage: blelab run [options] [PATHS…]
 

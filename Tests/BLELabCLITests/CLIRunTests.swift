@@ -81,6 +81,18 @@ final class CLIRunTests: XCTestCase {
         XCTAssertTrue(cli.err.hasSuffix("not on the sim: give --transport too (hci-user:1,2,… in the micro-VM, see docs/bluez.md)\nblelab: nothing was run\n"), cli.err)
         XCTAssertEqual(cli.out, "")
         XCTAssertEqual(cli.run(["run", "--central", f + "/passing"]), .badInput)
+        // `--peripheral none:ID@ADDRESS` is the CLI's own too, and needs real controllers the same way.
+        XCTAssertEqual(cli.run(["run", "--peripheral", "none:hm10@C0:11:22:33:44:55/random", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: --central/--peripheral put a stack or program outside the lab in a seat"), cli.err)
+        XCTAssertEqual(cli.run(["run", "--peripheral", "none", f + "/passing"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: --peripheral none: say which peripheral the program outside the lab serves and where: none:ID@ADDRESS "
+                       + "(e.g. none:sensor@C0:11:22:33:44:55)\nblelab: nothing was run\n")
+        XCTAssertEqual(cli.run(["run", "--peripheral", "none:hm10@nowhere", f + "/passing"]), .badInput)
+        XCTAssertEqual(cli.err, "blelab: --peripheral none:hm10@nowhere: 'nowhere' is not an address (C0:11:22:33:44:55, optionally /public or /random)"
+                       + "\nblelab: nothing was run\n")
+        XCTAssertEqual(cli.run(["run", "--central", "none", "--peripheral", "none:hm10@C0:11:22:33:44:55", f + "/passing"]), .badInput)
+        XCTAssertTrue(cli.err.hasPrefix("blelab: --peripheral none is judged on BLELab's central, so it does not go with --central none"), cli.err)
+        XCTAssertEqual(cli.out, "")
     }
 
     func testAFolderWithoutScenariosIsBadInput() throws {

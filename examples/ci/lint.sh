@@ -6,7 +6,9 @@
 #      github-actions*.yml, GitLab's .gitlab-ci.yml schema for gitlab-ci.yml — the schemas that
 #      check-jsonschema (PyPI, pinned below) ships, so no network at check time; it is installed
 #      once into a venv in build/ci-lint/;
-#   3. examples/ci/test_merge_junit.py: merge-junit.py on shards shaped like blelab's reports.
+#   3. examples/ci/test_merge_junit.py: merge-junit.py on shards shaped like blelab's reports;
+#   4. the Python examples of examples/bluez-python/ parse (their libraries run only in
+#      `make e2e-bluez`, which runs them against the lab).
 # Fails on the first finding, naming the file and line.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -34,3 +36,8 @@ say "GitLab's CI schema: examples/ci/gitlab-ci.yml"
 
 say "merge-junit.py"
 python3 examples/ci/test_merge_junit.py
+
+say "examples/bluez-python/*.py parse"
+python3 -c 'import ast, sys
+for f in sys.argv[1:]:
+    ast.parse(open(f, encoding="utf-8").read(), f)' examples/bluez-python/*.py
