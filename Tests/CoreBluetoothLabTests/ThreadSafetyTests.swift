@@ -69,10 +69,25 @@ final class ThreadSafetyTests: LabTestCase {
             }
         }
         let writesPerThread = 300
+        // The writers behave as an app must: a write without response only while
+        // `canSendWriteWithoutResponse` (beyond the transmit queue, writes are dropped, as on
+        // iOS). The check and the write are one step for the two writers (`writers`), else both
+        // could see the last free slot; when the queue is full a writer waits for the loop,
+        // which other threads' calls interleave with, to send some.
+        let writers = NSLock()
         workers.start(2) { index in
             let (_, peripheral, ffe1) = shared.value
             for n in 0..<writesPerThread {
-                peripheral.writeValue(Data([UInt8(index), UInt8(n & 0xFF)]), for: ffe1, type: .withoutResponse)
+                var sent = false
+                while !sent {
+                    writers.lock()
+                    if peripheral.canSendWriteWithoutResponse {
+                        peripheral.writeValue(Data([UInt8(index), UInt8(n & 0xFF)]), for: ffe1, type: .withoutResponse)
+                        sent = true
+                    }
+                    writers.unlock()
+                    if !sent { sched_yield() }
+                }
                 if n % 50 == 0 { peripheral.readValue(for: ffe1) }
             }
         }
