@@ -119,17 +119,31 @@ final class ThreadSafetyTests: LabTestCase {
             lab.run(for: .milliseconds(3))
             slices += 1
         }
-        // Every write without response from the two threads crosses the link, as Write Commands
-        // (those queued in the host go out a few per connection event).
+        // Every write without response from the two threads crosses the link, as Write Commands,
+        // in its thread's order (those queued in the host go out a few per connection event), or
+        // is reported dropped: a Read Request the loop sends from the ATT queue can take the last
+        // free slot between a writer's check of canSendWriteWithoutResponse and its write (the
+        // race an iOS app has too), and the lab then drops the write and counts it.
         let ffe1UUID = CBUUID(string: "FFE1")
-        lab.run(within: .seconds(60)) { lab.attWrites(to: ffe1UUID).count >= 2 * writesPerThread }
         lab.run(for: .seconds(1))
         let writes = lab.attWrites(to: ffe1UUID)
-        XCTAssertEqual(writes.count, 2 * writesPerThread)
+        let dropped = lab.warnings.reduce(0) { sum, warning in
+            guard let range = warning.range(of: #"\d+ writes without response to .* were dropped"#, options: .regularExpression),
+                  let count = Int(warning[range].prefix { $0.isNumber }) else { return sum }
+            return sum + count
+        }
+        XCTAssertEqual(writes.count + dropped, 2 * writesPerThread, "each write arrived or was reported dropped")
+        XCTAssertLessThanOrEqual(dropped, 2 * writesPerThread / 50, "only where a read took the slot")
         XCTAssertEqual(Set(writes.map(\.opcode)), [.writeCommand])
         for index in 0..<2 {
             let mine = writes.filter { $0.value.first == UInt8(index) }.map { Int($0.value[1]) }
-            XCTAssertEqual(mine, (0..<writesPerThread).map { $0 & 0xFF }, "thread \(index)'s writes, in its order")
+            // A subsequence of 0, 1, 2… (mod 256): in the thread's order, none twice.
+            var next = 0
+            for value in mine {
+                while next < writesPerThread, next & 0xFF != value { next += 1 }
+                XCTAssertLessThan(next, writesPerThread, "thread \(index)'s writes, in its order: \(mine)")
+                next += 1
+            }
         }
         // Whatever a reader saw was a whole value the peripheral had: "ready", a notification, or
         // (read back) a write of one of the threads.
