@@ -174,18 +174,17 @@ final class ConnectionTests: LabTestCase {
         XCTAssertNil(recorder.errors["disconnect HMSoft"])
     }
 
-    /// A scenario file's `mtu:` and `link:` come with its peripherals: `mtu: 23` is the ATT_MTU
-    /// the app gets, and the link's latency delays every PDU each way.
-    func testPeripheralsFromAScenarioKeepTheirMTUAndLink() throws {
-        let path = NSTemporaryDirectory() + "/cblab-mtu-link-\(getpid()).yaml"
+    /// Places the peripherals of a scenario file (written to a temporary file) holding one
+    /// module: `advertise`, then the peripheral keys in `more` (one per line), and FFE0/FFE1.
+    private func addModule(to lab: CBLab, advertise: String, more: String = "") throws {
+        let path = NSTemporaryDirectory() + "/cblab-module-\(getpid())-\(UUID().uuidString).yaml"
+        let extra = more.split(separator: "\n").map { "    \($0)\n" }.joined()
         try """
-        scenario: an old module on a slow link
+        scenario: a module
         peripherals:
           module:
-            advertise: { name: OldModule, services: [FFE0] }
-            mtu: 23
-            link: { latency: 200ms }
-            gatt:
+            advertise: \(advertise)
+        \(extra)    gatt:
               - service: FFE0
                 characteristics:
                   - { uuid: FFE1, properties: [read], value: "hex:2a" }
@@ -194,6 +193,12 @@ final class ConnectionTests: LabTestCase {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try lab.addPeripherals(fromScenario: path)
+    }
+
+    /// A scenario file's `mtu:` and `link:` come with its peripherals: `mtu: 23` is the ATT_MTU
+    /// the app gets, and the link's latency delays every PDU each way.
+    func testPeripheralsFromAScenarioKeepTheirMTUAndLink() throws {
+        try addModule(to: lab, advertise: "{ name: OldModule, services: [FFE0] }", more: "mtu: 23\nlink: { latency: 200ms }")
         let recorder = CentralRecorder()
         let central = poweredCentral(recorder)
         let peripheral = try connectAndDiscover("OldModule", with: central, recorder)
@@ -214,21 +219,7 @@ final class ConnectionTests: LabTestCase {
     func testScenarioPeripheralsCanBeConnectedAgainAfterADisconnection() throws {
         for resumes in [true, false] {
             let lab = CBLab(seed: 11)
-            let path = NSTemporaryDirectory() + "/cblab-resume-\(getpid())-\(resumes).yaml"
-            try """
-            scenario: reconnect
-            peripherals:
-              module:
-                advertise: { name: Module, services: [FFE0]\(resumes ? "" : ", resume-after-disconnect: false") }
-                gatt:
-                  - service: FFE0
-                    characteristics:
-                      - { uuid: FFE1, properties: [read], value: "hex:2a" }
-            central:
-              - wait: 1s
-            """.write(toFile: path, atomically: true, encoding: .utf8)
-            defer { try? FileManager.default.removeItem(atPath: path) }
-            try lab.addPeripherals(fromScenario: path)
+            try addModule(to: lab, advertise: "{ name: Module, services: [FFE0]\(resumes ? "" : ", resume-after-disconnect: false") }")
             let recorder = CentralRecorder()
             let central = lab.attach { CBCentralManager(delegate: recorder, queue: nil) }
             XCTAssertTrue(lab.run(within: .seconds(5)) { central.state == .poweredOn })
