@@ -96,7 +96,7 @@ private final class StreamEvents {
 }
 
 /// The channel's received SDUs as one byte stream.
-final class L2CAPInputStream: InputStream {
+final class L2CAPInputStream: InputStream, LabLocked {
     private let channel: L2CAPCreditBasedChannel
     private let events: StreamEvents
     private var buffer: [UInt8] = []
@@ -112,11 +112,11 @@ final class L2CAPInputStream: InputStream {
     var onClose: () -> Void = {}
 
     /// The lab's lock: the app reads from any thread, as it may on iOS.
-    private let lock: LabLock?
+    let labLock: LabLock?
 
     init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, lock: LabLock?) {
         self.channel = channel
-        self.lock = lock
+        labLock = lock
         events = StreamEvents(loop: loop, callbacks: callbacks)
         super.init(data: Data())
     }
@@ -129,7 +129,7 @@ final class L2CAPInputStream: InputStream {
     override var streamError: Error? { nil }
 
     override func open() {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status == .notOpen else { return }
         events.status = .open
         events.post(.openCompleted, from: self)
@@ -137,7 +137,7 @@ final class L2CAPInputStream: InputStream {
     }
 
     override func close() {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status != .closed else { return }
         events.status = .closed
         onClose()
@@ -150,10 +150,10 @@ final class L2CAPInputStream: InputStream {
 
     private var buffered: Int { buffer.count - head }
 
-    override var hasBytesAvailable: Bool { lock.map { $0.locked { events.status == .open && buffered > 0 } } ?? (events.status == .open && buffered > 0) }
+    override var hasBytesAvailable: Bool { locked { events.status == .open && buffered > 0 } }
 
     override func read(_ destination: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status == .open || events.status == .atEnd else { return events.status == .closed ? 0 : -1 }
         let n = min(len, buffered)
         guard n > 0 else { return 0 }
@@ -217,7 +217,7 @@ final class L2CAPInputStream: InputStream {
 }
 
 /// Octets written become SDUs on the channel.
-final class L2CAPOutputStream: OutputStream {
+final class L2CAPOutputStream: OutputStream, LabLocked {
     private let channel: L2CAPCreditBasedChannel
     private let events: StreamEvents
     /// Octets the channel may hold unsent before `write` takes no more.
@@ -228,11 +228,11 @@ final class L2CAPOutputStream: OutputStream {
     var onClose: () -> Void = {}
 
     /// The lab's lock: the app writes from any thread, as it may on iOS.
-    private let lock: LabLock?
+    let labLock: LabLock?
 
     init(channel: L2CAPCreditBasedChannel, loop: EventLoop, callbacks: DelegateQueue, capacity: Int, lock: LabLock?) {
         self.channel = channel
-        self.lock = lock
+        labLock = lock
         events = StreamEvents(loop: loop, callbacks: callbacks)
         self.capacity = max(1, capacity)
         super.init(toMemory: ())
@@ -250,7 +250,7 @@ final class L2CAPOutputStream: OutputStream {
     override var streamError: Error? { nil }
 
     override func open() {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status == .notOpen else { return }
         guard channel.isOpen else {
             events.status = .open
@@ -263,7 +263,7 @@ final class L2CAPOutputStream: OutputStream {
     }
 
     override func close() {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status != .closed else { return }
         events.status = .closed
         onClose()
@@ -276,12 +276,12 @@ final class L2CAPOutputStream: OutputStream {
 
     private var room: Int { channel.isOpen ? max(0, capacity - channel.unsentOctets) : 0 }
 
-    override var hasSpaceAvailable: Bool { lock.map { $0.locked { events.status == .open && room > 0 } } ?? (events.status == .open && room > 0) }
+    override var hasSpaceAvailable: Bool { locked { events.status == .open && room > 0 } }
 
     /// Takes at most the room left in the send buffer; 0 when it is full, -1 when the stream is
     /// not open or the channel has closed.
     override func write(_ source: UnsafePointer<UInt8>, maxLength len: Int) -> Int {
-        let held = lock?.enter(); defer { held?.leave() }
+        let held = labLock?.enter(); defer { held?.leave() }
         guard events.status == .open, channel.isOpen else { return -1 }
         let n = min(len, room)
         owesSpace = true

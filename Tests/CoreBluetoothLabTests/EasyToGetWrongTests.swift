@@ -9,27 +9,7 @@ import XCTest
 
 /// The documented behaviours apps most often get wrong, each checked against what crossed the
 /// link, not only against what the API reported.
-final class EasyToGetWrongTests: LabTestCase {
-    private var central: CBCentralManager!
-    private var recorder: CentralRecorder!
-    private var peripheral: CBPeripheral!
-    private var probe: SimulatedPeripheral!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        probe = try lab.addPeripheral(Peripherals.probe())
-        recorder = CentralRecorder()
-        central = poweredCentral(recorder)
-        peripheral = try connectAndDiscover("Probe", with: central, recorder)
-    }
-
-    override func tearDown() {
-        central = nil
-        recorder = nil
-        peripheral = nil
-        probe = nil
-        super.tearDown()
-    }
+final class EasyToGetWrongTests: ConnectedProbeTestCase {
 
     func testDidWriteValueForNeverFiresForWithoutResponse() throws {
         let fff1 = try characteristic("FFF1", of: peripheral)

@@ -10,28 +10,16 @@ import XCTest
 /// The classic bug: writing without response in a loop, ignoring `canSendWriteWithoutResponse`.
 /// iOS drops what does not fit its transmit queue; so does the lab, with an "API MISUSE" warning,
 /// and an app that waits for `peripheralIsReady(toSendWriteWithoutResponse:)` loses nothing.
-final class WriteWithoutResponseFloodTests: LabTestCase {
-    private var recorder: CentralRecorder!
-    private var central: CBCentralManager!
-    private var peripheral: CBPeripheral!
-    private var probe: SimulatedPeripheral!
+final class WriteWithoutResponseFloodTests: ConnectedProbeTestCase {
     private var fff1: CBCharacteristic!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        probe = try lab.addPeripheral(Peripherals.probe())
-        recorder = CentralRecorder()
-        central = poweredCentral(recorder)
-        peripheral = try connectAndDiscover("Probe", with: central, recorder)
         fff1 = try characteristic("FFF1", of: peripheral)
         lab.run(for: .seconds(1))
     }
 
     override func tearDown() {
-        recorder = nil
-        central = nil
-        peripheral = nil
-        probe = nil
         fff1 = nil
         super.tearDown()
     }

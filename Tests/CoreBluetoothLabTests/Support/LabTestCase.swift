@@ -51,3 +51,28 @@ class LabTestCase: XCTestCase {
         return try XCTUnwrap(all.first { $0.uuid == CBUUID(string: uuid) }, "characteristic \(uuid)", file: file, line: line)
     }
 }
+
+/// Tests that start connected to the probe peripheral (`Peripherals.probe()`), every service and
+/// characteristic discovered, with a recording central app.
+class ConnectedProbeTestCase: LabTestCase {
+    var central: CBCentralManager!
+    var recorder: CentralRecorder!
+    var peripheral: CBPeripheral!
+    var probe: SimulatedPeripheral!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        probe = try lab.addPeripheral(Peripherals.probe())
+        recorder = CentralRecorder()
+        central = poweredCentral(recorder)
+        peripheral = try connectAndDiscover("Probe", with: central, recorder)
+    }
+
+    override func tearDown() {
+        central = nil
+        recorder = nil
+        peripheral = nil
+        probe = nil
+        super.tearDown()
+    }
+}
