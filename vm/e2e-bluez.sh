@@ -28,10 +28,11 @@
 #               exit 0; then, with bluetoothd stopped, a run per role
 #               must exit non-zero within 60 s naming bluetoothd; bluetoothd is started again.
 #               Results in OUT/failures/ (blelab's NAME.junit.xml and NAME.log per run)
-# Before each part after the first, bluetoothd starts afresh (empty /var/lib/bluetooth) and BLELab's
-# controllers are reset (powered on and off through BlueZ: a peripheral never connected keeps
-# advertising after blelab lets go of its controller). bluetoothd's log for each part is
-# OUT/<part>/bluetoothd.log (the whole VM's in OUT/bluez/), and btmon's record of BlueZ's adapter
+# Before each part after the first, and before each program of the python part, bluetoothd starts
+# afresh (empty /var/lib/bluetooth) and BLELab's controllers are reset (powered on and off through
+# BlueZ: a peripheral never connected keeps advertising after blelab lets go of its controller).
+# bluetoothd's log for each part is OUT/<part>/bluetoothd.log (OUT/python/NAME.bluetoothd.log per
+# program; the whole VM's in OUT/bluez/), and btmon's record of BlueZ's adapter
 # OUT/<part>/bluez-hci0.btsnoop. Back on the host, every capture must
 # open in tshark with every frame on the ATT channel (CID 4) decoded as ATT.
 # Exit status: 0 when every part passed; else the first failing part's blelab status (1 a
@@ -130,26 +131,35 @@ inside() {
     note "$rc"; note "$grc"
   fi
 
-  # The Python libraries users run on BlueZ (docs/bluez.md, "Python libraries on BlueZ"), in one
-  # bluetoothd: bleak and SimpleBLE in the central's seat beside `blelab run --central none`, then
-  # bless serving a peripheral under BLELab's central (`--peripheral none:ID@ADDRESS`).
+  # The Python libraries users run on BlueZ (docs/bluez.md, "Python libraries on BlueZ"): bleak and
+  # SimpleBLE in the central's seat beside `blelab run --central none`, then bless serving a
+  # peripheral under BLELab's central (`--peripheral none:ID@ADDRESS`). Each program gets a
+  # bluetoothd of its own and reset controllers, as every part does: a program that fails leaves
+  # bluetoothd holding a connection and a device object (BLELab's controllers keep their addresses
+  # from run to run), which must not decide the next program's verdict.
   if [[ ",$parts," == *",python,"* ]]; then
     # the venv: the host's (BLELAB_PYCLIENTS), or the Docker image's build/pyclients-venv
     local pd="$out/python" py="${BLELAB_PYCLIENTS:-$ROOT/build/pyclients-venv}/bin/python" bz="hci${BLELAB_HCI%%,*}" ex=examples/bluez-python
     mkdir -p "$pd"
-    fresh || return 70
     local pt0=$EPOCHSECONDS
     if [ ! -x "$py" ]; then
       summary+=("python: no Python at $py (tools/pyclients-venv.sh makes the venv)"); note 70
     else
       btmon_start "$pd"
-      # An application finds its adapter powered (main.conf's AutoEnable = false leaves it off here).
-      dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/$bz" \
-        org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:true >/dev/null \
-        || say "warning: could not power $bz through BlueZ"
+      # NAME: bluetoothd afresh for program NAME, its adapter powered as a desktop's is (main.conf's
+      # AutoEnable = false leaves it off here).
+      py_fresh() {
+        fresh || return 70
+        dbus-send --system --print-reply --reply-timeout=20000 --dest=org.bluez "/org/bluez/$bz" \
+          org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered variant:boolean:true >/dev/null \
+          || say "warning: could not power $bz through BlueZ"
+      }
+      # NAME: what bluetoothd logged while program NAME ran, beside its other files.
+      py_log() { tail -n +"$LOG_FROM" "$BLELAB_BLUEZ_LOG" > "$pd/$1.bluetoothd.log"; }
       # NAME SCRIPT SCENARIO: a central script on BlueZ's adapter beside blelab with no central.
       py_central() {
         local name="$1" script="$2" scenario="$3" rc prc
+        py_fresh || { summary+=("python $name: bluetoothd did not start again"); note 70; return; }
         say "[python] $name: $script $bz beside blelab run --central none --transport hci-user:$hci $scenario"
         "$py" "$script" "$bz" > "$pd/$name.log" 2>&1 &
         local pid=$!
@@ -158,38 +168,44 @@ inside() {
         rc=${PIPESTATUS[0]}
         wait "$pid"; prc=$?
         sed "s/^/  $name| /" "$pd/$name.log" >&2
+        py_log "$name"
         summary+=("python $name: blelab exit $rc, $(basename "$script") exit $prc")
         note "$rc"; note "$prc"
       }
       py_central bleak "$ex/bleak_central.py" "$ex/bleak-target.yaml"
       py_central simpleble "$ex/simpleble_central.py" "$ex/simpleble-target.yaml"
       # bless serves on BlueZ's adapter; BLELab's central finds it at the adapter's address.
-      local addr kind brc=0 bprc i
-      addr="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
-        string:org.bluez.Adapter1 string:Address | sed -n 's/.*string "\(.*\)".*/\1/p')"
-      kind="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
-        string:org.bluez.Adapter1 string:AddressType | sed -n 's/.*string "\(.*\)".*/\1/p')"
-      say "[python] bless: $ex/bless_peripheral.py $bz (at $addr/$kind) under blelab run --peripheral none:bless-sensor@$addr/$kind"
-      "$py" "$ex/bless_peripheral.py" "$bz" > "$pd/bless.log" 2>&1 &
-      local bpid=$!
-      for i in $(seq 1 300); do
-        grep -q '^bless: advertising' "$pd/bless.log" && break
-        kill -0 "$bpid" 2>/dev/null || break
-        sleep 0.1
-      done
-      if grep -q '^bless: advertising' "$pd/bless.log"; then
-        "$blelab" run --peripheral "none:bless-sensor@$addr/${kind:-public}" --transport "hci-user:$hci" "$ex/bless-sensor.yaml" \
-          --junit "$pd/bless.junit.xml" --capture "$pd/captures" 2>&1 | tee "$pd/bless.output.log"
-        brc=${PIPESTATUS[0]}
+      local addr kind brc=0 bprc=0 i
+      if py_fresh; then
+        addr="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
+          string:org.bluez.Adapter1 string:Address | sed -n 's/.*string "\(.*\)".*/\1/p')"
+        kind="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
+          string:org.bluez.Adapter1 string:AddressType | sed -n 's/.*string "\(.*\)".*/\1/p')"
+        say "[python] bless: $ex/bless_peripheral.py $bz (at $addr/$kind) under blelab run --peripheral none:bless-sensor@$addr/$kind"
+        "$py" "$ex/bless_peripheral.py" "$bz" > "$pd/bless.log" 2>&1 &
+        local bpid=$!
+        for i in $(seq 1 300); do
+          grep -q '^bless: advertising' "$pd/bless.log" && break
+          kill -0 "$bpid" 2>/dev/null || break
+          sleep 0.1
+        done
+        if grep -q '^bless: advertising' "$pd/bless.log"; then
+          "$blelab" run --peripheral "none:bless-sensor@$addr/${kind:-public}" --transport "hci-user:$hci" "$ex/bless-sensor.yaml" \
+            --junit "$pd/bless.junit.xml" --capture "$pd/captures" 2>&1 | tee "$pd/bless.output.log"
+          brc=${PIPESTATUS[0]}
+        else
+          say "[python] bless: not advertising within 30 s"; brc=1
+        fi
+        wait "$bpid"; bprc=$?
+        sed "s/^/  bless| /" "$pd/bless.log" >&2
+        py_log bless
+        summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc")
       else
-        say "[python] bless: not advertising within 30 s"; brc=1
+        brc=70; summary+=("python bless: bluetoothd did not start again")
       fi
-      wait "$bpid"; bprc=$?
-      sed "s/^/  bless| /" "$pd/bless.log" >&2
-      summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc" "python: $((EPOCHSECONDS - pt0)) s")
+      summary+=("python: $((EPOCHSECONDS - pt0)) s")
       note "$brc"; note "$bprc"
       btmon_stop
-      keep_log "$pd"
     fi
   fi
 
