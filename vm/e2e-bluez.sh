@@ -33,7 +33,7 @@
 # BlueZ: a peripheral never connected keeps advertising after blelab lets go of its controller).
 # bluetoothd's log for each part is OUT/<part>/bluetoothd.log (OUT/python/NAME.bluetoothd.log per
 # program; the whole VM's in OUT/bluez/), and btmon's record of BlueZ's adapter
-# OUT/<part>/bluez-hci0.btsnoop. Back on the host, every capture must
+# OUT/<part>/bluez-hci0.btsnoop (OUT/python/NAME.bluez-hci0.btsnoop). Back on the host, every capture must
 # open in tshark with every frame on the ATT channel (CID 4) decoded as ATT.
 # Exit status: 0 when every part passed; else the first failing part's blelab status (1 a
 # scenario failed, 2 bad input or usage), 1 for a failure case that did not fail as expected, or
@@ -86,9 +86,10 @@ inside() {
   keep_log() { tail -n +"$LOG_FROM" "$BLELAB_BLUEZ_LOG" > "$1/bluetoothd.log"; }
   # BlueZ's side of the air: btmon's record of its adapter (HCI and mgmt), next to blelab's captures.
   local btmon_pid=""
+  # DIR [PREFIX]: into DIR/PREFIXbluez-hciN.btsnoop
   btmon_start() {
     command -v btmon >/dev/null || return 0
-    btmon -i "hci${BLELAB_HCI%%,*}" -w "$1/bluez-hci${BLELAB_HCI%%,*}.btsnoop" >/dev/null 2>&1 &
+    btmon -i "hci${BLELAB_HCI%%,*}" -w "$1/${2:-}bluez-hci${BLELAB_HCI%%,*}.btsnoop" >/dev/null 2>&1 &
     btmon_pid=$!
   }
   btmon_stop() { [ -z "$btmon_pid" ] || { kill -TERM "$btmon_pid" 2>/dev/null; wait "$btmon_pid" 2>/dev/null; btmon_pid=""; }; }
@@ -145,7 +146,6 @@ inside() {
     if [ ! -x "$py" ]; then
       summary+=("python: no Python at $py (tools/pyclients-venv.sh makes the venv)"); note 70
     else
-      btmon_start "$pd"
       # NAME: bluetoothd afresh for program NAME, its adapter powered as a desktop's is (main.conf's
       # AutoEnable = false leaves it off here).
       py_fresh() {
@@ -160,6 +160,7 @@ inside() {
       py_central() {
         local name="$1" script="$2" scenario="$3" rc prc
         py_fresh || { summary+=("python $name: bluetoothd did not start again"); note 70; return; }
+        btmon_start "$pd" "$name."
         say "[python] $name: $script $bz beside blelab run --central none --transport hci-user:$hci $scenario"
         "$py" "$script" "$bz" > "$pd/$name.log" 2>&1 &
         local pid=$!
@@ -168,6 +169,7 @@ inside() {
         rc=${PIPESTATUS[0]}
         wait "$pid"; prc=$?
         sed "s/^/  $name| /" "$pd/$name.log" >&2
+        btmon_stop
         py_log "$name"
         summary+=("python $name: blelab exit $rc, $(basename "$script") exit $prc")
         note "$rc"; note "$prc"
@@ -177,6 +179,7 @@ inside() {
       # bless serves on BlueZ's adapter; BLELab's central finds it at the adapter's address.
       local addr kind brc=0 bprc=0 i
       if py_fresh; then
+        btmon_start "$pd" bless.
         addr="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
           string:org.bluez.Adapter1 string:Address | sed -n 's/.*string "\(.*\)".*/\1/p')"
         kind="$(dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$bz" org.freedesktop.DBus.Properties.Get \
@@ -198,6 +201,7 @@ inside() {
         fi
         wait "$bpid"; bprc=$?
         sed "s/^/  bless| /" "$pd/bless.log" >&2
+        btmon_stop
         py_log bless
         summary+=("python bless: blelab exit $brc, bless_peripheral.py exit $bprc")
       else
@@ -205,7 +209,6 @@ inside() {
       fi
       summary+=("python: $((EPOCHSECONDS - pt0)) s")
       note "$brc"; note "$bprc"
-      btmon_stop
     fi
   fi
 
