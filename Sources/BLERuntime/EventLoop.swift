@@ -121,35 +121,44 @@ final class TimerQueue {
     }
 
     /// Moves the slot at `start` up while it precedes its parent (a hole moves, not the slot).
+    /// The slots move through the buffer's memory (`moveInitialize`): no retain and release of
+    /// their timers per level, which a heap of thousands of timers would pay on every insert.
     private func siftUp(_ start: Int) {
-        var i = start
-        let moving = heap[i]
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard moving.precedes(heap[parent]) else { break }
-            heap[i] = heap[parent]
-            heap[i].timer.heapIndex = i
-            i = parent
+        heap.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var i = start
+            let moving = (base + i).move()
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard moving.precedes(base[parent]) else { break }
+                (base + i).moveInitialize(from: base + parent, count: 1)
+                base[i].timer.heapIndex = i
+                i = parent
+            }
+            moving.timer.heapIndex = i
+            (base + i).initialize(to: moving)
         }
-        heap[i] = moving
-        moving.timer.heapIndex = i
     }
 
+    /// Moves the slot at `start` down while a child precedes it (a hole moves, as in `siftUp`).
     private func siftDown(_ start: Int) {
-        var i = start
-        let n = heap.count
-        let moving = heap[i]
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            guard l < n else { break }
-            var m = l
-            if r < n, heap[r].precedes(heap[l]) { m = r }
-            guard heap[m].precedes(moving) else { break }
-            heap[i] = heap[m]
-            heap[i].timer.heapIndex = i
-            i = m
+        heap.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            let n = buffer.count
+            var i = start
+            let moving = (base + i).move()
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                guard l < n else { break }
+                var m = l
+                if r < n, base[r].precedes(base[l]) { m = r }
+                guard base[m].precedes(moving) else { break }
+                (base + i).moveInitialize(from: base + m, count: 1)
+                base[i].timer.heapIndex = i
+                i = m
+            }
+            moving.timer.heapIndex = i
+            (base + i).initialize(to: moving)
         }
-        heap[i] = moving
-        moving.timer.heapIndex = i
     }
 }

@@ -9,6 +9,9 @@ public struct ByteWriter {
 
     public var count: Int { bytes.count }
 
+    /// Overwrites the octet at `index` (written before): a length known only once what follows is written.
+    @inline(__always) public mutating func set(_ value: UInt8, at index: Int) { bytes[index] = value }
+
     @inline(__always) public mutating func write(_ value: UInt8) { bytes.append(value) }
     @inline(__always) public mutating func write(_ value: Int8) { bytes.append(UInt8(bitPattern: value)) }
 

@@ -183,9 +183,7 @@ public final class SimController {
     }
 
     func sendEvent(_ event: HCIEvent) {
-        var frame: [UInt8] = [H4PacketType.event.rawValue]
-        frame.append(contentsOf: event.encoded)
-        sendToHost(frame)
+        sendToHost(event.h4Frame)
     }
 
     /// Sends an LE Meta subevent if both the LE Meta bit of the event mask and `bit` of the LE
@@ -222,11 +220,14 @@ public final class SimController {
 
     /// Command Complete (7.7.14); never masked.
     func sendCommandComplete(_ opcode: HCIOpcode, _ returnParameters: [UInt8]) {
-        var frame: [UInt8] = [H4PacketType.event.rawValue, HCIEvent.Code.commandComplete,
-                              UInt8(truncatingIfNeeded: 3 + returnParameters.count), 1,
-                              UInt8(truncatingIfNeeded: opcode.rawValue), UInt8(truncatingIfNeeded: opcode.rawValue >> 8)]
-        frame.append(contentsOf: returnParameters)
-        sendToHost(frame)
+        var frame = ByteWriter(capacity: 6 + returnParameters.count)
+        frame.write(H4PacketType.event.rawValue)
+        frame.write(HCIEvent.Code.commandComplete)
+        frame.write(UInt8(truncatingIfNeeded: 3 + returnParameters.count))
+        frame.write(UInt8(1))
+        frame.writeUInt16LE(opcode.rawValue)
+        frame.write(bytes: returnParameters)
+        sendToHost(frame.bytes)
     }
 
     /// Command Status (7.7.15); never masked.

@@ -64,7 +64,22 @@ public struct ScanReport: Hashable {
     /// Whether this report passes a CoreBluetooth-style service filter.
     public func matches(services filter: [BluetoothUUID]?) -> Bool {
         guard let filter, !filter.isEmpty else { return true }
-        return serviceUUIDs.contains { filter.contains($0) }
+        // `serviceUUIDs` without building the list: a crowded scan filters every report.
+        return advertisement.advertisesAny(of: filter) || scanResponse?.advertisesAny(of: filter) == true
+    }
+}
+
+extension AdvertisingData {
+    /// Whether a service UUID list of this data names one of `filter`.
+    fileprivate func advertisesAny(of filter: [BluetoothUUID]) -> Bool {
+        for s in structures {
+            switch s {
+            case let .serviceUUIDs16(u, _), let .serviceUUIDs32(u, _), let .serviceUUIDs128(u, _):
+                if u.contains(where: { filter.contains($0) }) { return true }
+            default: break
+            }
+        }
+        return false
     }
 }
 

@@ -252,6 +252,17 @@ public enum HCICommand: Hashable, Sendable {
         return w.bytes
     }
 
+    /// The H4 frame of the command: the indicator (0x01), then `encoded`, built in one buffer.
+    public var h4Frame: [UInt8] {
+        let params = parameters
+        var w = ByteWriter(capacity: 4 + params.count)
+        w.write(H4PacketType.command.rawValue)
+        w.writeUInt16LE(opcode.rawValue)
+        w.write(UInt8(truncatingIfNeeded: params.count))
+        w.write(bytes: params)
+        return w.bytes
+    }
+
     /// Decodes a command packet (without the H4 indicator). Unknown opcodes decode to `.unknown`;
     /// a known opcode with parameters of the wrong size or an out-of-range value throws, which a
     /// controller answers with Invalid HCI Command Parameters (0x12).

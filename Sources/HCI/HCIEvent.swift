@@ -44,6 +44,12 @@ public enum HCIEvent: Hashable, Sendable {
 
     public var parameters: [UInt8] {
         var w = ByteWriter(capacity: 32)
+        encodeParameters(into: &w)
+        return w.bytes
+    }
+
+    /// Writes the parameters after what `w` holds.
+    private func encodeParameters(into w: inout ByteWriter) {
         switch self {
         case let .disconnectionComplete(e): e.encode(into: &w)
         case let .commandComplete(e): e.encode(into: &w)
@@ -65,15 +71,31 @@ public enum HCIEvent: Hashable, Sendable {
         case let .leMeta(e): e.encode(into: &w)
         case let .unknown(_, params): w.write(bytes: params)
         }
-        return w.bytes
     }
 
     /// The event packet without the H4 indicator.
     public var encoded: [UInt8] {
-        let params = parameters
-        var out: [UInt8] = [code, UInt8(truncatingIfNeeded: params.count)]
-        out.append(contentsOf: params)
-        return out
+        var w = ByteWriter(capacity: 48)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    /// The H4 frame of the event: the indicator (0x04), then `encoded`. Built in one buffer: a
+    /// controller sends one per event (a crowded air, hundreds of thousands).
+    public var h4Frame: [UInt8] {
+        var w = ByteWriter(capacity: 48)
+        w.write(H4PacketType.event.rawValue)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    /// Event_Code, Parameter_Total_Length, then the parameters, after what `w` holds.
+    private func encode(into w: inout ByteWriter) {
+        w.write(code)
+        let lengthIndex = w.count
+        w.write(UInt8(0))
+        encodeParameters(into: &w)
+        w.set(UInt8(truncatingIfNeeded: w.count - lengthIndex - 1), at: lengthIndex)
     }
 
     /// Decodes an event packet (without the H4 indicator). Unknown event codes decode to

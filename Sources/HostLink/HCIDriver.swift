@@ -39,6 +39,9 @@ public final class HCIDriver {
     private var inFlight: PendingCommand?
     private var commandCredits = 1
     private var commandTimer: LoopTimer?
+    /// Every command's timeout task: one closure made once (a lab of thousands of devices sends
+    /// a dozen commands each while it powers on).
+    private lazy var commandTimeoutTask: () -> Void = { [weak self] in self?.commandTimedOut() }
 
     // MARK: ACL
     /// LE_ACL_Data_Packet_Length and Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size.
@@ -89,8 +92,8 @@ public final class HCIDriver {
             }
             inFlight = next
             commandCredits -= 1
-            commandTimer = loop.schedule(after: commandTimeout) { [weak self] in self?.commandTimedOut() }
-            transport.send([H4PacketType.command.rawValue] + next.command.encoded)
+            commandTimer = loop.schedule(after: commandTimeout, commandTimeoutTask)
+            transport.send(next.command.h4Frame)
         }
     }
 
