@@ -416,7 +416,7 @@ fi
 # --- 8: the captures ------------------------------------------------------------------------------------
 if command -v tshark >/dev/null; then
   total=0; frames=0; bad=""
-  for f in "$OUT"/captures/*.btsnoop "$OUT"/bluez/*/captures/*.btsnoop "$OUT"/bluez/*/bluez-hci*.btsnoop; do
+  for f in "$OUT"/captures/*.btsnoop "$OUT"/bluez/*/captures/*.btsnoop "$OUT"/bluez/*/*bluez-hci*.btsnoop; do
     [ -e "$f" ] || continue
     total=$((total + 1))
     if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \

@@ -343,7 +343,7 @@ vm/run.sh "${envs[@]}" --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" 
 # tshark, with every L2CAP frame on the ATT channel (CID 4) decoded as ATT.
 if command -v tshark >/dev/null; then
   total=0; frames=0; bad=""
-  for f in "$OUT"/*/captures/*.btsnoop "$OUT"/*/bluez-hci*.btsnoop; do
+  for f in "$OUT"/*/captures/*.btsnoop "$OUT"/*/*bluez-hci*.btsnoop; do
     [ -e "$f" ] || continue
     total=$((total + 1))
     if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \
