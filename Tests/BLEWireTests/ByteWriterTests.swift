@@ -27,6 +27,16 @@ final class ByteWriterTests: XCTestCase {
         XCTAssertEqual(writer.count, 24)
     }
 
+    func testSetOverwritesAnOctetAlreadyWrittenAndKeepsTheCount() {
+        var writer = ByteWriter()
+        writer.write(UInt8(0x04))
+        writer.write(UInt8(0x00))                   // a length, known only later
+        writer.write(bytes: [0xAA, 0xBB, 0xCC])
+        writer.set(UInt8(3), at: 1)
+        XCTAssertEqual(writer.bytes, [0x04, 0x03, 0xAA, 0xBB, 0xCC])
+        XCTAssertEqual(writer.count, 5)
+    }
+
     func testStartsEmptyWhateverTheCapacity() {
         XCTAssertEqual(ByteWriter().bytes, [])
         XCTAssertEqual(ByteWriter(capacity: 0).count, 0)

@@ -26,6 +26,29 @@ final class ReferenceTrafficTests: XCTestCase {
         XCTAssertEqual(kinds, ["command": 37, "event": 114, "ACL": 140])
     }
 
+    /// `h4Frame`, which builds the indicator, header and parameters in one buffer (Vol 4 Part A
+    /// 2: 0x01 command, 0x04 event), gives every reference command and event byte for byte,
+    /// with Parameter_Total_Length filled in after the parameters are written.
+    func testEveryCommandAndEventBuildsItsH4FrameInOneBuffer() throws {
+        var built = 0
+        for (file, packet) in ReferenceTraffic.all {
+            let label = "\(file) #\(packet.number) \(packet.summary)"
+            switch try HCIPacket(h4: packet.h4) {
+            case let .command(command):
+                XCTAssertEqual(command.h4Frame, packet.h4, label)
+                XCTAssertEqual(command.h4Frame, [0x01] + command.encoded, label)
+                built += 1
+            case let .event(event):
+                XCTAssertEqual(event.h4Frame, packet.h4, label)
+                XCTAssertEqual(event.h4Frame, [0x04] + event.encoded, label)
+                XCTAssertEqual(Int(event.encoded[1]), event.parameters.count, label)
+                built += 1
+            default: break
+            }
+        }
+        XCTAssertEqual(built, 37 + 114)
+    }
+
     /// Modelled commands and events decode to their own cases, not `.unknown`; the unmodelled
     /// ones (v2 buffer sizes, data length, event mask page 2, advertising set terminated) are exactly these.
     func testWhichReferencePacketsAreOutsideTheSubset() throws {
