@@ -248,14 +248,17 @@ e2e-vhci: deps
 # The vhci tier's figures, in the micro-VM (software emulation here, so the host stack itself
 # runs far slower than on the host): vm_boot_s, one scan→notify flow, the whole suite with
 # --jobs VHCI_JOBS (suite_vhci_s; VHCI_JOBS groups of controllers, one btvirt each);
-# BENCH_TIERS_SERIAL=yes adds it one at a time (vhci_suite_wall_s).
+# BENCH_TIERS_SERIAL=yes adds it one at a time (vhci_suite_wall_s); BENCH_TIERS_SUITE=no leaves
+# the suite out (.ci/run: make e2e-docker has just run it in the container, and prints its
+# suite_vhci_s).
 bench-vhci: deps
-	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab-bench $(SWIFT_FLAGS)
-	$(SWIFT) build $(RELEASE) --static-swift-stdlib --product blelab $(SWIFT_FLAGS)
+	$(SWIFT) build $(RELEASE) --product blelab-bench $(SWIFT_FLAGS)
+	$(SWIFT) build $(RELEASE) --product blelab $(SWIFT_FLAGS)
 	@n=$$($$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab list --controllers scenarios); \
 	groups=$$(for g in $$(seq 0 $$(($(VHCI_JOBS) - 1))); do seq -s, $$((g * n)) $$((g * n + n - 1)); done | paste -sd/); \
 	vm/run.sh --guest-arg -g$(VHCI_JOBS) $$n -- $$($(SWIFT) build $(RELEASE) --show-bin-path $(SWIFT_FLAGS))/blelab-bench \
-		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
+		--tier hci-user:$$groups --jobs $(VHCI_JOBS) $(if $(filter no,$(BENCH_TIERS_SUITE)),--no-suite) \
+		$(if $(filter yes,$(BENCH_TIERS_SERIAL)),--serial-suite) scenarios
 
 # BlueZ (bluetoothd over D-Bus) as the central, then as the peripheral, of the seed scenarios and
 # scenarios/bluez, then vm/bluez/own-central, the Python libraries of examples/bluez-python (bleak,
@@ -315,7 +318,8 @@ soak: deps
 # input (Fuzzing/), built with -sanitize=fuzzer,address (release, into FUZZ_DIR; the normal build
 # never sees them: Package.swift declares them only when BLELAB_FUZZ=1). Seeds come from the
 # tests' captures, the sim's captures of the scenarios when `make e2e` left them, and the scenario
-# files. `make fuzz` runs each target FUZZ_SECONDS on one core and prints fuzz_<target>_execs,
+# files. `make fuzz` runs each target FUZZ_SECONDS on one core, FUZZ_JOBS at a time (default: one per
+# core), and prints fuzz_<target>_execs,
 # fuzz_<target>_execs_total (all runs so far, FUZZ_DIR/tally) and fuzz_<target>_crashes; findings
 # go to FUZZ_DIR/artifacts/<target>/ and make it fail. `make fuzz-smoke`: 10 s per target, for CI.
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-seeds

@@ -314,8 +314,8 @@ compgen -G 'examples/bluez-python/*.yaml' >/dev/null && [[ ",$PARTS," == *",pyth
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
 read -ra RELEASE < tools/release-flags
-say "swift build ${RELEASE[*]} --static-swift-stdlib --product blelab"
-"$SWIFT" build "${RELEASE[@]}" --static-swift-stdlib --product blelab
+say "swift build ${RELEASE[*]} --product blelab"
+"$SWIFT" build "${RELEASE[@]}" --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 K="$("$BLELAB" list --controllers "${count_paths[@]}")"
@@ -341,28 +341,8 @@ vm/run.sh "${envs[@]}" --guest-arg --bluez --guest-arg "--bluez-log=$OUT/bluez" 
 
 # The captures the VM brought back (blelab's, and btmon's of BlueZ's adapter) must open in
 # tshark, with every L2CAP frame on the ATT channel (CID 4) decoded as ATT.
-if command -v tshark >/dev/null; then
-  total=0; frames=0; bad=""
-  for f in "$OUT"/*/captures/*.btsnoop "$OUT"/*/*bluez-hci*.btsnoop; do
-    [ -e "$f" ] || continue
-    total=$((total + 1))
-    if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \
-       || ! att="$(tshark -r "$f" -Y btatt 2>/dev/null | wc -l)"; then
-      bad="$bad ${f#"$OUT"/}(unreadable)"; continue
-    fi
-    [ "$att" = "$cid4" ] || bad="$bad ${f#"$OUT"/}($att of $cid4)"
-    frames=$((frames + att))
-  done
-  if [ "$total" = 0 ]; then
-    say "error: no capture came back from the VM"; [ "$status" != 0 ] || status=1
-  elif [ -n "$bad" ] || [ "$frames" = 0 ]; then
-    say "error: tshark does not decode ATT in:${bad:- any capture}"; [ "$status" != 0 ] || status=1
-  else
-    say "tshark decodes all $frames ATT PDUs in the $total captures"
-  fi
-else
-  say "tshark not installed: captures not checked"
-fi
+ATT_CHECK_NAME=e2e-bluez "$ROOT/tools/att-check.sh" "$OUT" "$OUT"/*/captures/*.btsnoop "$OUT"/*/*bluez-hci*.btsnoop
+[ $? != 1 ] || [ "$status" != 0 ] || status=1
 # Which ATT write each Python library's call became, as the lab's captures hold them (the python
 # part's expectations already judged them): one line per Write Request (0x12) or Write Command
 # (0x52) in each capture (the peripheral's for bleak and SimpleBLE, the central's for bless), with

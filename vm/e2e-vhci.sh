@@ -9,8 +9,9 @@
 # a btvirt of its own (an air of its own: vm/guest-run.sh -g), and runs, inside,
 #   blelab run --jobs VHCI_JOBS --transport hci-user:0,1,…/N,N+1,… PATHS \
 #              --junit build/e2e-vhci/junit.xml --capture build/e2e-vhci/captures
-# with blelab built by `swift build -c release --static-swift-stdlib --product blelab` (then it
-# needs only the host's glibc, libstdc++, libgcc and libm, which the VM sees through 9p).
+# with blelab built by `swift build $(cat tools/release-flags) --product blelab`: a static Swift
+# standard library, so it needs only the host's C libraries (glibc, libstdc++, libdbus, libcrypto…),
+# which the VM sees through 9p.
 # Environment: SWIFT (swift), E2E_VHCI_DIR (build/e2e-vhci), VM_TIMEOUT (seconds, default 1800),
 # VHCI_JOBS (scenarios at a time, default 1).
 set -euo pipefail
@@ -28,8 +29,8 @@ say() { printf 'e2e-vhci: %s\n' "$*" >&2; }
 # The Debian packages the build needs (libdbus-1-dev, pkg-config, dbus-daemon), when missing.
 bash tools/install-deps.sh
 read -ra RELEASE < tools/release-flags
-say "swift build ${RELEASE[*]} --static-swift-stdlib --product blelab"
-"$SWIFT" build "${RELEASE[@]}" --static-swift-stdlib --product blelab
+say "swift build ${RELEASE[*]} --product blelab"
+"$SWIFT" build "${RELEASE[@]}" --product blelab
 BLELAB="$("$SWIFT" build -c release --show-bin-path)/blelab"
 
 N="$("$BLELAB" list --controllers "$@")"
@@ -43,26 +44,6 @@ vm/run.sh --guest-arg "-g$JOBS" "$N" -- bash -c 'exec "$0" run --jobs "$1" --tra
 
 # The captures the VM brought back must open in tshark, with every L2CAP frame on the ATT
 # channel (CID 4) decoded as ATT.
-if command -v tshark >/dev/null; then
-  total=0; frames=0; bad=""
-  for f in "$OUT"/captures/*.btsnoop; do
-    [ -e "$f" ] || continue
-    total=$((total + 1))
-    if ! cid4="$(tshark -r "$f" -Y 'btl2cap.cid == 0x0004' 2>/dev/null | wc -l)" \
-       || ! att="$(tshark -r "$f" -Y btatt 2>/dev/null | wc -l)"; then
-      bad="$bad $(basename "$f")(unreadable)"; continue
-    fi
-    [ "$att" = "$cid4" ] || bad="$bad $(basename "$f")($att of $cid4)"
-    frames=$((frames + att))
-  done
-  if [ "$total" = 0 ]; then
-    say "error: no capture came back from the VM"; status=1
-  elif [ -n "$bad" ] || [ "$frames" = 0 ]; then
-    say "error: tshark does not decode ATT in:${bad:- any capture}"; status=1
-  else
-    say "tshark decodes all $frames ATT PDUs in the $total captures"
-  fi
-else
-  say "tshark not installed: captures not checked"
-fi
+ATT_CHECK_NAME=e2e-vhci tools/att-check.sh "$OUT/captures" "$OUT"/captures/*.btsnoop
+[ $? != 1 ] || status=1
 exit "$status"

@@ -172,6 +172,40 @@ final class CaptureInteropTests: XCTestCase {
         }
     }
 
+    /// tools/att-check.sh, the tiers' check of the captures they bring back: it counts what our own
+    /// reader counts, in one tshark run over all the files, and names the files it cannot read.
+    func testTheTiersATTCheckCountsEveryATTPDUAndNamesTheFilesAtFault() throws {
+        guard TestTools.executableOnPath("tshark") != nil, let bash = TestTools.executableOnPath("bash") else {
+            throw XCTSkip("tshark is not on PATH (.ci/run installs it)")
+        }
+        let (dir, _) = try runWithCaptures()
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".btsnoop") }.sorted().map { dir + "/" + $0 }
+        XCTAssertGreaterThanOrEqual(files.count, 4, "a central and a peripheral per scenario")
+        let pdus = try files.reduce(0) { $0 + (try Self.attFrames($1)).count }
+        XCTAssertGreaterThan(pdus, 40)
+        let script = Self.root + "/tools/att-check.sh"
+        func check(_ paths: [String]) throws -> (status: Int32, output: String) {
+            let run = try TestTools.runTool(bash, ["-c", "\"$0\" \"$@\" 2>&1", script, dir] + paths)
+            return (run.status, run.output)
+        }
+
+        let good = try check(files + [dir + "/no-such.btsnoop"])
+        XCTAssertEqual(good.status, 0, good.output)
+        XCTAssertEqual(good.output, "att-check: tshark decodes all \(pdus) ATT PDUs in the \(files.count) captures\n")
+
+        // A record cut short and a file that is no capture: each named, nothing else.
+        let bytes = try FileText.readBytes(files[0])
+        try Data(bytes.dropLast(5)).write(to: URL(fileURLWithPath: dir + "/cut.btsnoop"))
+        try Data("not a capture\n".utf8).write(to: URL(fileURLWithPath: dir + "/text.btsnoop"))
+        let bad = try check(files + [dir + "/cut.btsnoop", dir + "/text.btsnoop"])
+        XCTAssertEqual(bad.status, 1, bad.output)
+        XCTAssertTrue(bad.output.hasSuffix("att-check: error: tshark does not decode ATT in: cut.btsnoop(unreadable) text.btsnoop(unreadable)\n"), bad.output)
+
+        let none = try check([dir + "/no-such.btsnoop"])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertEqual(none.output, "att-check: error: no capture came back\n")
+    }
+
     /// `946684801.063305000` → 946684801063305.
     static func microseconds(epoch: String) -> Int64 {
         let parts = epoch.split(separator: ".")
