@@ -21,11 +21,15 @@
 #  6. vhci suite every scenario of SCENARIO_PATHS on btvirt's controllers in the container (the
 #                image's entrypoint: --device /dev/vhci when the host has it, else the micro-VM),
 #                → build/e2e-docker/junit.xml, timeline.json, captures/
-#  7. BlueZ      vm/e2e-bluez.sh's inside part in a second container (--bluez): BlueZ as central,
-#                as peripheral, own-central, the Python libraries (python: bleak, SimpleBLE and bless
-#                from the image's build/pyclients-venv, installed from wheels the host downloads to
-#                build/docker/wheels), the failure cases → build/e2e-docker/bluez/
-#                (E2E_DOCKER_BLUEZ=0 skips it; not with --bench)
+#  7. BlueZ      vm/e2e-bluez.sh's inside part (--bluez): BlueZ as central, as peripheral,
+#                own-central, the Python libraries (python: bleak, SimpleBLE and bless from the
+#                image's build/pyclients-venv, installed from wheels the host downloads to
+#                build/docker/wheels), the failure cases → build/e2e-docker/bluez/; the parts in
+#                two containers at once (BLUEZ_GROUPS: "central,python peripheral,own-central,failures"),
+#                each its own micro-VM and bluetoothd, their lines stamped [GROUP]; the whole VMs'
+#                bluetoothd and dbus-daemon logs in bluez/bluez/ and bluez/bluez-2/
+#                (E2E_DOCKER_BLUEZ=0 skips it; E2E_BLUEZ_PARTS: those parts in one container; not
+#                with --bench)
 #  8. captures   every capture must open in tshark with each ATT-channel frame decoded as ATT
 #                (when tshark is installed on the host)
 # Then, and also on failure, Ctrl-C or SIGTERM: removes the containers and images it made and
@@ -46,7 +50,7 @@
 # BLELAB_DEBIAN_MIRROR, E2E_DOCKER_PRIVATE=1 (a private dockerd even when one answers),
 # E2E_DOCKER_STORAGE (the private dockerd's --storage-driver; default: dockerd's choice),
 # BLELAB_BIN (a static blelab built elsewhere, instead of step 4's swift build: CI jobs whose
-# runner has Docker but no Swift), E2E_BLUEZ_PARTS, VM_TIMEOUT, VHCI_JOBS (the vhci suite's
+# runner has Docker but no Swift), E2E_BLUEZ_PARTS, BLUEZ_GROUPS, VM_TIMEOUT, VHCI_JOBS (the vhci suite's
 # scenarios at a time, each on a btvirt of its own; default 1; make passes 3).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -409,12 +413,35 @@ if [ "$BENCH" = 0 ] && [ "${E2E_DOCKER_BLUEZ:-1}" != 0 ]; then
   NB="$("$STATE/blelab" list --controllers "${count[@]}")" || fail "blelab list --controllers ${count[*]}: the scenarios do not load"
   NB=$((NB + 1))
   mkdir -p "$OUT/bluez"
-  say "BlueZ parts: ${bpaths[*]} on $NB controllers (hci0 for the container's bluetoothd)"
-  brc=0
-  container bluez --bluez --bluez-log /out/bluez/bluez -n "$NB" -- \
-    vm/e2e-bluez.sh --inside /usr/local/bin/blelab /out/bluez "${bpaths[@]}" || brc=$?
-  figure docker_bluez_s "$RUN_S" s
-  [ "$brc" = 0 ] || say "the BlueZ parts failed: exit $brc (reports above; ${OUT#"$ROOT"/}/bluez/)"
+  # The parts in BLUEZ_GROUPS, one container (one micro-VM: its own kernel, controllers, air,
+  # dbus-daemon and bluetoothd) per group, the groups at the same time: nothing is shared between
+  # them but the CPU, so BlueZ keeps one seat per bluetoothd. E2E_BLUEZ_PARTS: one group of those.
+  if [ -n "${E2E_BLUEZ_PARTS:-}" ]; then groups=("$E2E_BLUEZ_PARTS")
+  else read -ra groups <<< "${BLUEZ_GROUPS:-central,python peripheral,own-central,failures}"; fi
+  say "BlueZ parts: ${bpaths[*]} on $NB controllers (hci0 for the container's bluetoothd), in ${#groups[@]} container(s) at once: ${groups[*]}"
+  t0=$(now)
+  pids=(); k=0
+  for g in "${groups[@]}"; do
+    k=$((k + 1))
+    name="blelab-e2e-$RUN_ID-bluez-$k"
+    CONTAINERS+=("$name")
+    # (each line stamped with its group when there are several; the docker client's status kept)
+    bash -c '"$@" 2>&1 | if [ "$0" = - ]; then cat; else sed -u "s/^/[$0] /"; fi; exit "${PIPESTATUS[0]}"' \
+      "$([ "${#groups[@]}" = 1 ] && echo - || echo "$g")" \
+      "${D[@]}" run --rm --name "$name" --label "blelab.build=$RUN_ID" "${WAY_FLAGS[@]}" \
+      -e "E2E_BLUEZ_PARTS=$g" "${envs[@]}" -v "$OUT:/out" "${MOUNTS[@]}" "$IMAGE" \
+      --bluez --bluez-log "/out/bluez/bluez$([ "$k" = 1 ] || echo "-$k")" -n "$NB" -- \
+      vm/e2e-bluez.sh --inside /usr/local/bin/blelab /out/bluez "${bpaths[@]}" 9>&- &
+    pids+=($!)
+  done
+  brc=0; k=0
+  for pid in "${pids[@]}"; do
+    k=$((k + 1)); rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" = 0 ] || say "the BlueZ parts ${groups[$((k - 1))]} failed: exit $rc (reports above; ${OUT#"$ROOT"/}/bluez/)"
+    [ "$brc" != 0 ] || brc=$rc
+  done
+  figure docker_bluez_s "$(since "$t0")" s
   [ "$status" != 0 ] || status=$brc
 fi
 
