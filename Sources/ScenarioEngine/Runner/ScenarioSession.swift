@@ -103,6 +103,10 @@ final class ScenarioSession {
     var writeMarkSteps: [LinkObservations.Key: Int] = [:]
 
     var timeline: [TimelineEvent] = []
+    /// The timeline in a file instead (`RunOptions.timelineDirectory`).
+    var timelineSpool: TimelineSpool?
+    /// Why the timeline could not be spooled.
+    var timelineFailure: String?
     var stepRecords: [StepRecord] = []
     /// Every protocol violation a lab device's host reported, of every layer, in words
     /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
@@ -124,6 +128,9 @@ final class ScenarioSession {
         self.roles = roles
         self.seed = seed
         self.options = options
+        if options.recordsTimeline, let directory = options.timelineDirectory {
+            do { timelineSpool = try TimelineSpool(directory: directory) } catch { timelineFailure = "\(error)" }
+        }
         let longestInOrder = scenario.steps.map { step -> Int in
             if case let .expect(.notification(e)) = step.action { return e.inOrder?.count ?? 0 }
             return 0
@@ -202,6 +209,7 @@ final class ScenarioSession {
             captures = ordered.filter { inLab.contains(ObjectIdentifier($0)) }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        timelineSpool?.finish()
         endRoles()
         RealControllers.quiet(lab: lab, peripherals: peripherals)
         lab?.shutDown()
@@ -209,6 +217,8 @@ final class ScenarioSession {
                                     outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
         result.airCapture = airRecorder?.pcap()
         result.captureFailures = captureFailures
+        result.timelineSpool = timelineSpool
+        if let failure = timelineFailure ?? timelineSpool?.failure { result.timelineFailures.append(failure) }
         return result
     }
 
@@ -359,7 +369,8 @@ final class ScenarioSession {
     }
 
     func record(_ event: TimelineEvent) {
-        if options.recordsTimeline { timeline.append(event) }
+        guard options.recordsTimeline else { return }
+        if let timelineSpool { timelineSpool.append(event) } else if timelineFailure == nil { timeline.append(event) }
     }
 
     /// The activity without its time (the event carries it).
