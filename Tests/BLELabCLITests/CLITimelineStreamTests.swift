@@ -35,10 +35,10 @@ final class CLITimelineStreamTests: XCTestCase {
       - connect: hm10
       - discover: all
       - subscribe: FFE1
-      - write: { characteristic: FFE1, value: "text:hello", without-response: true }
+      - write: { characteristic: FFE1, value: "text:hello", type: command }
       - wait: 60s
-      - expect: { peripheral-received: FFE1, value: "text:hello" }
-      - expect: { notification: FFE1, count: 6000, within: 1s }
+      - expect: { peripheral-received: { characteristic: FFE1, value: "text:hello" } }
+      - expect: { notification: FFE1 }
 
     """
 
