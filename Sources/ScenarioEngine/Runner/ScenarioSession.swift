@@ -86,7 +86,14 @@ final class ScenarioSession {
     var lastRead: (step: Int, value: [UInt8])?
     var lastOperation: (step: CentralStep, error: SeatError?)?
     /// The last write: its step, and where the accounts of writes stood when it started.
-    var lastWrite: WriteMark?
+    var lastWrite: WriteMark? {
+        didSet {
+            for mark in [oldValue, lastWrite] {
+                guard let mark, let handle = mark.handle else { continue }
+                keepAskedWrites(LinkObservations.Key(peripheral: mark.peripheral, handle: handle))
+            }
+        }
+    }
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:] {
         didSet {
@@ -95,7 +102,10 @@ final class ScenarioSession {
         }
     }
     var writeMarks: [LinkObservations.Key: Int] = [:] {
-        didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
+        didSet {
+            markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps)
+            for (key, mark) in writeMarks where oldValue[key] != mark { keepAskedWrites(key) }
+        }
     }
     /// The step that last set each mark, so that a failure can say "since step N" rather than
     /// "none arrived" when an earlier step accounted for what did.
@@ -135,7 +145,7 @@ final class ScenarioSession {
             if case let .expect(.notification(e)) = step.action { return e.inOrder?.count ?? 0 }
             return 0
         }.max() ?? 0
-        observations = LinkObservations(keptArrivals: max(ArrivalLog.defaultKept, longestInOrder + 1))
+        observations = LinkObservations(keptArrivals: max(ArrivalLog.defaultKept, longestInOrder + 1), writeQuestions: WriteQuestions(scenario))
     }
 
     var now: Instant { lab?.loop.now ?? .zero }
@@ -145,6 +155,18 @@ final class ScenarioSession {
         peripheralSeats[id] = seat
         peripherals[id] = seat.simulated
         idsByAddress.removeAll(keepingCapacity: true)
+    }
+
+    /// Tells the observations which writes of `key` can still be asked about: from the mark of a
+    /// peripheral with `peripheral-received` expectations, and from the latest write step's count
+    /// when a `write-sent-as` may read it on the peripheral's side.
+    private func keepAskedWrites(_ key: LinkObservations.Key) {
+        let questions = observations.writeQuestions
+        var floor: Int? = questions.filters[key.peripheral] == nil ? nil : writeMarks[key] ?? 0
+        if questions.asksMethod, let write = lastWrite, write.peripheral == key.peripheral, write.handle == key.handle {
+            floor = min(floor ?? write.received, write.received)
+        }
+        observations.keepWrites(key, from: floor)
     }
 
     private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
