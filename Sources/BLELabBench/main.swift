@@ -255,8 +255,12 @@ func benchCrowd() throws {
 /// A day-long session through the runner: a heart-rate strap notifying 2A37 at 1 Hz and a
 /// sensor stream (FFF1) at 100 Hz on the same link, for `hours` of virtual time.
 func soakScenario(hours: Int) throws -> Scenario {
+    try Scenario.parse(soakText(hours: hours), file: "soak-\(hours)h.yaml")
+}
+
+func soakText(hours: Int) -> String {
     let seconds = hours * 3600
-    let text = """
+    return """
     scenario: \(hours) h of heart rate at 1 Hz and a 100 Hz sensor stream on one link
     seed: 11
     peripherals:
@@ -286,20 +290,41 @@ func soakScenario(hours: Int) throws -> Scenario {
       - expect: { notification: FFF1 }
 
     """
-    return try Scenario.parse(text, file: "soak-\(hours)h.yaml")
 }
 
 /// `blelab-bench --soak HOURS`: runs the soak in this process and prints its wall time. Its
 /// peak RSS is measured by the parent (`benchSoak`), which runs it as a child so that nothing
 /// else of the benchmark counts.
-func runSoak(hours: Int) throws {
-    let scenario = try soakScenario(hours: hours)
-    var result: ScenarioResult?
-    let wall = wallSeconds { result = ScenarioRunner().run(scenario) }
-    guard let result, result.passed else {
-        throw BenchError(description: "soak failed: \(result.map { "\($0.outcome)" } ?? "no result")")
+///
+/// `--soak HOURS --json`: the same soak through `blelab run --json` (the timeline of every event
+/// written to a file in a temporary folder, removed after), figures `soak_<N>h_json_…`.
+func runSoak(hours: Int, json: Bool = false) throws {
+    let name = json ? "soak_\(hours)h_json" : "soak_\(hours)h"
+    if json {
+        var template = Array("/tmp/blelab-soak-XXXXXX".utf8CString)
+        guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
+            throw BenchError(description: "soak: cannot make a temporary folder")
+        }
+        defer {
+            for file in ["soak.yaml", "timeline.json"] { unlink(dir + "/" + file) }
+            rmdir(dir)
+        }
+        try FileText.write(soakText(hours: hours), to: dir + "/soak.yaml")
+        var output = ""
+        let console = Console(out: { output += $0 }, err: { output += $0 }, isTerminal: false, environment: [:])
+        var status = BLELabCLI.Status.passed
+        let wall = wallSeconds { status = BLELabCLI(console: console).main(["run", "-q", dir + "/soak.yaml", "--json", dir + "/timeline.json"]) }
+        guard status == .passed else { throw BenchError(description: "soak --json failed: \(output)") }
+        print("\(name)_hr_wall_s: \(String(format2: wall)) s")
+    } else {
+        let scenario = try soakScenario(hours: hours)
+        var result: ScenarioResult?
+        let wall = wallSeconds { result = ScenarioRunner().run(scenario) }
+        guard let result, result.passed else {
+            throw BenchError(description: "soak failed: \(result.map { "\($0.outcome)" } ?? "no result")")
+        }
+        print("\(name)_hr_wall_s: \(String(format2: wall)) s")
     }
-    print("soak_\(hours)h_hr_wall_s: \(String(format2: wall)) s")
     // VmHWM: this process image's peak resident set. (Not ru_maxrss of the parent's children:
     // Linux carries a child's RSS from before its exec, i.e. the parent's, into that figure.)
     guard let status = procText("/proc/self/status"),
@@ -307,7 +332,7 @@ func runSoak(hours: Int) throws {
           let kb = line.split(separator: " ").compactMap({ Int($0) }).first else {
         throw BenchError(description: "soak: no VmHWM in /proc/self/status")
     }
-    print("soak_\(hours)h_peak_rss_mb: \(String(format2: Double(kb) / 1024)) MB")
+    print("\(name)_peak_rss_mb: \(String(format2: Double(kb) / 1024)) MB")
 }
 
 /// A /proc file's text (its size is not known ahead: read until the end).
@@ -327,13 +352,22 @@ func procText(_ path: String) -> String? {
 
 /// The 24-hour soak in a child process (this executable with `--soak 24`), so that nothing else
 /// of the benchmark counts in its peak resident set: the child prints its wall time and its peak
-/// RSS. `BLELAB_BENCH_SOAK_HOURS` shortens it.
+/// RSS. `BLELAB_BENCH_SOAK_HOURS` shortens it. Then the soak with `--json` at 1 h and 4 h (quick:
+/// 1 h; `BLELAB_BENCH_SOAK_JSON_HOURS`, comma-separated, chooses).
 func benchSoak() throws {
     // Quick (CI): one hour; the day-long figures come from plain `make bench`.
     let hours = getenv("BLELAB_BENCH_SOAK_HOURS").flatMap { Int(String(cString: $0)) } ?? (BenchMode.quick ? 1 : 24)
+    try soakChild(["--soak", "\(hours)"])
+    // With the timeline on (`--json`): bounded too, at one length and at four times it.
+    let jsonHours = getenv("BLELAB_BENCH_SOAK_JSON_HOURS").map { String(cString: $0) } ?? (BenchMode.quick ? "1" : "1,4")
+    for h in jsonHours.split(separator: ",").compactMap({ Int($0) }) { try soakChild(["--soak", "\(h)", "--json"]) }
+}
+
+/// Runs this executable with `arguments` as a child and waits for it.
+func soakChild(_ arguments: [String]) throws {
     fflush(stdout)
     let executable = CommandLine.arguments[0].contains("/") ? CommandLine.arguments[0] : "/proc/self/exe"
-    let argv: [String] = [executable, "--soak", "\(hours)"]
+    let argv: [String] = [executable] + arguments
     var cArgs = argv.map { strdup($0) } + [nil]
     defer { for a in cArgs { free(a) } }
     var pid: pid_t = 0
@@ -363,7 +397,7 @@ do {
         exit(0)
     }
     if CommandLine.arguments.dropFirst().first == "--soak" {
-        try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24)
+        try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24, json: CommandLine.arguments.contains("--json"))
         exit(0)
     }
     try benchHeartRateSession()

@@ -29,8 +29,10 @@ public struct BLELabCLI {
     /// `mkdir -p`, to check the capture folder before running anything.
     public var makeDirectory: (String) throws -> Void
     /// `--capture`: each device's btsnoop file is written as the run goes, straight to the file
-    /// system (so a long run does not keep its packets); false: kept, and written through
-    /// `writeFile` after each run (same bytes; for a CLI whose files are not the file system's).
+    /// system (so a long run does not keep its packets), and `--json`'s timeline too (each run's
+    /// events spooled to a temporary file, `$TMPDIR` or /tmp, then appended to the document once
+    /// the run is done); false: kept, and written through `writeFile` after each run, the
+    /// timeline after the last (same bytes; for a CLI whose files are not the file system's).
     public var streamsCaptures = true
     /// What `--version` prints (the executable passes one naming the commit it was built from).
     public var version: String
@@ -228,6 +230,8 @@ public struct BLELabCLI {
         let options: RunOptions = {
             var options = RunOptions(keepsCaptures: arguments.capture != nil, recordsTimeline: arguments.json != nil || arguments.html != nil)
             options.capturesAir = arguments.captureAir != nil
+            // Streamed: each run's timeline goes to a temporary file as it is recorded.
+            if streamsCaptures, options.recordsTimeline { options.timelineDirectory = Self.temporaryDirectory() }
             return options
         }()
         // Jobs read the wall clock from their threads: one at a time, so that an injected clock
@@ -272,13 +276,15 @@ public struct BLELabCLI {
             ? ParallelRuns<ScenarioRun>(count: plan.count, order: Self.startOrder(plan.map(\.scenario), tier: backend.tier),
                                         workers: runners.map { runner in { perform($0, on: runner) } }) : nil
         var runs: [ScenarioRun] = []
+        // --json streamed: each run's part of the document is written once it is done.
+        let jsonFile = streamsCaptures ? arguments.json.map { TimelineJSONFile(path: $0, tier: backend.tier) } : nil
         var capturePaths: [[(device: String, path: String)]] = []
         var status = Status.passed
         for index in plan.indices {
             reporter.willRun(plan[index].scenario.name, position: index, total: plan.count, elapsed: wallClock() - start)
             var run = parallel?.result(index) ?? perform(index, on: runners[0])
             var result = run.result
-            for failure in result.captureFailures {
+            for failure in result.captureFailures + result.timelineFailures {
                 console.err("blelab: \(failure)\n")
                 status = .badInput
             }
@@ -302,6 +308,15 @@ public struct BLELabCLI {
                 run.result = result
             }
             reporter.finished(run)
+            if let jsonFile {
+                jsonFile.append(run)
+                if let failure = result.timelineSpool?.failure, !result.timelineFailures.contains(failure) {
+                    console.err("blelab: \(failure)\n")
+                    status = .badInput
+                }
+                // Written: the HTML report, if any, reads the spool back at the end.
+                if arguments.html == nil { run.result.timelineSpool = nil }
+            }
             runs.append(run)
         }
         parallel?.join()
@@ -309,7 +324,12 @@ public struct BLELabCLI {
            !write(Array(RunReports.junit(runs, tier: backend.tier, rerunOptions: reporter.rerunOptions, wall: wallClock() - start).xml.utf8), to: path) {
             status = .badInput
         }
-        if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
+        if let jsonFile {
+            if let failure = jsonFile.close() {
+                console.err("blelab: \(failure)\n")
+                status = .badInput
+            }
+        } else if let path = arguments.json, !write(Array((RunReports.timeline(runs, tier: backend.tier).render(pretty: true) + "\n").utf8), to: path) {
             status = .badInput
         }
         let wall = wallClock() - start
@@ -323,6 +343,12 @@ public struct BLELabCLI {
         reporter.summary(runs, wall: wall)
         if status == .badInput { return status }
         return runs.contains { $0.result.failure != nil } ? .failed : .passed
+    }
+
+    /// Where spooled timelines go: `$TMPDIR`, else /tmp.
+    static func temporaryDirectory() -> String {
+        if let value = getenv("TMPDIR"), case let dir = String(cString: value), !dir.isEmpty { return dir }
+        return "/tmp"
     }
 
     /// The backends `run` uses at once: `--jobs` of them where the tier can give each job

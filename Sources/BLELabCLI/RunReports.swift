@@ -120,7 +120,9 @@ public enum RunReports {
         ])
     }
 
-    private static func scenario(_ run: ScenarioRun) -> JSONValue {
+    private static func scenario(_ run: ScenarioRun) -> JSONValue { scenario(run, events: true) }
+
+    private static func scenario(_ run: ScenarioRun, events: Bool) -> JSONValue {
         let r = run.result
         let (outcome, failure) = verdict(r)
         return .object([
@@ -133,8 +135,42 @@ public enum RunReports {
             ("virtual_time_ns", .int(r.virtualTime.nanoseconds)),
             ("failure", failure),
             ("steps", .array(r.steps.map(step))),
-            ("events", .array(r.timeline.map(event))),
+            ("events", .array(events ? r.events.map(event) : [])),
         ])
+    }
+
+    /// The timeline document up to its `scenarios` array (`TimelineJSONFile`): what `timeline`
+    /// renders (pretty) before the array's `[`.
+    static func timelineHead(tier: TransportTier) -> String {
+        let whole = JSONValue.object([("tool", "blelab"), ("transport", .string(tier.rawValue)), ("scenarios", .array([]))]).render(pretty: true)
+        return String(whole.dropLast("[]\n}".count))
+    }
+
+    /// What follows the last scenario object (or the head, with none), to the final newline.
+    static func timelineTail(runs: Int) -> String {
+        runs == 0 ? "[]\n}\n" : "\n  ]\n}\n"
+    }
+
+    /// One run's scenario object as `timeline` renders it (pretty) inside `scenarios`, from the
+    /// newline before it, given to `write` piece by piece: the events one at a time, as they are
+    /// read back, so a run's events are never all in memory.
+    static func writeTimelineScenario(_ run: ScenarioRun, write: (String) -> Void) {
+        // The object with no events renders as `…"events": []\n}`: the events go where `[]` is.
+        guard case let .object(members) = scenario(run, events: false) else { return }
+        let empty = JSONValue.object(members).render(pretty: true)
+        write("\n    " + indented(String(empty.dropLast("[]\n}".count)), by: 4))
+        var count = 0
+        for e in run.result.events {
+            write((count == 0 ? "[" : ",") + "\n        " + indented(event(e).render(pretty: true), by: 8))
+            count += 1
+        }
+        write(count == 0 ? "[]\n    }" : "\n      ]\n    }")
+    }
+
+    /// `text` (pretty JSON) with `spaces` more after each newline. JSON strings hold no raw
+    /// newline (RFC 8259, 7), so every newline is the renderer's.
+    private static func indented(_ text: String, by spaces: Int) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n" + String(repeating: " ", count: spaces))
     }
 
     private static func step(_ s: StepRecord) -> JSONValue {

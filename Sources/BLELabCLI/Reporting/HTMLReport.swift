@@ -200,7 +200,7 @@ public enum HTMLReport {
             return lanes.count - 1
         }
         var scans: Set<Int> = []
-        for e in r.timeline {
+        for e in r.events {
             switch e.kind {
             case .stepStarted: if let step = e.step, e.text.hasPrefix("scan") { scans.insert(step) }
             case .stepEnded: if let step = e.step, scans.contains(step) { for (name, _) in discovered(e.text) { _ = lane(name) } }
@@ -212,14 +212,14 @@ public enum HTMLReport {
         // Peripheral-side PDUs still to be matched with the central's record of them, by octets
         // and direction (as the central saw it).
         var pending: [String: Int] = [:]
-        for e in r.timeline where e.kind == .att && e.device != "central" {
+        for e in r.events where e.kind == .att && e.device != "central" {
             pending[attKey(e.bytes ?? [], centralSent: e.direction == "received"), default: 0] += 1
         }
 
         var messages: [ChartMessage] = []
         var stepRows: [Int: Int] = [:]
         var currentStep: Int?
-        for e in r.timeline {
+        for e in r.events {
             let t = e.time.nanoseconds
             let here = lane(e.device)
             switch e.kind {

@@ -134,9 +134,9 @@ final class ExpectationJudge {
             throw fail("\(write.peripheral) has no such characteristic")
         }
         try session.waitFor("the write to reach \(write.peripheral)", within: Expectation.defaultWithin) {
-            self.session.observations.writes(write.peripheral, handle).count > write.received
+            self.session.observations.writeCount(write.peripheral, handle) > write.received
         }
-        guard let first = session.observations.writes(write.peripheral, handle).dropFirst(write.received).first else {
+        guard let first = session.observations.write(write.peripheral, handle, at: write.received) else {
             throw fail("no write PDU reached \(write.peripheral) after step \(write.step.index)")
         }
         guard let seen = first.method else { throw fail("\(first.description): the stack does not say which PDU it was") }
@@ -149,18 +149,20 @@ final class ExpectationJudge {
         let key = LinkObservations.Key(peripheral: e.peripheral, handle: handle)
         let mark = session.writeMarks[key] ?? 0
         let markStep = session.writeMarkSteps[key]
+        let filter = WriteFilter(value: e.value, via: e.via)
         func matching() -> ReceivedWriteMatch? {
-            session.observations.writes(e.peripheral, handle).dropFirst(mark).last { w in
-                (e.value == nil || w.value == e.value) && (e.via == nil || w.method == e.via)
-            }.map { ReceivedWriteMatch(write: $0) }
+            session.observations.latestWrite(e.peripheral, handle, matching: filter, since: mark).map { ReceivedWriteMatch(write: $0) }
         }
         try session.waitFor("a write of \(e.characteristic) to reach \(e.peripheral) (within: \(e.within))", within: e.within) { matching() != nil }
-        let received = Array(session.observations.writes(e.peripheral, handle).dropFirst(mark))
-        session.writeMarks[key] = session.observations.writes(e.peripheral, handle).count
-        guard let match = matching() else {
+        let received = session.observations.writes(e.peripheral, handle, since: mark)
+        let match = matching()
+        session.writeMarks[key] = session.observations.writeCount(e.peripheral, handle)
+        guard let match else {
             let since = self.since(markStep, accounted: mark, what: "write")
-            if received.isEmpty { throw fail("no write of \(e.characteristic) reached \(e.peripheral)\(since)") }
-            throw fail((since.isEmpty ? "" : "\(since.dropFirst()): ") + received.map { "\($0.time) \($0.description)" }.joined(separator: "; "))
+            if received.count == 0 { throw fail("no write of \(e.characteristic) reached \(e.peripheral)\(since)") }
+            let more = received.count - received.kept.count
+            throw fail((since.isEmpty ? "" : "\(since.dropFirst()): ") + received.kept.map { "\($0.time) \($0.description)" }.joined(separator: "; ")
+                + (more > 0 ? "; and \(more) more" : ""))
         }
         session.note = "\(match.write.time) \(match.write.description)"
     }

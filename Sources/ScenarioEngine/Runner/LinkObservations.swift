@@ -33,14 +33,18 @@ final class LinkObservations {
     /// How many arrivals of a characteristic are kept in full from the session's mark on (at
     /// least the longest `in-order` list of the scenario, so that it is judged on every value).
     let keptArrivals: Int
-    private(set) var writes: [Key: [ReceivedWrite]] = [:]
+    /// The writes each peripheral received, per characteristic (`ReceivedWriteLog`).
+    private var writeLogs: [Key: ReceivedWriteLog] = [:]
+    /// What the scenario's expectations can ask of them.
+    let writeQuestions: WriteQuestions
     /// The central's connection handles, to tell which peripheral a notification came from.
     private var peripheralByCentralHandle: [UInt16: String] = [:]
     /// Prepare Write Request parts per peripheral, until Execute Write.
     private var prepared: [String: [(handle: UInt16, offset: UInt16, part: [UInt8])]] = [:]
 
-    init(keptArrivals: Int = ArrivalLog.defaultKept) {
+    init(keptArrivals: Int = ArrivalLog.defaultKept, writeQuestions: WriteQuestions = WriteQuestions()) {
         self.keptArrivals = max(keptArrivals, ArrivalLog.listed)
+        self.writeQuestions = writeQuestions
     }
 
     func connected(_ peripheral: String, centralHandle: UInt16) {
@@ -111,7 +115,20 @@ final class LinkObservations {
     }
 
     private func add(_ write: ReceivedWrite, _ peripheral: String, _ handle: UInt16) {
-        writes[Key(peripheral: peripheral, handle: handle), default: []].append(write)
+        let key = Key(peripheral: peripheral, handle: handle)
+        writeLogs[key, default: newWriteLog(key)].append(write)
+    }
+
+    /// Before any mark: a peripheral with `peripheral-received` expectations keeps its writes
+    /// from the first on, any other none.
+    private func newWriteLog(_ key: Key) -> ReceivedWriteLog {
+        let filters = writeQuestions.filters[key.peripheral] ?? []
+        return ReceivedWriteLog(filters: filters, floor: filters.isEmpty ? nil : 0)
+    }
+
+    /// Nothing before write `floor` of the characteristic is asked about any more (nil: nothing).
+    func keepWrites(_ key: Key, from floor: Int?) {
+        writeLogs[key, default: newWriteLog(key)].keep(from: floor)
     }
 
     /// How many notifications and indications of the characteristic have arrived so far.
@@ -128,7 +145,26 @@ final class LinkObservations {
         arrivalLogs[key]?.forget(before: mark)
     }
 
-    func writes(_ peripheral: String, _ handle: UInt16) -> [ReceivedWrite] { writes[Key(peripheral: peripheral, handle: handle)] ?? [] }
+    /// How many writes of the characteristic the peripheral received so far.
+    func writeCount(_ peripheral: String, _ handle: UInt16) -> Int { writeLogs[Key(peripheral: peripheral, handle: handle)]?.count ?? 0 }
+
+    /// The writes from `mark` on that are kept, and how many came.
+    func writes(_ peripheral: String, _ handle: UInt16, since mark: Int) -> (kept: ArraySlice<ReceivedWrite>, count: Int) {
+        writeLogs[Key(peripheral: peripheral, handle: handle)]?.since(mark) ?? ([], 0)
+    }
+
+    /// Write `index` of the characteristic (from 0), when kept.
+    func write(_ peripheral: String, _ handle: UInt16, at index: Int) -> ReceivedWrite? {
+        writeLogs[Key(peripheral: peripheral, handle: handle)]?.write(index)
+    }
+
+    /// The latest write from `mark` on that `filter` matches.
+    func latestWrite(_ peripheral: String, _ handle: UInt16, matching filter: WriteFilter, since mark: Int) -> ReceivedWrite? {
+        writeLogs[Key(peripheral: peripheral, handle: handle)]?.latest(filter, since: mark)
+    }
+
+    /// Writes kept in full, over every characteristic (bounded however many arrive).
+    var keptWrites: Int { writeLogs.values.reduce(0) { $0 + $1.keptCount } }
 }
 
 /// What arrived of one characteristic after a mark: enough to judge any `notification`

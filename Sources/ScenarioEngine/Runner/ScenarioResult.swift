@@ -22,8 +22,14 @@ public struct ScenarioResult {
     /// Virtual time when the scenario ended.
     public var virtualTime: TimeSpan
     public var steps: [StepRecord]
-    /// Steps, peripheral activity and ATT PDUs in time order (when `RunOptions.recordsTimeline`).
+    /// Steps, peripheral activity and ATT PDUs in time order (when `RunOptions.recordsTimeline`
+    /// without `RunOptions.timelineDirectory`; `events` gives them either way).
     public var timeline: [TimelineEvent]
+    /// The timeline spooled to a file (`RunOptions.timelineDirectory`); removed with the last copy
+    /// of the result.
+    public var timelineSpool: TimelineSpool? = nil
+    /// Why the spooled timeline could not be written or read back (reported like capture failures).
+    public var timelineFailures: [String] = []
     /// Every device's HCI packets, peripherals in declaration order then the central (when
     /// `RunOptions.keepsCaptures`).
     public var captures: [DeviceCapture]
@@ -34,6 +40,12 @@ public struct ScenarioResult {
     public var airCapture: [UInt8]? = nil
     /// The streamed capture files (`RunOptions.captureFile`) that could not be written, each with why.
     public var captureFailures: [String] = []
+
+    /// The timeline in time order, from the spool or from `timeline`.
+    public var events: AnySequence<TimelineEvent> {
+        if let timelineSpool { return AnySequence(timelineSpool.events) }
+        return AnySequence(timeline)
+    }
 
     public var passed: Bool {
         if case .passed = outcome { return true }

@@ -21,6 +21,11 @@ public struct RunOptions {
     /// the device's kept capture; `ScenarioResult.captures` stays empty. Set, it overrides
     /// `keepsCaptures`.
     public var captureFile: ((_ device: String) -> String)?
+    /// With `recordsTimeline`: spool the timeline to a temporary file in this directory as the run
+    /// goes (`TimelineSpool`), so that a long run does not keep it in memory.
+    /// `ScenarioResult.timeline` then stays empty and `ScenarioResult.events` reads the file back,
+    /// giving the same events in the same order.
+    public var timelineDirectory: String?
 
     public init(seed: UInt64? = nil, keepsCaptures: Bool = false, recordsTimeline: Bool = false, recentPacketCount: Int = 10) {
         self.seed = seed

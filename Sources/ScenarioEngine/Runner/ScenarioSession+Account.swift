@@ -127,7 +127,9 @@ struct WriteMark {
     /// ATT records on the central's HCI before the write.
     var centralTraffic: Int
     var connectionHandle: UInt16?
-    /// Writes the peripheral had received before it.
+    /// The characteristic's value handle on the peripheral.
+    var handle: UInt16?
+    /// Writes of it the peripheral had received before it.
     var received: Int
 }
 

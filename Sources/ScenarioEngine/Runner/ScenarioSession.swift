@@ -86,7 +86,14 @@ final class ScenarioSession {
     var lastRead: (step: Int, value: [UInt8])?
     var lastOperation: (step: CentralStep, error: SeatError?)?
     /// The last write: its step, and where the accounts of writes stood when it started.
-    var lastWrite: WriteMark?
+    var lastWrite: WriteMark? {
+        didSet {
+            for mark in [oldValue, lastWrite] {
+                guard let mark, let handle = mark.handle else { continue }
+                keepAskedWrites(LinkObservations.Key(peripheral: mark.peripheral, handle: handle))
+            }
+        }
+    }
     /// Notifications already accounted for, per (peripheral, value handle).
     var notificationMarks: [LinkObservations.Key: Int] = [:] {
         didSet {
@@ -95,7 +102,10 @@ final class ScenarioSession {
         }
     }
     var writeMarks: [LinkObservations.Key: Int] = [:] {
-        didSet { markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps) }
+        didSet {
+            markSteps(from: oldValue, to: writeMarks, into: &writeMarkSteps)
+            for (key, mark) in writeMarks where oldValue[key] != mark { keepAskedWrites(key) }
+        }
     }
     /// The step that last set each mark, so that a failure can say "since step N" rather than
     /// "none arrived" when an earlier step accounted for what did.
@@ -103,6 +113,10 @@ final class ScenarioSession {
     var writeMarkSteps: [LinkObservations.Key: Int] = [:]
 
     var timeline: [TimelineEvent] = []
+    /// The timeline in a file instead (`RunOptions.timelineDirectory`).
+    var timelineSpool: TimelineSpool?
+    /// Why the timeline could not be spooled.
+    var timelineFailure: String?
     var stepRecords: [StepRecord] = []
     /// Every protocol violation a lab device's host reported, of every layer, in words
     /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
@@ -124,11 +138,14 @@ final class ScenarioSession {
         self.roles = roles
         self.seed = seed
         self.options = options
+        if options.recordsTimeline, let directory = options.timelineDirectory {
+            do { timelineSpool = try TimelineSpool(directory: directory) } catch { timelineFailure = "\(error)" }
+        }
         let longestInOrder = scenario.steps.map { step -> Int in
             if case let .expect(.notification(e)) = step.action { return e.inOrder?.count ?? 0 }
             return 0
         }.max() ?? 0
-        observations = LinkObservations(keptArrivals: max(ArrivalLog.defaultKept, longestInOrder + 1))
+        observations = LinkObservations(keptArrivals: max(ArrivalLog.defaultKept, longestInOrder + 1), writeQuestions: WriteQuestions(scenario))
     }
 
     var now: Instant { lab?.loop.now ?? .zero }
@@ -138,6 +155,18 @@ final class ScenarioSession {
         peripheralSeats[id] = seat
         peripherals[id] = seat.simulated
         idsByAddress.removeAll(keepingCapacity: true)
+    }
+
+    /// Tells the observations which writes of `key` can still be asked about: from the mark of a
+    /// peripheral with `peripheral-received` expectations, and from the latest write step's count
+    /// when a `write-sent-as` may read it on the peripheral's side.
+    private func keepAskedWrites(_ key: LinkObservations.Key) {
+        let questions = observations.writeQuestions
+        var floor: Int? = questions.filters[key.peripheral] == nil ? nil : writeMarks[key] ?? 0
+        if questions.asksMethod, let write = lastWrite, write.peripheral == key.peripheral, write.handle == key.handle {
+            floor = min(floor ?? write.received, write.received)
+        }
+        observations.keepWrites(key, from: floor)
     }
 
     private func markSteps(from old: [LinkObservations.Key: Int], to new: [LinkObservations.Key: Int], into steps: inout [LinkObservations.Key: Int]) {
@@ -202,6 +231,7 @@ final class ScenarioSession {
             captures = ordered.filter { inLab.contains(ObjectIdentifier($0)) }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        timelineSpool?.finish()
         endRoles()
         RealControllers.quiet(lab: lab, peripherals: peripherals)
         lab?.shutDown()
@@ -209,6 +239,8 @@ final class ScenarioSession {
                                     outcome: outcome, virtualTime: now - .zero, steps: stepRecords, timeline: ordered, captures: captures)
         result.airCapture = airRecorder?.pcap()
         result.captureFailures = captureFailures
+        result.timelineSpool = timelineSpool
+        if let failure = timelineFailure ?? timelineSpool?.failure { result.timelineFailures.append(failure) }
         return result
     }
 
@@ -359,7 +391,8 @@ final class ScenarioSession {
     }
 
     func record(_ event: TimelineEvent) {
-        if options.recordsTimeline { timeline.append(event) }
+        guard options.recordsTimeline else { return }
+        if let timelineSpool { timelineSpool.append(event) } else if timelineFailure == nil { timeline.append(event) }
     }
 
     /// The activity without its time (the event carries it).

@@ -247,7 +247,7 @@ final class StepRunner {
         let handle = session.valueHandle(w.characteristic, on: w.peripheral)
         session.lastWrite = WriteMark(step: step, peripheral: w.peripheral, centralTraffic: session.centralDevice?.traffic.records.count ?? 0,
                               connectionHandle: session.connections[w.peripheral]?.handle,
-                              received: handle.map { session.observations.writes(w.peripheral, $0).count } ?? 0)
+                              handle: handle, received: handle.map { session.observations.writeCount(w.peripheral, $0) } ?? 0)
         let command = w.type.method(for: c.properties) == .command
         let what = command ? "a Write Command of \(w.value.count) octet\(w.value.count == 1 ? "" : "s") to \(w.characteristic)"
             : "the write to \(w.characteristic)"
