@@ -252,16 +252,33 @@ func benchCrowd() throws {
     }
 }
 
-/// A day-long session through the runner: a heart-rate strap notifying 2A37 at 1 Hz and a
-/// sensor stream (FFF1) at 100 Hz on the same link, for `hours` of virtual time.
-func soakScenario(hours: Int) throws -> Scenario {
-    try Scenario.parse(soakText(hours: hours), file: "soak-\(hours)h.yaml")
+/// How long a soak runs in virtual time: `24` or `24h` (hours), `6m` (minutes, for quick runs).
+/// `label` names its figures: soak_24h_…, soak_6m_….
+struct SoakLength {
+    var seconds: Int
+    var label: String
+
+    init?(_ text: String) {
+        if text.hasSuffix("m"), let minutes = Int(text.dropLast()), minutes > 0 {
+            (seconds, label) = (minutes * 60, "\(minutes)m")
+        } else if let hours = Int(text.hasSuffix("h") ? String(text.dropLast()) : text), hours > 0 {
+            (seconds, label) = (hours * 3600, "\(hours)h")
+        } else {
+            return nil
+        }
+    }
 }
 
-func soakText(hours: Int) -> String {
-    let seconds = hours * 3600
+/// A day-long session through the runner: a heart-rate strap notifying 2A37 at 1 Hz and a
+/// sensor stream (FFF1) at 100 Hz on the same link, for `length` of virtual time.
+func soakScenario(_ length: SoakLength) throws -> Scenario {
+    try Scenario.parse(soakText(length), file: "soak-\(length.label).yaml")
+}
+
+func soakText(_ length: SoakLength) -> String {
+    let seconds = length.seconds
     return """
-    scenario: \(hours) h of heart rate at 1 Hz and a 100 Hz sensor stream on one link
+    scenario: \(length.label) of heart rate at 1 Hz and a 100 Hz sensor stream on one link
     seed: 11
     peripherals:
       strap:
@@ -292,14 +309,14 @@ func soakText(hours: Int) -> String {
     """
 }
 
-/// `blelab-bench --soak HOURS`: runs the soak in this process and prints its wall time. Its
+/// `blelab-bench --soak LENGTH` (SoakLength: `24`, `6m`): runs the soak in this process and prints its wall time. Its
 /// peak RSS is measured by the parent (`benchSoak`), which runs it as a child so that nothing
 /// else of the benchmark counts.
 ///
-/// `--soak HOURS --json`: the same soak through `blelab run --json` (the timeline of every event
-/// written to a file in a temporary folder, removed after), figures `soak_<N>h_json_…`.
-func runSoak(hours: Int, json: Bool = false) throws {
-    let name = json ? "soak_\(hours)h_json" : "soak_\(hours)h"
+/// `--soak LENGTH --json`: the same soak through `blelab run --json` (the timeline of every event
+/// written to a file in a temporary folder, removed after), figures `soak_<LENGTH>_json_…`.
+func runSoak(_ length: SoakLength, json: Bool = false) throws {
+    let name = json ? "soak_\(length.label)_json" : "soak_\(length.label)"
     if json {
         var template = Array("/tmp/blelab-soak-XXXXXX".utf8CString)
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
@@ -309,7 +326,7 @@ func runSoak(hours: Int, json: Bool = false) throws {
             for file in ["soak.yaml", "timeline.json"] { unlink(dir + "/" + file) }
             rmdir(dir)
         }
-        try FileText.write(soakText(hours: hours), to: dir + "/soak.yaml")
+        try FileText.write(soakText(length), to: dir + "/soak.yaml")
         var output = ""
         let console = Console(out: { output += $0 }, err: { output += $0 }, isTerminal: false, environment: [:])
         var status = BLELabCLI.Status.passed
@@ -317,7 +334,7 @@ func runSoak(hours: Int, json: Bool = false) throws {
         guard status == .passed else { throw BenchError(description: "soak --json failed: \(output)") }
         print("\(name)_hr_wall_s: \(String(format2: wall)) s")
     } else {
-        let scenario = try soakScenario(hours: hours)
+        let scenario = try soakScenario(length)
         var result: ScenarioResult?
         let wall = wallSeconds { result = ScenarioRunner().run(scenario) }
         guard let result, result.passed else {
@@ -353,14 +370,18 @@ func procText(_ path: String) -> String? {
 /// The 24-hour soak in a child process (this executable with `--soak 24`), so that nothing else
 /// of the benchmark counts in its peak resident set: the child prints its wall time and its peak
 /// RSS. `BLELAB_BENCH_SOAK_HOURS` shortens it. Then the soak with `--json` at 1 h and 4 h (quick:
-/// 1 h; `BLELAB_BENCH_SOAK_JSON_HOURS`, comma-separated, chooses).
+/// 6 minutes, as writing the timeline's JSON costs about a minute of wall time per hour of soak;
+/// `BLELAB_BENCH_SOAK_JSON_HOURS`, comma-separated SoakLengths, chooses).
 func benchSoak() throws {
     // Quick (CI): one hour; the day-long figures come from plain `make bench`.
     let hours = getenv("BLELAB_BENCH_SOAK_HOURS").flatMap { Int(String(cString: $0)) } ?? (BenchMode.quick ? 1 : 24)
     try soakChild(["--soak", "\(hours)"])
     // With the timeline on (`--json`): bounded too, at one length and at four times it.
-    let jsonHours = getenv("BLELAB_BENCH_SOAK_JSON_HOURS").map { String(cString: $0) } ?? (BenchMode.quick ? "1" : "1,4")
-    for h in jsonHours.split(separator: ",").compactMap({ Int($0) }) { try soakChild(["--soak", "\(h)", "--json"]) }
+    let jsonLengths = getenv("BLELAB_BENCH_SOAK_JSON_HOURS").map { String(cString: $0) } ?? (BenchMode.quick ? "6m" : "1,4")
+    for text in jsonLengths.split(separator: ",") {
+        guard SoakLength(String(text)) != nil else { throw BenchError(description: "BLELAB_BENCH_SOAK_JSON_HOURS: '\(text)' is no soak length (24, 24h or 6m)") }
+        try soakChild(["--soak", String(text), "--json"])
+    }
 }
 
 /// Runs this executable with `arguments` as a child and waits for it.
@@ -397,7 +418,9 @@ do {
         exit(0)
     }
     if CommandLine.arguments.dropFirst().first == "--soak" {
-        try runSoak(hours: CommandLine.arguments.dropFirst(2).first.flatMap { Int($0) } ?? 24, json: CommandLine.arguments.contains("--json"))
+        let text = CommandLine.arguments.dropFirst(2).first ?? "24"
+        guard let length = SoakLength(text) else { throw BenchError(description: "--soak \(text): a length is 24, 24h or 6m") }
+        try runSoak(length, json: CommandLine.arguments.contains("--json"))
         exit(0)
     }
     try benchHeartRateSession()
