@@ -82,6 +82,7 @@ public final class SimController {
     var advertisingData: [UInt8] = []
     var scanResponseData: [UInt8] = []
     public internal(set) var isAdvertising = false
+    /// One timer for all advertising events, rescheduled for each (SimController+Advertising.swift).
     var advertisingTimer: LoopTimer?
     /// End of high duty cycle directed advertising (1.28 s after it started).
     var advertisingDeadline: Instant = .distantFuture
@@ -111,7 +112,10 @@ public final class SimController {
     private var flushScheduled = false
     private lazy var flushTask: () -> Void = { [weak self] in self?.flushOutbox() }
     /// Each advertising event's task: one closure for them all (a crowd runs thousands a second).
-    lazy var advertisingTask: () -> Void = { [weak self] in self?.advertisingEvent() }
+    /// It holds the controller unowned (a crowd's advertising events would otherwise each pay a
+    /// weak load): only `advertisingTimer` runs it, and `deinit` cancels that timer, so it never
+    /// runs after the controller is gone.
+    lazy var advertisingTask: () -> Void = { [unowned(unsafe) self] in self.advertisingEvent() }
 
     /// Attaches a new controller to `air`. `address` is its public address; `name` is for logs.
     public init(air: SimAir, address: BDAddr, name: String) {
@@ -125,6 +129,11 @@ public final class SimController {
                            advertisingRandom: SeededRandom(seed: air.seed, stream: "advDelay/\(address)"),
                            rssiRandom: SeededRandom(seed: air.seed, stream: "rssi/\(address)"))
         air.attach(self)
+    }
+
+    deinit {
+        // The advertising task holds this controller unowned: it must not run any more.
+        advertisingTimer?.cancel()
     }
 
     public var isInitiating: Bool { initiating != nil }
