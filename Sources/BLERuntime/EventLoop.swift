@@ -9,11 +9,11 @@ public protocol EventLoop: AnyObject {
     @discardableResult
     func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> LoopTimer
 
-    /// Runs `task` at `deadline` on `timer`, which this loop made: exactly `timer.cancel()`
-    /// followed by `schedule(at: deadline, task)` (the task takes its place among equal deadlines
-    /// now, and a past deadline means as soon as possible), except that no new timer is made and
-    /// `timer` is the one that is pending afterwards. For work that recurs, such as an advertiser's
-    /// events, whose owner keeps one timer instead of allocating one per occurrence.
+    /// Runs `task` at `deadline` on `timer` (one this loop made, or a new `LoopTimer()`): exactly
+    /// `timer.cancel()` followed by `schedule(at: deadline, task)` (the task takes its place among
+    /// equal deadlines now, and a past deadline means as soon as possible), except that no new
+    /// timer is made: `timer` is the one pending afterwards. For work that recurs, such as an
+    /// advertiser's events, whose owner keeps one timer instead of allocating one per occurrence.
     func reschedule(_ timer: LoopTimer, at deadline: Instant, _ task: @escaping () -> Void)
 
     /// Runs `task` soon, at the current time, after the work already due now.
@@ -59,6 +59,14 @@ public final class LoopTimer {
         self.deadline = deadline
         self.sequence = sequence
         self.task = task
+    }
+
+    /// A timer not scheduled yet (not pending, deadline zero): `EventLoop.reschedule` arms it.
+    /// For an owner that keeps one timer for work that recurs.
+    public init() {
+        deadline = .zero
+        sequence = 0
+        task = nil
     }
 
     /// True until the timer has run or been cancelled.

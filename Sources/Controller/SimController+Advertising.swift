@@ -67,7 +67,7 @@ extension SimController {
 
     func stopAdvertising() {
         isAdvertising = false
-        advertisingTimer?.cancel()
+        advertisingTimer.cancel()
     }
 
     /// A connection was created from one of this device's advertising events: advertising is
@@ -86,11 +86,7 @@ extension SimController {
     /// The device's one advertising timer, made at its first event and rescheduled for each next
     /// one (a crowd of advertisers runs thousands of events a second).
     private func scheduleAdvertisingEvent(at deadline: Instant) {
-        if let timer = advertisingTimer {
-            loop.reschedule(timer, at: deadline, advertisingTask)
-        } else {
-            advertisingTimer = loop.schedule(at: deadline, advertisingTask)
-        }
+        loop.reschedule(advertisingTimer, at: deadline, advertisingTask)
     }
 
     /// One advertising event: on the air if the device is heard; then the next one is scheduled,

@@ -83,7 +83,7 @@ public final class SimController {
     var scanResponseData: [UInt8] = []
     public internal(set) var isAdvertising = false
     /// One timer for all advertising events, rescheduled for each (SimController+Advertising.swift).
-    var advertisingTimer: LoopTimer?
+    let advertisingTimer = LoopTimer()
     /// End of high duty cycle directed advertising (1.28 s after it started).
     var advertisingDeadline: Instant = .distantFuture
 
@@ -133,7 +133,7 @@ public final class SimController {
 
     deinit {
         // The advertising task holds this controller unowned: it must not run any more.
-        advertisingTimer?.cancel()
+        advertisingTimer.cancel()
     }
 
     public var isInitiating: Bool { initiating != nil }

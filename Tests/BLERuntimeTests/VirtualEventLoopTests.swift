@@ -216,6 +216,20 @@ final class VirtualEventLoopTests: XCTestCase {
         XCTAssertEqual(log, ["already due@5s", "late@5s", "executed after@5s"])
     }
 
+    func testANewTimerIsNotPendingUntilRescheduledAndThenRunsAsIfScheduled() {
+        let timer = LoopTimer()
+        XCTAssertFalse(timer.isPending)
+        timer.cancel()   // harmless
+        loop.schedule(at: .seconds(1), note("scheduled before"))
+        loop.reschedule(timer, at: .seconds(1), note("new timer"))
+        loop.schedule(at: .seconds(1), note("scheduled after"))
+        XCTAssertTrue(timer.isPending)
+        XCTAssertEqual(timer.deadline, .seconds(1))
+        XCTAssertEqual(timer.remaining(on: loop), .seconds(1))
+        loop.runUntilIdle()
+        XCTAssertEqual(log, ["scheduled before@1s", "new timer@1s", "scheduled after@1s"])
+    }
+
     func testAfterReschedulingCancelStopsTheNewRun() {
         let timer = loop.schedule(at: .seconds(1), note("first"))
         loop.reschedule(timer, at: .seconds(2), note("second"))
