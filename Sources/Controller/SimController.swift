@@ -126,9 +126,28 @@ public final class SimController {
         self.name = name
         attachIndex = air.controllers.count
         radio = RadioState(rssi: air.model.defaultRSSI,
-                           advertisingRandom: SeededRandom(seed: air.seed, stream: "advDelay/\(address)"),
-                           rssiRandom: SeededRandom(seed: air.seed, stream: "rssi/\(address)"))
+                           advertisingRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("advDelay/", address)),
+                           rssiRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("rssi/", address)))
         air.attach(self)
+    }
+
+    /// The UTF-8 of "\(prefix)\(address)" (`BDAddr.description`: six upper-case hex octets,
+    /// most significant first, joined by colons), made without the Strings that interpolation
+    /// would: a crowd makes two per device.
+    static func streamLabel(_ prefix: StaticString, _ address: BDAddr) -> [UInt8] {
+        let hex: StaticString = "0123456789ABCDEF"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(prefix.utf8CodeUnitCount + 17)
+        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        hex.withUTF8Buffer { digits in
+            for i in (0..<6).reversed() {
+                let octet = Int(truncatingIfNeeded: address.rawValue >> (8 * UInt64(i))) & 0xFF
+                bytes.append(digits[octet >> 4])
+                bytes.append(digits[octet & 0x0F])
+                if i > 0 { bytes.append(UInt8(ascii: ":")) }
+            }
+        }
+        return bytes
     }
 
     deinit {
