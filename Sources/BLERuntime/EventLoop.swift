@@ -9,6 +9,13 @@ public protocol EventLoop: AnyObject {
     @discardableResult
     func schedule(at deadline: Instant, _ task: @escaping () -> Void) -> LoopTimer
 
+    /// Runs `task` at `deadline` on `timer` (one this loop made, or a new `LoopTimer()`): exactly
+    /// `timer.cancel()` followed by `schedule(at: deadline, task)` (the task takes its place among
+    /// equal deadlines now, and a past deadline means as soon as possible), except that no new
+    /// timer is made: `timer` is the one pending afterwards. For work that recurs, such as an
+    /// advertiser's events, whose owner keeps one timer instead of allocating one per occurrence.
+    func reschedule(_ timer: LoopTimer, at deadline: Instant, _ task: @escaping () -> Void)
+
     /// Runs `task` soon, at the current time, after the work already due now.
     func execute(_ task: @escaping () -> Void)
 }
@@ -40,8 +47,9 @@ extension EventLoop {
 
 /// A scheduled task. Cancelling is idempotent; a timer that already ran ignores it.
 public final class LoopTimer {
-    public let deadline: Instant
-    let sequence: UInt64
+    /// When it runs (or ran); `EventLoop.reschedule` moves it.
+    public internal(set) var deadline: Instant
+    var sequence: UInt64
     var task: (() -> Void)?
     /// Index in the loop's heap, or -1 when not scheduled.
     var heapIndex: Int = -1
@@ -51,6 +59,14 @@ public final class LoopTimer {
         self.deadline = deadline
         self.sequence = sequence
         self.task = task
+    }
+
+    /// A timer not scheduled yet (not pending, deadline zero): `EventLoop.reschedule` arms it.
+    /// For an owner that keeps one timer for work that recurs.
+    public init() {
+        deadline = .zero
+        sequence = 0
+        task = nil
     }
 
     /// True until the timer has run or been cancelled.
@@ -67,12 +83,25 @@ public final class LoopTimer {
         task = nil
         owner?.remove(self)
     }
+
+    /// Cancels it if pending, then makes it pending again with a new deadline, sequence and task
+    /// (the loops' `reschedule`).
+    func rearm(deadline: Instant, sequence: UInt64, task: @escaping () -> Void, in queue: TimerQueue) {
+        cancel()
+        self.deadline = deadline
+        self.sequence = sequence
+        self.task = task
+        queue.insert(self)
+    }
 }
 
-/// A binary min-heap of timers ordered by (deadline, sequence): the order that makes a run
-/// deterministic. Shared by the virtual and system loops. Each slot holds its timer's key beside
-/// it, so that sifting compares plain integers in one array instead of following a reference per
-/// comparison (a crowded air keeps one timer per advertiser: thousands).
+/// A min-heap of timers ordered by (deadline, sequence): the order that makes a run
+/// deterministic (keys are unique, so the order timers leave the heap does not depend on its
+/// shape). Shared by the virtual and system loops. Each slot holds its timer's key beside it, so
+/// that sifting compares plain integers in one array instead of following a reference per
+/// comparison. The heap is 4-ary: a crowded air keeps one timer per advertiser (thousands), and
+/// each advertising event takes the first off and puts one back; four children per node halve
+/// the levels a removal walks down, each level a cache miss in a heap that size.
 final class TimerQueue {
     private struct Slot {
         var deadline: Int64
@@ -120,6 +149,9 @@ final class TimerQueue {
         siftUp(last.timer.heapIndex)
     }
 
+    /// Children per node.
+    private static let arity = 4
+
     /// Moves the slot at `start` up while it precedes its parent (a hole moves, not the slot).
     /// The slots move through the buffer's memory (`moveInitialize`): no retain and release of
     /// their timers per level, which a heap of thousands of timers would pay on every insert.
@@ -129,7 +161,7 @@ final class TimerQueue {
             var i = start
             let moving = (base + i).move()
             while i > 0 {
-                let parent = (i - 1) / 2
+                let parent = (i - 1) / Self.arity
                 guard moving.precedes(base[parent]) else { break }
                 (base + i).moveInitialize(from: base + parent, count: 1)
                 base[i].timer.heapIndex = i
@@ -148,10 +180,15 @@ final class TimerQueue {
             var i = start
             let moving = (base + i).move()
             while true {
-                let l = 2 * i + 1, r = l + 1
-                guard l < n else { break }
-                var m = l
-                if r < n, base[r].precedes(base[l]) { m = r }
+                let first = Self.arity * i + 1
+                guard first < n else { break }
+                var m = first
+                var c = first + 1
+                let end = min(first + Self.arity, n)
+                while c < end {
+                    if base[c].precedes(base[m]) { m = c }
+                    c += 1
+                }
                 guard base[m].precedes(moving) else { break }
                 (base + i).moveInitialize(from: base + m, count: 1)
                 base[i].timer.heapIndex = i

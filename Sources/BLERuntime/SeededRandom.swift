@@ -18,9 +18,16 @@ public struct SeededRandom: RandomNumberGenerator {
 
     /// A generator for one component, derived from the lab's seed and a stable label.
     public init(seed: UInt64, stream label: String) {
+        self.init(seed: seed, streamUTF8: label.utf8)
+    }
+
+    /// The generator `init(seed:stream:)` makes for the label whose UTF-8 encoding is `label`:
+    /// for callers that compose labels as bytes without making a String (one per device of a
+    /// crowd of thousands).
+    public init<Label: Sequence>(seed: UInt64, streamUTF8 label: Label) where Label.Element == UInt8 {
         // FNV-1a of the label: stable across runs and platforms (unlike Hasher).
         var h: UInt64 = 0xCBF2_9CE4_8422_2325
-        for b in label.utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+        for b in label { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
         self.init(seed: seed ^ h)
     }
 

@@ -67,6 +67,11 @@ public final class SystemEventLoop: DrivableEventLoop {
         return timer
     }
 
+    public func reschedule(_ timer: LoopTimer, at deadline: Instant, _ task: @escaping () -> Void) {
+        nextSequence &+= 1
+        timer.rearm(deadline: max(deadline, now), sequence: nextSequence, task: task, in: timers)
+    }
+
     public func execute(_ task: @escaping () -> Void) {
         nextSequence &+= 1
         ready.append(ReadyTask(sequence: nextSequence, enqueuedAt: now, task: task))

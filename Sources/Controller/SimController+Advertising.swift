@@ -67,8 +67,7 @@ extension SimController {
 
     func stopAdvertising() {
         isAdvertising = false
-        advertisingTimer?.cancel()
-        advertisingTimer = nil
+        advertisingTimer.cancel()
     }
 
     /// A connection was created from one of this device's advertising events: advertising is
@@ -84,14 +83,15 @@ extension SimController {
         return .microseconds(radio.advertisingRandom.int(in: 0...maxMicros))
     }
 
+    /// The device's one advertising timer, made at its first event and rescheduled for each next
+    /// one (a crowd of advertisers runs thousands of events a second).
     private func scheduleAdvertisingEvent(at deadline: Instant) {
-        advertisingTimer = loop.schedule(at: deadline, advertisingTask)
+        loop.reschedule(advertisingTimer, at: deadline, advertisingTask)
     }
 
     /// One advertising event: on the air if the device is heard; then the next one is scheduled,
     /// unless the event created a connection.
     func advertisingEvent() {
-        advertisingTimer = nil
         guard isAdvertising else { return }
         let now = loop.now
         let p = advertisingParameters

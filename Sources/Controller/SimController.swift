@@ -82,7 +82,8 @@ public final class SimController {
     var advertisingData: [UInt8] = []
     var scanResponseData: [UInt8] = []
     public internal(set) var isAdvertising = false
-    var advertisingTimer: LoopTimer?
+    /// One timer for all advertising events, rescheduled for each (SimController+Advertising.swift).
+    let advertisingTimer = LoopTimer()
     /// End of high duty cycle directed advertising (1.28 s after it started).
     var advertisingDeadline: Instant = .distantFuture
 
@@ -111,7 +112,10 @@ public final class SimController {
     private var flushScheduled = false
     private lazy var flushTask: () -> Void = { [weak self] in self?.flushOutbox() }
     /// Each advertising event's task: one closure for them all (a crowd runs thousands a second).
-    lazy var advertisingTask: () -> Void = { [weak self] in self?.advertisingEvent() }
+    /// It holds the controller unowned (a crowd's advertising events would otherwise each pay a
+    /// weak load): only `advertisingTimer` runs it, and `deinit` cancels that timer, so it never
+    /// runs after the controller is gone.
+    lazy var advertisingTask: () -> Void = { [unowned(unsafe) self] in self.advertisingEvent() }
 
     /// Attaches a new controller to `air`. `address` is its public address; `name` is for logs.
     public init(air: SimAir, address: BDAddr, name: String) {
@@ -122,9 +126,33 @@ public final class SimController {
         self.name = name
         attachIndex = air.controllers.count
         radio = RadioState(rssi: air.model.defaultRSSI,
-                           advertisingRandom: SeededRandom(seed: air.seed, stream: "advDelay/\(address)"),
-                           rssiRandom: SeededRandom(seed: air.seed, stream: "rssi/\(address)"))
+                           advertisingRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("advDelay/", address)),
+                           rssiRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("rssi/", address)))
         air.attach(self)
+    }
+
+    /// The UTF-8 of "\(prefix)\(address)" (`BDAddr.description`: six upper-case hex octets,
+    /// most significant first, joined by colons), made without the Strings that interpolation
+    /// would: a crowd makes two per device.
+    static func streamLabel(_ prefix: StaticString, _ address: BDAddr) -> [UInt8] {
+        let hex: StaticString = "0123456789ABCDEF"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(prefix.utf8CodeUnitCount + 17)
+        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        hex.withUTF8Buffer { digits in
+            for i in (0..<6).reversed() {
+                let octet = Int(truncatingIfNeeded: address.rawValue >> (8 * UInt64(i))) & 0xFF
+                bytes.append(digits[octet >> 4])
+                bytes.append(digits[octet & 0x0F])
+                if i > 0 { bytes.append(UInt8(ascii: ":")) }
+            }
+        }
+        return bytes
+    }
+
+    deinit {
+        // The advertising task holds this controller unowned: it must not run any more.
+        advertisingTimer.cancel()
     }
 
     public var isInitiating: Bool { initiating != nil }

@@ -88,7 +88,11 @@ final class ScannerState {
     let onReport: (ScanReport) -> Void
     var reported: Set<LEAddress> = []
     /// Scannable advertisements waiting for their SCAN_RSP.
-    var awaitingScanResponse: [LEAddress: (report: ScanReport, timer: LoopTimer)] = [:]
+    var awaitingScanResponse: [LEAddress: ScanResponseWait] = [:]
+    /// Waits no longer in use, kept with their timers and tasks for the next scannable
+    /// advertisement: an active scan of a crowd waits for thousands of responses a second, and
+    /// nearly every wait ends at once, with its response.
+    var spareWaits: [ScanResponseWait] = []
     /// Scannable advertisements offered alone because no SCAN_RSP came within
     /// `BLEHost.scanResponseWait`, with whether they were reported: a scan response that comes
     /// later still belongs to them (until the device advertises again).
@@ -98,6 +102,25 @@ final class ScannerState {
     init(configuration: ScanConfiguration, onReport: @escaping (ScanReport) -> Void) {
         self.configuration = configuration
         self.onReport = onReport
+    }
+
+    /// `wait` has left `awaitingScanResponse` (its timer cancelled or run): keep it for reuse.
+    func recycle(_ wait: ScanResponseWait) {
+        spareWaits.append(wait)
+    }
+}
+
+/// A scannable advertisement waiting for its SCAN_RSP, with the timer that offers it alone
+/// after `BLEHost.scanResponseWait`. Reused (`ScannerState.spareWaits`): its timer is rescheduled
+/// for each new advertisement, with the task made when the wait was.
+final class ScanResponseWait {
+    var report: ScanReport
+    let timer = LoopTimer()
+    /// The timer's task; set once by the host that made the wait.
+    var expire: () -> Void = {}
+
+    init(report: ScanReport) {
+        self.report = report
     }
 }
 
@@ -160,6 +183,7 @@ extension BLEHost {
         if report.eventType == .scanRsp {
             if let pending = state.awaitingScanResponse.removeValue(forKey: sender) {
                 pending.timer.cancel()
+                state.recycle(pending)
                 var merged = pending.report
                 merged.scanResponse = data
                 deliver(merged, to: state)
@@ -184,16 +208,31 @@ extension BLEHost {
         if !bonds.bonds.isEmpty { scanReport.identity = resolvedIdentity(of: sender) }
         let scannable = report.eventType == .advInd || report.eventType == .advScanInd
         if state.configuration.active && scannable {
-            state.offeredAlone[sender] = nil
+            if !state.offeredAlone.isEmpty { state.offeredAlone[sender] = nil }
             if let previous = state.awaitingScanResponse.removeValue(forKey: sender) {
                 previous.timer.cancel()
+                state.recycle(previous)
                 deliver(previous.report, to: state)
             }
-            let timer = loop.schedule(after: Self.scanResponseWait) { [weak self, weak state] in
-                guard let self, let state, let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
-                state.offeredAlone[sender] = (pending.report, self.deliver(pending.report, to: state))
+            let wait: ScanResponseWait
+            if let spare = state.spareWaits.popLast() {
+                wait = spare
+                wait.report = scanReport
+            } else {
+                wait = ScanResponseWait(report: scanReport)
+                wait.expire = { [weak self, weak state, unowned wait] in
+                    // The wait is the one for its sender: every other way out of
+                    // `awaitingScanResponse` cancels its timer.
+                    guard let self, let state else { return }
+                    let sender = wait.report.address
+                    guard let pending = state.awaitingScanResponse.removeValue(forKey: sender) else { return }
+                    state.recycle(pending)
+                    let report = pending.report
+                    state.offeredAlone[sender] = (report, self.deliver(report, to: state))
+                }
             }
-            state.awaitingScanResponse[sender] = (scanReport, timer)
+            loop.reschedule(wait.timer, at: loop.now + Self.scanResponseWait, wait.expire)
+            state.awaitingScanResponse[sender] = wait
         } else {
             deliver(scanReport, to: state)
         }
@@ -224,13 +263,17 @@ extension BLEHost {
         state.awaitingScanResponse.removeAll()
         for p in pending {
             p.timer.cancel()
+            state.recycle(p)
             deliver(p.report, to: state)
         }
     }
 
     private func discardPendingScanResponses() {
         guard let state = scanner else { return }
-        for p in state.awaitingScanResponse.values { p.timer.cancel() }
+        for p in state.awaitingScanResponse.values {
+            p.timer.cancel()
+            state.recycle(p)
+        }
         state.awaitingScanResponse.removeAll()
     }
 }

@@ -72,6 +72,17 @@ final class SeededRandomTests: XCTestCase {
         XCTAssertEqual(firstOutputs(1, "controller-A"), (0..<4).map { _ in reference.next() })
     }
 
+    func testALabelGivenAsBytesIsTheSameStreamAsTheString() {
+        for label in ["", "air", "advDelay/00:1A:FF:00:00:01", "µs-ünïcode/✓"] {
+            var fromString = SeededRandom(seed: 42, stream: label)
+            var fromBytes = SeededRandom(seed: 42, streamUTF8: Array(label.utf8))
+            XCTAssertEqual((0..<4).map { _ in fromBytes.next() }, (0..<4).map { _ in fromString.next() }, label)
+        }
+        var other = SeededRandom(seed: 42, streamUTF8: Array("air".utf8) + [0])
+        var air = SeededRandom(seed: 42, stream: "air")
+        XCTAssertNotEqual(other.next(), air.next(), "every byte counts")
+    }
+
     func testDrawingFromOneStreamDoesNotDisturbAnother() {
         var air = SeededRandom(seed: 5, stream: "air")
         var device = SeededRandom(seed: 5, stream: "device")

@@ -300,6 +300,36 @@ final class SystemEventLoopTests: XCTestCase {
         XCTAssertEqual(calls, ["first", "second"])
     }
 
+    // MARK: Rescheduling
+
+    func testARescheduledTimerRunsOnceAtItsNewDeadlineInItsNewPlace() {
+        let base = loop.now
+        var ranAt: Instant?
+        let moved = loop.schedule(at: base + .milliseconds(5), note("old task"))
+        loop.schedule(at: base + .milliseconds(20), note("before"))
+        loop.reschedule(moved, at: base + .milliseconds(20)) { [unowned self] in
+            ranAt = self.loop.now
+            self.log.append("moved")
+        }
+        loop.schedule(at: base + .milliseconds(20), note("after"))
+        XCTAssertEqual(moved.deadline, base + .milliseconds(20))
+        runUntilLogged(3)
+        XCTAssertEqual(log, ["before", "moved", "after"])
+        XCTAssertGreaterThanOrEqual(ranAt!, base + .milliseconds(20), "never early")
+        XCTAssertFalse(moved.isPending)
+    }
+
+    func testATimerRescheduledFromItsOwnTaskRecurs() {
+        var timer: LoopTimer?
+        timer = loop.schedule(after: .milliseconds(1)) { [unowned self] in
+            self.log.append("1")
+            self.loop.reschedule(timer!, at: self.loop.now + .milliseconds(1), self.note("2"))
+        }
+        runUntilLogged(2)
+        XCTAssertEqual(log, ["1", "2"])
+        XCTAssertFalse(timer!.isPending)
+    }
+
     // MARK: Stopping
 
     func testStopReturnsAfterTheCurrentTaskAndLaterRunsCarryOn() {

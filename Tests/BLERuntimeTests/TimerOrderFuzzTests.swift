@@ -54,6 +54,73 @@ final class TimerOrderFuzzTests: XCTestCase {
         }
     }
 
+    /// `reschedule` against `cancel` + `schedule`: the same random program, in which tasks move
+    /// other timers (pending, fired, cancelled, or themselves) to new deadlines, some in the past,
+    /// runs the same history on a loop that reschedules as on one that cancels and schedules anew.
+    func testReschedulingRunsExactlyAsCancelAndSchedule() {
+        let viaReschedule = runMoving(seed: 5, rescheduling: true)
+        let viaCancel = runMoving(seed: 5, rescheduling: false)
+        XCTAssertGreaterThan(viaCancel.count, 1_500)
+        XCTAssertEqual(viaReschedule.count, viaCancel.count)
+        if let i = viaReschedule.indices.first(where: { $0 < viaCancel.count && viaReschedule[$0] != viaCancel[$0] }) {
+            XCTFail("step \(i): rescheduling ran \(viaReschedule[i]), cancel + schedule \(viaCancel[i])")
+        }
+    }
+
+    private func runMoving(seed: UInt64, rescheduling: Bool) -> [Step] {
+        let loop = VirtualEventLoop()
+        var setup = SeededRandom(seed: seed, stream: "deadlines")
+        var decisions = SeededRandom(seed: seed, stream: "moves")
+        // The timer that runs each task id (nil for executed tasks); a move gives the new run a new
+        // id, and the timer of the id it moved runs that new id from then on.
+        var timers: [LoopTimer?] = []
+        var steps: [Step] = []
+        var moves = 0
+
+        func task(_ id: Int) -> () -> Void {
+            {
+                steps.append(Step(id: id, time: loop.now.nanoseconds))
+                guard steps.count < 6_000 else { return }
+                switch decisions.int(in: 0...9) {
+                case 0...3:
+                    let target = Int(decisions.int(in: 0...Int64(timers.count - 1)))
+                    // From up to 5 ms in the past (clamped to now) to 30 ms ahead.
+                    let deadline = loop.now + .nanoseconds(decisions.int(in: -5...30) * 1_000_000)
+                    guard let timer = timers[target] else { break }
+                    let child = timers.count
+                    timers.append(nil)
+                    moves += 1
+                    if rescheduling {
+                        loop.reschedule(timer, at: deadline, task(child))
+                        timers[child] = timer
+                    } else {
+                        timer.cancel()
+                        timers[child] = loop.schedule(at: deadline, task(child))
+                    }
+                    timers[target] = nil
+                case 4:
+                    let target = Int(decisions.int(in: 0...Int64(timers.count - 1)))
+                    timers[target]?.cancel()
+                case 5...6:
+                    let child = timers.count
+                    timers.append(nil)
+                    timers[child] = loop.schedule(after: .nanoseconds(decisions.int(in: 0...20) * 1_000_000), task(child))
+                case 7:
+                    let child = timers.count
+                    timers.append(nil)
+                    loop.execute(task(child))
+                default: break
+                }
+            }
+        }
+        for id in 0..<1_000 {
+            timers.append(loop.schedule(at: Instant(nanoseconds: setup.int(in: 0...100) * 1_000_000), task(id)))
+        }
+        loop.runUntilIdle()
+        XCTAssertGreaterThan(moves, 500)
+        return steps
+    }
+
     /// What a task decides to do when it runs.
     private enum Action {
         case nothing

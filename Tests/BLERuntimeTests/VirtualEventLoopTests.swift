@@ -158,6 +158,86 @@ final class VirtualEventLoopTests: XCTestCase {
         XCTAssertEqual(log, ["ran", "next@1s"])
     }
 
+    // MARK: Rescheduling (the same order and deadlines as cancel + schedule)
+
+    func testReschedulingAPendingTimerMovesItAfterWhatIsAlreadyScheduledForItsNewDeadline() {
+        let moved = loop.schedule(at: .milliseconds(10), note("old task"))
+        loop.schedule(at: .milliseconds(30), note("scheduled before the move"))
+        loop.reschedule(moved, at: .milliseconds(30), note("moved"))
+        loop.schedule(at: .milliseconds(30), note("scheduled after the move"))
+        XCTAssertTrue(moved.isPending)
+        XCTAssertEqual(moved.deadline, .milliseconds(30))
+        XCTAssertEqual(loop.runUntilIdle(), 3, "the old task is gone, as if cancelled")
+        XCTAssertEqual(log, ["scheduled before the move@30ms", "moved@30ms", "scheduled after the move@30ms"])
+        XCTAssertFalse(moved.isPending)
+    }
+
+    func testReschedulingEarlierRunsAtTheNewDeadline() {
+        let moved = loop.schedule(at: .seconds(5), note("moved"))
+        loop.schedule(at: .seconds(2), note("other"))
+        loop.reschedule(moved, at: .seconds(1), note("moved"))
+        loop.runUntilIdle()
+        XCTAssertEqual(log, ["moved@1s", "other@2s"])
+    }
+
+    func testATimerRescheduledFromItsOwnTaskRecursOnOneTimer() {
+        var timer: LoopTimer?
+        var runs = 0
+        func tick() {
+            runs += 1
+            log.append("tick \(runs)@\(loop.now)")
+            if runs < 4 { loop.reschedule(timer!, at: loop.now + .milliseconds(250), tick) }
+        }
+        timer = loop.schedule(at: .milliseconds(250), tick)
+        let first = timer
+        XCTAssertEqual(loop.runUntilIdle(), 4)
+        XCTAssertEqual(log, ["tick 1@250ms", "tick 2@500ms", "tick 3@750ms", "tick 4@1s"])
+        XCTAssertTrue(timer === first)
+        XCTAssertFalse(timer!.isPending)
+    }
+
+    func testReschedulingACancelledTimerMakesItPendingAgain() {
+        let timer = loop.schedule(at: .seconds(1), note("cancelled"))
+        timer.cancel()
+        loop.reschedule(timer, at: .seconds(2), note("rescheduled"))
+        XCTAssertTrue(timer.isPending)
+        loop.runUntilIdle()
+        XCTAssertEqual(log, ["rescheduled@2s"])
+    }
+
+    func testReschedulingToAPastDeadlineMeansNowAfterWhatIsAlreadyDue() {
+        let timer = loop.schedule(at: .seconds(9), note("old"))
+        loop.advance(by: .seconds(5))
+        loop.execute(note("already due"))
+        loop.reschedule(timer, at: .seconds(1), note("late"))
+        loop.execute(note("executed after"))
+        XCTAssertEqual(timer.deadline, .seconds(5), "clamped to the current time")
+        loop.runUntilIdle()
+        XCTAssertEqual(log, ["already due@5s", "late@5s", "executed after@5s"])
+    }
+
+    func testANewTimerIsNotPendingUntilRescheduledAndThenRunsAsIfScheduled() {
+        let timer = LoopTimer()
+        XCTAssertFalse(timer.isPending)
+        timer.cancel()   // harmless
+        loop.schedule(at: .seconds(1), note("scheduled before"))
+        loop.reschedule(timer, at: .seconds(1), note("new timer"))
+        loop.schedule(at: .seconds(1), note("scheduled after"))
+        XCTAssertTrue(timer.isPending)
+        XCTAssertEqual(timer.deadline, .seconds(1))
+        XCTAssertEqual(timer.remaining(on: loop), .seconds(1))
+        loop.runUntilIdle()
+        XCTAssertEqual(log, ["scheduled before@1s", "new timer@1s", "scheduled after@1s"])
+    }
+
+    func testAfterReschedulingCancelStopsTheNewRun() {
+        let timer = loop.schedule(at: .seconds(1), note("first"))
+        loop.reschedule(timer, at: .seconds(2), note("second"))
+        timer.cancel()
+        XCTAssertEqual(loop.runUntilIdle(), 0)
+        XCTAssertEqual(log, [])
+    }
+
     // MARK: Time
 
     func testTheClockJumpsToTheNextDeadlineWhenIdle() {
