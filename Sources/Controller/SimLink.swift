@@ -271,6 +271,10 @@ final class SimLink {
     /// the peripheral does not hear the central, only the central's side of a connection update
     /// goes on (`unheardEventCounter`).
     func scheduleNextEvent() {
+        // Both `nextEventCounter` and `unheardEventCounter` answer an event at or after this one,
+        // so an event already scheduled no later stays (the common case: a packet queued behind
+        // others), without working out reachability and procedures again.
+        if eventTimer != nil, scheduledCounter <= max(lastProcessed + 1, firstCounter(atOrAfter: loop.now)) { return }
         guard !isClosed, let k = isReachable ? nextEventCounter() : unheardEventCounter() else { return }
         if let pending = eventTimer {
             if scheduledCounter <= k { return }
