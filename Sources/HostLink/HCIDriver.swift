@@ -196,6 +196,32 @@ public final class HCIDriver {
         let header = L2CAPBasicFrame.headerSize
         let total = header + payload.count
         let length = UInt16(truncatingIfNeeded: payload.count)
+        if total <= aclPacketLength {
+            // One fragment (PB 0b00), every octet written once into its final place.
+            let size = 5 + total
+            let aclHeader = handle & 0x0FFF
+            let frame = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                buffer[0] = H4PacketType.acl.rawValue
+                buffer[1] = UInt8(truncatingIfNeeded: aclHeader)
+                buffer[2] = UInt8(truncatingIfNeeded: aclHeader >> 8)
+                buffer[3] = UInt8(truncatingIfNeeded: total)
+                buffer[4] = UInt8(truncatingIfNeeded: total >> 8)
+                buffer[5] = UInt8(truncatingIfNeeded: length)
+                buffer[6] = UInt8(truncatingIfNeeded: length >> 8)
+                buffer[7] = UInt8(truncatingIfNeeded: channel)
+                buffer[8] = UInt8(truncatingIfNeeded: channel >> 8)
+                payload.withUnsafeBufferPointer { source in
+                    if let from = source.baseAddress, source.count > 0 {
+                        (buffer.baseAddress! + 9).initialize(from: from, count: source.count)
+                    }
+                }
+                initialized = size
+            }
+            queue.fragments.append(frame)
+            if wasEmpty { readyHandles.append(handle) }
+            pumpACL()
+            return
+        }
         // Offsets below are in the whole frame (header, then payload).
         var offset = 0
         var boundary = PacketBoundary.firstNonFlushable
