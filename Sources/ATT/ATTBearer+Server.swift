@@ -155,12 +155,18 @@ extension ATTBearer {
     public func sendNotification(handle: UInt16, value: [UInt8]) -> Bool {
         guard state == .open else { return false }
         let count = min(value.count, mtu - 3)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(3 + count)
-        bytes.append(ATTOpcode.handleValueNotification.rawValue)
-        bytes.append(UInt8(truncatingIfNeeded: handle))
-        bytes.append(UInt8(truncatingIfNeeded: handle >> 8))
-        if count == value.count { bytes.append(contentsOf: value) } else { bytes.append(contentsOf: value[..<count]) }
+        // Opcode, handle, then the value cut to ATT_MTU - 3, written once into place.
+        let bytes = [UInt8](unsafeUninitializedCapacity: 3 + count) { buffer, initialized in
+            buffer[0] = ATTOpcode.handleValueNotification.rawValue
+            buffer[1] = UInt8(truncatingIfNeeded: handle)
+            buffer[2] = UInt8(truncatingIfNeeded: handle >> 8)
+            value.withUnsafeBufferPointer { source in
+                if let from = source.baseAddress, count > 0 {
+                    (buffer.baseAddress! + 3).initialize(from: from, count: count)
+                }
+            }
+            initialized = 3 + count
+        }
         counters.notificationsSent &+= 1
         transmit(bytes)
         return true

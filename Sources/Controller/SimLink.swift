@@ -224,8 +224,10 @@ final class SimLink {
     /// Whether the two ends hear each other at all: both attached, powered and in range, the path
     /// not cut, and each one's signal able to reach the other's sensitivity.
     var physicallyReachable: Bool {
-        centralAttached && peripheralAttached && !isSevered && !isTotalLoss && air.canHear(central, peripheral)
-            && air.signalCanReach(central) && air.signalCanReach(peripheral)
+        guard centralAttached && peripheralAttached && !isSevered && !isTotalLoss else { return false }
+        // One load of the unowned reference for the three questions.
+        let air = self.air
+        return air.canHear(central, peripheral) && air.signalCanReach(central) && air.signalCanReach(peripheral)
     }
 
     /// Whether connection events carry anything: reachable, and both on the same timing.
@@ -271,6 +273,10 @@ final class SimLink {
     /// the peripheral does not hear the central, only the central's side of a connection update
     /// goes on (`unheardEventCounter`).
     func scheduleNextEvent() {
+        // Both `nextEventCounter` and `unheardEventCounter` answer an event at or after this one,
+        // so an event already scheduled no later stays (the common case: a packet queued behind
+        // others), without working out reachability and procedures again.
+        if eventTimer != nil, scheduledCounter <= max(lastProcessed + 1, firstCounter(atOrAfter: loop.now)) { return }
         guard !isClosed, let k = isReachable ? nextEventCounter() : unheardEventCounter() else { return }
         if let pending = eventTimer {
             if scheduledCounter <= k { return }
@@ -391,6 +397,8 @@ final class SimLink {
     /// budget, as before); with loss each transmission attempt takes a slot and a lost one is
     /// resent at the next opportunity (Vol 6 Part B 4.5.9), so a packet may straddle events.
     private func transmit(_ queue: inout FIFO<QueuedPacket>, budget: inout Int, limit: Int, fromCentral: Bool) -> Int {
+        // One load of the unowned reference for the whole event (not one per packet).
+        let air = self.air
         let payload = max(1, air.model.llDataPayloadOctets)
         let now = loop.now
         let receiver = fromCentral ? peripheral : central

@@ -46,7 +46,9 @@ public final class Connection {
         let link = L2CAPLink(handle: e.handle, role: e.role, driver: host.driver)
         self.link = link
         bearer = ATTBearer(loop: host.loop, preferredMTU: UInt16(clamping: host.configuration.attMTU),
-                           send: { [unowned link] pdu in link.sendATT(pdu) })
+                           // Strong: the link holds neither the bearer nor this connection (no
+                           // cycle), and each PDU sent then costs no unowned-reference check.
+                           send: { [link] pdu in link.sendATT(pdu) })
         client = GATTClient(bearer: bearer)
         serverConnection = host.gattServer.attach(bearer)
         link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }

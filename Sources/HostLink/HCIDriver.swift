@@ -48,9 +48,17 @@ public final class HCIDriver {
     public private(set) var aclPacketLength = 27
     public private(set) var aclBufferCount = 0
     private var aclCredits = 0
-    /// Packets sent but not yet reported completed, per handle.
-    private var unacknowledged: [UInt16: Int] = [:]
-    private var outbound: [UInt16: FIFO<[UInt8]>] = [:]
+    /// One connection handle's outgoing ACL state: fragments waiting for a controller buffer,
+    /// and packets sent but not yet reported completed. A class, so that each packet costs one
+    /// table look-up (none while the same handle keeps sending: `lastQueue`).
+    private final class ACLQueue {
+        var fragments = FIFO<[UInt8]>()
+        var unacknowledged = 0
+    }
+    private var queues: [UInt16: ACLQueue] = [:]
+    /// The queue used last and its handle (a link's traffic comes in runs).
+    private var lastHandle: UInt16 = 0xFFFF
+    private var lastQueue: ACLQueue?
     /// Handles with queued fragments, in round-robin order.
     private var readyHandles: [UInt16] = []
     /// Incoming fragments per connection handle (HCI's L2CAPReassembler).
@@ -58,7 +66,35 @@ public final class HCIDriver {
     public private(set) var closed: TransportError?
 
     /// Number of ACL fragments currently queued (not yet given to the controller) for `handle`.
-    public func queuedFragments(for handle: UInt16) -> Int { outbound[handle]?.count ?? 0 }
+    public func queuedFragments(for handle: UInt16) -> Int { existingQueue(handle)?.fragments.count ?? 0 }
+
+    @inline(__always)
+    private func existingQueue(_ handle: UInt16) -> ACLQueue? {
+        if handle == lastHandle, let lastQueue { return lastQueue }
+        guard let queue = queues[handle] else { return nil }
+        lastHandle = handle
+        lastQueue = queue
+        return queue
+    }
+
+    @inline(__always)
+    private func queue(_ handle: UInt16) -> ACLQueue {
+        if let queue = existingQueue(handle) { return queue }
+        let queue = ACLQueue()
+        queues[handle] = queue
+        lastHandle = handle
+        lastQueue = queue
+        return queue
+    }
+
+    /// Forgets `handle`'s queue (its fragments and its unacknowledged count).
+    private func removeQueue(_ handle: UInt16) -> ACLQueue? {
+        if handle == lastHandle {
+            lastHandle = 0xFFFF
+            lastQueue = nil
+        }
+        return queues.removeValue(forKey: handle)
+    }
 
     public init(loop: EventLoop, transport: HCITransport) {
         self.loop = loop
@@ -133,15 +169,16 @@ public final class HCIDriver {
     /// buffer size: the first fragment with PB 0b00, the rest 0b01 (Vol 4 Part E 5.4.2).
     public func sendL2CAP(handle: UInt16, pdu: [UInt8]) {
         guard closed == nil else { return }
-        let wasEmpty = outbound[handle]?.isEmpty ?? true
+        let queue = queue(handle)
+        let wasEmpty = queue.fragments.isEmpty
         var offset = 0
         var boundary = PacketBoundary.firstNonFlushable
         repeat {
             let end = min(pdu.count, offset + aclPacketLength)
             var w = ByteWriter(capacity: 5 + end - offset)
-            HCIACLData(handle: handle, boundary: boundary, data: []).encodeHeaderH4(length: end - offset, into: &w)
+            HCIACLData.encodeHeaderH4(handle: handle, boundary: boundary, length: end - offset, into: &w)
             w.write(bytes: pdu[offset..<end])
-            outbound[handle, default: FIFO()].append(w.bytes)
+            queue.fragments.append(w.bytes)
             offset = end
             boundary = .continuing
         } while offset < pdu.count
@@ -149,13 +186,86 @@ public final class HCIDriver {
         pumpACL()
     }
 
+    /// Queues the basic frame of `payload` on channel `channel` for `handle`: the same fragments
+    /// as `sendL2CAP(handle:pdu:)` of `L2CAPBasicFrame(channel:payload:).encoded`, written
+    /// straight into them (Vol 3 Part A 3.1; Vol 4 Part E 5.4.2), without the frame in between.
+    public func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
+        guard closed == nil else { return }
+        let queue = queue(handle)
+        let wasEmpty = queue.fragments.isEmpty
+        let header = L2CAPBasicFrame.headerSize
+        let total = header + payload.count
+        let length = UInt16(truncatingIfNeeded: payload.count)
+        if total <= aclPacketLength {
+            // One fragment (PB 0b00), every octet written once into its final place.
+            let size = 5 + total
+            let aclHeader = handle & 0x0FFF
+            let frame = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                buffer[0] = H4PacketType.acl.rawValue
+                buffer[1] = UInt8(truncatingIfNeeded: aclHeader)
+                buffer[2] = UInt8(truncatingIfNeeded: aclHeader >> 8)
+                buffer[3] = UInt8(truncatingIfNeeded: total)
+                buffer[4] = UInt8(truncatingIfNeeded: total >> 8)
+                buffer[5] = UInt8(truncatingIfNeeded: length)
+                buffer[6] = UInt8(truncatingIfNeeded: length >> 8)
+                buffer[7] = UInt8(truncatingIfNeeded: channel)
+                buffer[8] = UInt8(truncatingIfNeeded: channel >> 8)
+                payload.withUnsafeBufferPointer { source in
+                    if let from = source.baseAddress, source.count > 0 {
+                        (buffer.baseAddress! + 9).initialize(from: from, count: source.count)
+                    }
+                }
+                initialized = size
+            }
+            queue.fragments.append(frame)
+            if wasEmpty { readyHandles.append(handle) }
+            pumpACL()
+            return
+        }
+        // Offsets below are in the whole frame (header, then payload).
+        var offset = 0
+        var boundary = PacketBoundary.firstNonFlushable
+        repeat {
+            let end = min(total, offset + aclPacketLength)
+            var w = ByteWriter(capacity: 5 + end - offset)
+            HCIACLData.encodeHeaderH4(handle: handle, boundary: boundary, length: end - offset, into: &w)
+            if offset < header {
+                if end >= header {
+                    if offset == 0 {
+                        w.writeUInt16LE(length)
+                        w.writeUInt16LE(channel)
+                    } else {
+                        // A controller whose buffers hold fewer than four octets splits the header.
+                        let octets = [UInt8(truncatingIfNeeded: length), UInt8(truncatingIfNeeded: length >> 8),
+                                      UInt8(truncatingIfNeeded: channel), UInt8(truncatingIfNeeded: channel >> 8)]
+                        w.write(bytes: octets[offset..<header])
+                    }
+                    if end > header { w.write(bytes: payload[0..<end - header]) }
+                } else {
+                    let octets = [UInt8(truncatingIfNeeded: length), UInt8(truncatingIfNeeded: length >> 8),
+                                  UInt8(truncatingIfNeeded: channel), UInt8(truncatingIfNeeded: channel >> 8)]
+                    w.write(bytes: octets[offset..<end])
+                }
+            } else if offset == header, end == total {
+                w.write(bytes: payload)
+            } else {
+                w.write(bytes: payload[offset - header..<end - header])
+            }
+            queue.fragments.append(w.bytes)
+            offset = end
+            boundary = .continuing
+        } while offset < total
+        if wasEmpty { readyHandles.append(handle) }
+        pumpACL()
+    }
+
     private func pumpACL() {
         while aclCredits > 0, !readyHandles.isEmpty {
             let handle = readyHandles.removeFirst()
-            guard let frame = outbound[handle]?.popFirst() else { continue }
-            let stillQueued = outbound[handle]?.count ?? 0
+            guard let queue = existingQueue(handle), let frame = queue.fragments.popFirst() else { continue }
+            let stillQueued = queue.fragments.count
             aclCredits -= 1
-            unacknowledged[handle, default: 0] += 1
+            queue.unacknowledged += 1
             if stillQueued > 0 { readyHandles.append(handle) }
             transport.send(frame)
             onACLSent?(handle, stillQueued)
@@ -166,9 +276,8 @@ public final class HCIDriver {
     /// buffers it held in the controller count as freed. A PDU the peer began and never finished
     /// is reported (`incomplete-frame`) and discarded.
     public func connectionClosed(handle: UInt16) {
-        aclCredits += unacknowledged.removeValue(forKey: handle) ?? 0
+        aclCredits += removeQueue(handle)?.unacknowledged ?? 0
         aclCredits = min(aclCredits, aclBufferCount)
-        outbound[handle] = nil
         readyHandles.removeAll { $0 == handle }
         if let unfinished = reassembly.discard(handle) {
             report(.l2cap, .incompleteFrame, handle: handle, octets: unfinished,
@@ -192,12 +301,14 @@ public final class HCIDriver {
         guard let indicator = frame.first else { return }
         switch indicator {
         case H4PacketType.event.rawValue:
+            if receiveCompletedPackets(frame) { return }
             do {
                 handle(try HCIEvent(decoding: frame, from: 1))
             } catch {
                 report(.hci, .malformedPacket, handle: nil, octets: frame, "event [\(frame.prefix(16).spacedHex)]: \(error)")
             }
         case H4PacketType.acl.rawValue:
+            if receiveWholeFrame(frame) { return }
             do {
                 receiveACL(try HCIACLData(decoding: frame, from: 1))
             } catch {
@@ -208,6 +319,40 @@ public final class HCIDriver {
             report(.hci, .unexpectedPacketType, handle: nil, octets: frame,
                    "unexpected H4 packet type 0x\(String(indicator, radix: 16)) from the controller")
         }
+    }
+
+    /// The packet the controller sends most, read in place: a well-formed Number Of Completed
+    /// Packets event (Vol 4 Part E 7.7.19), handled as `handle(_:)` handles its decoded form.
+    /// False for anything else, which then takes the general decoder (and its error reports).
+    @inline(__always)
+    private func receiveCompletedPackets(_ frame: [UInt8]) -> Bool {
+        let count = frame.count
+        guard count >= 4, frame[1] == HCIEvent.Code.numberOfCompletedPackets, Int(frame[2]) == count - 3,
+              Int(frame[3]) * 4 == count - 4 else { return false }
+        var i = 4
+        while i < count {
+            completed(handle: UInt16(frame[i]) | UInt16(frame[i + 1]) << 8, count: UInt16(frame[i + 2]) | UInt16(frame[i + 3]) << 8)
+            i += 4
+        }
+        pumpACL()
+        return true
+    }
+
+    /// The ACL packet a host receives most, read in place: a start fragment (PB 0b00 or 0b10)
+    /// holding exactly one whole basic frame while no PDU is being reassembled. The frame handed
+    /// up is the one `receiveACL(_:)` would build, with one copy of the payload instead of two.
+    /// False for anything else, which then takes the general path (and its error reports).
+    @inline(__always)
+    private func receiveWholeFrame(_ frame: [UInt8]) -> Bool {
+        let count = frame.count
+        guard count >= 9, reassembly.isEmpty else { return false }
+        let header = UInt16(frame[1]) | UInt16(frame[2]) << 8
+        let boundary = header >> 12 & 0x3
+        guard boundary == 0b00 || boundary == 0b10, Int(frame[3]) | Int(frame[4]) << 8 == count - 5,
+              Int(frame[5]) | Int(frame[6]) << 8 == count - 9 else { return false }
+        let channel = UInt16(frame[7]) | UInt16(frame[8]) << 8
+        onL2CAPFrame?(header & 0x0FFF, L2CAPBasicFrame(channel: channel, payload: Array(frame[9...])))
+        return true
     }
 
     private func handle(_ event: HCIEvent) {
@@ -226,21 +371,26 @@ public final class HCIDriver {
                 : .failure(.command(cs.opcode, cs.status))
             completeCommand(opcode: cs.opcode, credits: cs.numHCICommandPackets, result: result)
         case let .numberOfCompletedPackets(list):
-            for entry in list {
-                let outstanding = unacknowledged[entry.handle] ?? 0
-                let n = min(Int(entry.count), outstanding)
-                if n < Int(entry.count) {
-                    report(.hci, .completedPacketsOvercount, handle: entry.handle, octets: [],
-                           "Number Of Completed Packets reports \(entry.count) for handle 0x\(String(entry.handle, radix: 16)) with \(outstanding) outstanding")
-                }
-                if n > 0 {
-                    unacknowledged[entry.handle] = outstanding - n
-                    aclCredits += n
-                }
-            }
+            for entry in list { completed(handle: entry.handle, count: entry.count) }
             pumpACL()
         default:
             onEvent?(event)
+        }
+    }
+
+    /// One handle's entry of Number Of Completed Packets (Vol 4 Part E 7.7.19): its buffers are
+    /// the controller's again; more than were outstanding is reported, and only those count.
+    private func completed(handle: UInt16, count: UInt16) {
+        let queue = existingQueue(handle)
+        let outstanding = queue?.unacknowledged ?? 0
+        let n = min(Int(count), outstanding)
+        if n < Int(count) {
+            report(.hci, .completedPacketsOvercount, handle: handle, octets: [],
+                   "Number Of Completed Packets reports \(count) for handle 0x\(String(handle, radix: 16)) with \(outstanding) outstanding")
+        }
+        if n > 0, let queue {
+            queue.unacknowledged = outstanding - n
+            aclCredits += n
         }
     }
 
@@ -281,7 +431,8 @@ public final class HCIDriver {
         inFlight = nil
         commandQueue.removeAll()
         commandQueueHead = 0
-        outbound.removeAll()
+        // Queued fragments die with the transport; the unacknowledged counts stay, as before.
+        for queue in queues.values { queue.fragments.removeAll() }
         readyHandles.removeAll()
         for p in pending { p.completion(.failure(.transport(error))) }
         onTransportClosed?(error)
@@ -299,10 +450,11 @@ public struct CommandResult: Equatable {
 }
 
 extension HCIACLData {
-    /// Writes the H4 indicator and ACL header for a payload of `length` octets.
-    func encodeHeaderH4(length: Int, into w: inout ByteWriter) {
+    /// Writes the H4 indicator and ACL header (BC_Flag 0b00) for a payload of `length` octets.
+    @inline(__always)
+    static func encodeHeaderH4(handle: UInt16, boundary: PacketBoundary, length: Int, into w: inout ByteWriter) {
         w.write(H4PacketType.acl.rawValue)
-        w.writeUInt16LE(handle | UInt16(boundary.rawValue) << 12 | UInt16(broadcast) << 14)
+        w.writeUInt16LE(handle & 0x0FFF | UInt16(boundary.rawValue) << 12)
         w.writeUInt16LE(UInt16(truncatingIfNeeded: length))
     }
 }

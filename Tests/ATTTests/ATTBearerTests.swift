@@ -351,6 +351,20 @@ final class ATTBearerTests: XCTestCase {
         XCTAssertEqual(h.sent, [[0x1B, 0x10, 0x00] + Array(0..<20)])
     }
 
+    func testNotificationOfAnEmptyValueIsOpcodeAndHandleAlone() {
+        let h = BearerHarness()
+        XCTAssertTrue(h.bearer.sendNotification(handle: 0xABCD, value: []))
+        XCTAssertEqual(h.sentHex, ["1b cd ab"])
+        XCTAssertEqual(h.bearer.counters.notificationsSent, 1)
+    }
+
+    func testNotificationOfExactlyMTUMinus3OctetsGoesOutWhole() {
+        let h = BearerHarness()
+        XCTAssertTrue(h.bearer.sendNotification(handle: 0x0010, value: Array(100..<120)))
+        XCTAssertTrue(h.bearer.sendNotification(handle: 0x0011, value: [0x00, 0x3C]))
+        XCTAssertEqual(h.sent, [[0x1B, 0x10, 0x00] + Array(100..<120), [0x1B, 0x11, 0x00, 0x00, 0x3C]])
+    }
+
     func testIndicationsGoOneAtATime() {
         let h = BearerHarness()
         var confirmed: [Int] = []

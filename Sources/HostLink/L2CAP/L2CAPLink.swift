@@ -69,7 +69,7 @@ public final class L2CAPLink {
     /// Sends `payload` on fixed channel `cid` in one basic frame.
     public func send(cid: UInt16, payload: [UInt8]) {
         guard !isClosed else { return }
-        driver.sendL2CAP(handle: handle, pdu: L2CAPBasicFrame(channel: cid, payload: payload).encoded)
+        driver.sendL2CAP(handle: handle, channel: cid, payload: payload)
     }
 
     public func sendATT(_ pdu: [UInt8]) { send(cid: L2CAPChannelID.att, payload: pdu) }
