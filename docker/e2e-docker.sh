@@ -232,7 +232,11 @@ if [ "$PRIVATE" = 1 ]; then
   D=($SUDO docker -H "unix://$SOCK")
   for i in $(seq 1 300); do
     [ -n "$DOCKERD_PID" ] || DOCKERD_PID="$(cat "$STATE/engine/dockerd.pid" 2>/dev/null)"
-    engine_answers && break
+    # (the engine can answer before its pid file is there: the clean-up needs the pid, so wait)
+    if engine_answers; then
+      [ -n "$DOCKERD_PID" ] || DOCKERD_PID="$(cat "$STATE/engine/dockerd.pid" 2>/dev/null)"
+      [ -z "$DOCKERD_PID" ] || break
+    fi
     if [ -z "$DOCKERD_PID" ] && ! kill -0 "$launcher" 2>/dev/null; then
       tail -n 20 "$STATE/engine/dockerd.log" >&2; fail "dockerd exited at start"
     fi
