@@ -24,10 +24,10 @@
 #  7. BlueZ      vm/e2e-bluez.sh's inside part (--bluez): BlueZ as central, as peripheral,
 #                own-central, the Python libraries (python: bleak, SimpleBLE and bless from the
 #                image's build/pyclients-venv, installed from wheels the host downloads to
-#                build/docker/wheels), the failure cases → build/e2e-docker/bluez/; the parts in
-#                two containers at once (BLUEZ_GROUPS: "central,python peripheral,own-central,failures"),
-#                each its own micro-VM and bluetoothd, their lines stamped [GROUP]; the whole VMs'
-#                bluetoothd and dbus-daemon logs in bluez/bluez/ and bluez/bluez-2/
+#                build/docker/wheels), the failure cases → build/e2e-docker/bluez/, in one
+#                container; BLUEZ_GROUPS="central,python peripheral,own-central,failures" runs two
+#                at once, each its own micro-VM and bluetoothd, their lines stamped [GROUP], the
+#                whole VMs' bluetoothd and dbus-daemon logs in bluez/bluez/ and bluez/bluez-2/
 #                (E2E_DOCKER_BLUEZ=0 skips it; E2E_BLUEZ_PARTS: those parts in one container; not
 #                with --bench)
 #  8. captures   every capture must open in tshark with each ATT-channel frame decoded as ATT
@@ -419,9 +419,12 @@ if [ "$BENCH" = 0 ] && [ "${E2E_DOCKER_BLUEZ:-1}" != 0 ]; then
   mkdir -p "$OUT/bluez"
   # The parts in BLUEZ_GROUPS, one container (one micro-VM: its own kernel, controllers, air,
   # dbus-daemon and bluetoothd) per group, the groups at the same time: nothing is shared between
-  # them but the CPU, so BlueZ keeps one seat per bluetoothd. E2E_BLUEZ_PARTS: one group of those.
+  # them but the CPU, so BlueZ keeps one seat per bluetoothd. Default: one group, every part, one
+  # after the other. Two groups on a 2-core machine ("central,python peripheral,own-central,failures")
+  # save about 2.5 min, but there bleak's and SimpleBLE's connects timed out in one CI run of two
+  # (CPU contention between the two emulated VMs). E2E_BLUEZ_PARTS: one group of those parts.
   if [ -n "${E2E_BLUEZ_PARTS:-}" ]; then groups=("$E2E_BLUEZ_PARTS")
-  else read -ra groups <<< "${BLUEZ_GROUPS:-central,python peripheral,own-central,failures}"; fi
+  else read -ra groups <<< "${BLUEZ_GROUPS:-central,peripheral,own-central,python,failures}"; fi
   say "BlueZ parts: ${bpaths[*]} on $NB controllers (hci0 for the container's bluetoothd), in ${#groups[@]} container(s) at once: ${groups[*]}"
   t0=$(now)
   pids=(); k=0
