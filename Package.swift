@@ -91,7 +91,7 @@ let package = Package(
         // `TestTools` (tshark, btmon, git… run from a test), shared by every target that runs them.
         .target(name: "WireTestSupport", dependencies: ["BLEWire"], path: "Tests/WireTestSupport"),
         // What several test targets share: scenario text helpers, `blelab` in process, temporary folders.
-        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "BLERuntime"], path: "Tests/BLELabTestSupport"),
+        .target(name: "BLELabTestSupport", dependencies: ["BLELabCLI", "ScenarioEngine", "ScenarioFormat", "BLELab", "Controller", "Transport", "BLERuntime", "BLEWire"], path: "Tests/BLELabTestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["WireTestSupport", "BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP", "BLECrypto", "HostLink"]),

@@ -15,26 +15,8 @@ import XCTest
 final class AdvertisingStaggerTests: XCTestCase {
     /// Simulated controllers behind in-process transports, on virtual time, standing in for
     /// controllers without advDelay.
-    private struct StaggeredBackend: ScenarioBackend {
-        final class Sims: ControllerConnector {
-            let air: SimAir
-            init(loop: VirtualEventLoop) { air = SimAir(loop: loop, seed: 9) }
-            var description: String { "simulated controllers" }
-            func openController(for name: String, index: Int, on loop: DrivableEventLoop) throws -> HCITransport {
-                let controller = SimController(air: air, address: BDAddr(rawValue: UInt64(0xD0_0000_0000 + index)), name: name)
-                let transport = InProcessTransport(loop: loop, endpoint: name, deliverToController: { controller.receive(fromHost: $0) })
-                controller.toHost = { [unowned transport] in transport.deliverToHost($0) }
-                return transport
-            }
-            func closeAll() {}
-        }
-
-        var advertisingIntervalStagger: TimeSpan
-        var tier: TransportTier { .socket }
-        func makeLab(seed: UInt64) throws -> Lab {
-            let loop = VirtualEventLoop()
-            return Lab(seed: seed, loop: loop, connector: Sims(loop: loop))
-        }
+    private func staggered(_ stagger: TimeSpan) -> ConnectedSimsBackend {
+        ConnectedSimsBackend(airSeed: 9, addressBase: 0xD0_0000_0000, advertisingIntervalStagger: stagger)
     }
 
     static let scenario = """
@@ -74,7 +56,7 @@ final class AdvertisingStaggerTests: XCTestCase {
 
     func testTheKthPeripheralAdvertisesKStaggersLater() throws {
         let scenario = try ScenarioText.load(Self.scenario)
-        let result = ScenarioRunner(backend: StaggeredBackend(advertisingIntervalStagger: .milliseconds(5)))
+        let result = ScenarioRunner(backend: staggered(.milliseconds(5)))
             .run(scenario, options: RunOptions(keepsCaptures: true))
         XCTAssertEqual(result.verdict, "passed", "\(result.failure.map { "\($0.expected); seen \($0.seen)" } ?? "")")
         // a: 100 ms (160 units); b, the second: 250 + 5 ms (408); quiet advertises nothing;
@@ -84,7 +66,7 @@ final class AdvertisingStaggerTests: XCTestCase {
 
     func testControllersWithAdvDelayGetTheDeclaredIntervals() throws {
         let scenario = try ScenarioText.load(Self.scenario)
-        for backend: ScenarioBackend in [StaggeredBackend(advertisingIntervalStagger: .zero), SimBackend()] {
+        for backend: ScenarioBackend in [staggered(.zero), SimBackend()] {
             let result = ScenarioRunner(backend: backend).run(scenario, options: RunOptions(keepsCaptures: true))
             XCTAssertEqual(result.verdict, "passed")
             XCTAssertEqual(advertisingIntervals(result), ["a": [[160, 160]], "b": [[400, 400]], "c": [[160, 160]]], "\(backend.tier)")

@@ -318,27 +318,8 @@ final class FaultScenarioTests: XCTestCase {
 
     // MARK: Off the simulator
 
-    /// Controllers behind a connector (as on the socket tier): the lab has no air to fault.
-    private final class ConnectedSims: ControllerConnector {
-        let air: SimAir
-        init(loop: VirtualEventLoop) { air = SimAir(loop: loop, seed: 1) }
-        var description: String { "in-process controllers behind a connector" }
-        func openController(for name: String, index: Int, on loop: DrivableEventLoop) throws -> HCITransport {
-            let controller = SimController(air: air, address: BDAddr(rawValue: UInt64(0xC0_0000_0000 + index)), name: name)
-            let transport = InProcessTransport(loop: loop, endpoint: name, deliverToController: { controller.receive(fromHost: $0) })
-            controller.toHost = { [unowned transport] in transport.deliverToHost($0) }
-            return transport
-        }
-        func closeAll() {}
-    }
-
-    private struct ConnectedSimsBackend: ScenarioBackend {
-        var tier: TransportTier { .socket }
-        func makeLab(seed: UInt64) throws -> Lab {
-            let loop = VirtualEventLoop()
-            return Lab(seed: seed, loop: loop, connector: ConnectedSims(loop: loop))
-        }
-    }
+    // Controllers behind a connector (ConnectedSimsBackend, as on the socket tier): the lab has
+    // no air to fault.
 
     func testAirFaultsOffTheSimulatorFailNamingTheFix() throws {
         let scenario = try ScenarioText.load(ScenarioText.hm10(ScenarioText.connected + "\n  - power-off: hm10"))

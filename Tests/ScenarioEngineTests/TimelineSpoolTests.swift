@@ -1,3 +1,4 @@
+import BLELab
 import BLELabTestSupport
 import BLERuntime
 @testable import ScenarioEngine
@@ -111,5 +112,71 @@ final class TimelineSpoolTests: XCTestCase {
         XCTAssertGreaterThan(memory.timeline.count, 2 * TimelineSpool.blockSize)
         XCTAssertEqual(got.count, memory.timeline.count)
         for (k, (a, b)) in zip(got, memory.timeline).enumerated() { same(a, b, "event \(k)") }
+    }
+
+    /// After `finish()` the timeline is closed: an event appended then is not kept, and counted.
+    func testAnEventAfterFinishIsNotKept() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let spool = try TimelineSpool(directory: dir)
+        spool.append(TimelineEvent(time: Instant(nanoseconds: 5), device: "central", kind: .att, text: "kept"))
+        spool.finish()
+        spool.append(TimelineEvent(time: Instant(nanoseconds: 9), device: "counter", kind: .peripheral, text: "late"))
+        XCTAssertEqual(Array(spool.events).map(\.text), ["kept"])
+        XCTAssertEqual(spool.count, 1)
+        XCTAssertEqual(spool.late, 1)
+        XCTAssertNil(spool.failure)
+    }
+
+    /// Off the simulator the end of a run goes on after its timeline is taken: the lab stops
+    /// real controllers' advertising, and meanwhile a peripheral's `notify-every` still ticks.
+    /// (On Bumble's controllers in CI such a tick reached the closed spool, which trapped. Here
+    /// each packet from a controller takes 2 ms to reach its host, so that stopping advertising
+    /// at the end takes virtual time.)
+    /// Those events are in no timeline: spooled or in memory, the run's events are the same, and
+    /// none is later than the last step's end.
+    func testWhatTheEndOfARunDoesIsInNoTimeline() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let scenario = try ScenarioText.load("""
+            scenario: a stream that outlives the run
+            seed: 3
+            peripherals:
+              counter:
+                advertise: { name: Counter, services: [AAA0] }
+                gatt:
+                  - service: AAA0
+                    characteristics:
+                      - uuid: AAA1
+                        properties: [notify]
+                        on-subscribe:
+                          - notify-every: { characteristic: AAA1, interval: 1ms, value: { counter-u8: 1 } }
+            central:
+              - scan: { services: [AAA0], for: 1s }
+              - connect: counter
+              - discover: all
+              - subscribe: AAA1
+              - expect: { notification: AAA1, count: 3, within: 1s }
+              - disconnect
+            """)
+        let backend = ConnectedSimsBackend(latency: .milliseconds(2))
+        let memory = ScenarioRunner(backend: backend).run(scenario, options: RunOptions(recordsTimeline: true))
+        var options = RunOptions(recordsTimeline: true)
+        options.timelineDirectory = dir
+        let spooled = ScenarioRunner(backend: backend).run(scenario, options: options)
+        XCTAssertTrue(memory.passed, "\(memory.outcome)")
+        XCTAssertTrue(spooled.passed, "\(spooled.outcome)")
+        XCTAssertTrue(spooled.timelineFailures.isEmpty, "\(spooled.timelineFailures)")
+        XCTAssertEqual(spooled.timelineSpool?.late, 0, "the session stops recording before it closes the spool")
+        let got = Array(spooled.events)
+        XCTAssertEqual(got.count, memory.timeline.count)
+        for (k, (a, b)) in zip(got, memory.timeline).enumerated() { same(a, b, "event \(k)") }
+        // The last step's end; the run's virtual time goes on past it while the lab lets go.
+        let end = try XCTUnwrap(spooled.steps.last?.end)
+        XCTAssertGreaterThan(Instant.zero + spooled.virtualTime, end)
+        XCTAssertEqual(got.filter { $0.time > end }.map(\.text), [])
+        // The stream ran to the run's end (the last tick at the disconnection's instant); with the
+        // session recording on after the timeline was taken, 10 more ticks came (measured).
+        XCTAssertEqual(got.last { $0.kind == .peripheral && $0.text.hasPrefix("notify AAA1") }?.time, end)
     }
 }

@@ -117,6 +117,10 @@ final class ScenarioSession {
     var timelineSpool: TimelineSpool?
     /// Why the timeline could not be spooled.
     var timelineFailure: String?
+    /// Set when the result's timeline is taken. What the end of the run does after that (seats
+    /// ending, real controllers' advertising stopped, a peripheral's `notify-every` ticking
+    /// meanwhile on a real-time tier) is in no timeline, as it is in no capture.
+    var timelineClosed = false
     var stepRecords: [StepRecord] = []
     /// Every protocol violation a lab device's host reported, of every layer, in words
     /// ("hm10: att/pipelined-request: …"), for the notes of the steps they happened in;
@@ -231,6 +235,7 @@ final class ScenarioSession {
             captures = ordered.filter { inLab.contains(ObjectIdentifier($0)) }.map { DeviceCapture(device: $0.name, packets: $0.log.packets) }
         }
         let ordered = timeline.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        timelineClosed = true
         timelineSpool?.finish()
         endRoles()
         RealControllers.quiet(lab: lab, peripherals: peripherals)
@@ -391,7 +396,7 @@ final class ScenarioSession {
     }
 
     func record(_ event: TimelineEvent) {
-        guard options.recordsTimeline else { return }
+        guard options.recordsTimeline, !timelineClosed else { return }
         if let timelineSpool { timelineSpool.append(event) } else if timelineFailure == nil { timeline.append(event) }
     }
 

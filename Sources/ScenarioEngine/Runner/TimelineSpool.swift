@@ -31,6 +31,8 @@ public final class TimelineSpool {
     private var finished = false
     /// How many events it holds.
     public private(set) var count = 0
+    /// How many events came after `finish()` and were not kept.
+    public private(set) var late = 0
     /// The first error writing or reading the file, in words; events after it are lost, and the
     /// caller reports it.
     public private(set) var failure: String?
@@ -49,9 +51,13 @@ public final class TimelineSpool {
         unlink(path)
     }
 
-    /// Adds `event` (not after `finish()`).
+    /// Adds `event`. After `finish()` the timeline is closed: an event is not kept, and `late`
+    /// counts it (the owner stops recording first; this keeps a slip from costing the run).
     public func append(_ event: TimelineEvent) {
-        precondition(!finished, "TimelineSpool.append after finish")
+        guard !finished else {
+            late += 1
+            return
+        }
         pending.append(event)
         count += 1
         if pending.count >= Self.blockSize { writeBlock() }
