@@ -167,7 +167,9 @@ public final class LabDevice {
         let controller = SimController(air: air, address: address, name: name)
         let transport = InProcessTransport(loop: lab.loop, endpoint: "sim controller '\(name)'",
                                            deliverToController: { [unowned controller] frame in controller.receive(fromHost: frame) })
-        controller.toHost = { [unowned transport] frame in transport.deliverToHost(frame) }
+        // Strong: the transport holds the controller unowned, so there is no cycle, and a frame to
+        // the host costs no reference check.
+        controller.toHost = { [transport] frame in transport.deliverToHost(frame) }
         self.controller = controller
         self.lab = lab
         self.name = name

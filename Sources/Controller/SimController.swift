@@ -110,7 +110,11 @@ public final class SimController {
     private var outbox: [[UInt8]] = []
     private var flushing: [[UInt8]] = []
     private var flushScheduled = false
-    private lazy var flushTask: () -> Void = { [weak self] in self?.flushOutbox() }
+    /// The task holds the controller through `flushGate`, which `deinit` empties (a flush may
+    /// still be queued on the loop then): no weak reference to the controller, whose every
+    /// retain would otherwise take the slow path through a side table.
+    private let flushGate = FlushGate()
+    private lazy var flushTask: () -> Void = { [flushGate] in flushGate.controller?.flushOutbox() }
     /// Each advertising event's task: one closure for them all (a crowd runs thousands a second).
     /// It holds the controller unowned (a crowd's advertising events would otherwise each pay a
     /// weak load): only `advertisingTimer` runs it, and `deinit` cancels that timer, so it never
@@ -129,6 +133,7 @@ public final class SimController {
                            advertisingRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("advDelay/", address)),
                            rssiRandom: SeededRandom(seed: air.seed, streamUTF8: Self.streamLabel("rssi/", address)))
         air.attach(self)
+        flushGate.controller = self
     }
 
     /// The UTF-8 of "\(prefix)\(address)" (`BDAddr.description`: six upper-case hex octets,
@@ -153,6 +158,7 @@ public final class SimController {
     deinit {
         // The advertising task holds this controller unowned: it must not run any more.
         advertisingTimer.cancel()
+        flushGate.controller = nil
     }
 
     public var isInitiating: Bool { initiating != nil }
@@ -321,4 +327,9 @@ public final class SimController {
 
 extension SimController: CustomStringConvertible {
     public var description: String { "\(name) (\(address))" }
+}
+
+/// The controller a queued flush runs on, until the controller goes.
+private final class FlushGate {
+    unowned(unsafe) var controller: SimController?
 }

@@ -103,16 +103,21 @@ public final class BLEHost {
         // The standard GAP and GATT services always fit an empty database.
         let database = try! GATTDatabase(deviceName: configuration.deviceName)
         gattServer = GATTServer(database: database)
-        // Weak: a Connection kept after its host is gone keeps the driver (through its L2CAP
-        // link), and the driver may still hear from its transport (a close reported through the
-        // loop, frames already queued). Without a host there is nothing to tell.
+        // Weak, or taken back in `deinit`: a Connection kept after its host is gone keeps the
+        // driver (through its L2CAP link), and the driver may still hear from its transport (a
+        // close reported through the loop, frames already queued). Without a host there is
+        // nothing to tell. The per-frame closure is unowned and taken back (no load per frame).
         driver.onEvent = { [weak self] event in self?.handle(event) }
-        driver.onL2CAPFrame = { [weak self] handle, frame in self?.receiveL2CAP(handle: handle, frame: frame) }
+        driver.onL2CAPFrame = { [unowned(unsafe) self] handle, frame in self.receiveL2CAP(handle: handle, frame: frame) }
         driver.onProtocolError = { [weak self] error in
             guard let self else { return }
             if case let .violation(violation) = error { self.report(violation) } else { self.onProtocolError?(error) }
         }
         driver.onTransportClosed = { [weak self] error in self?.transportClosed(error) }
+    }
+
+    deinit {
+        driver.onL2CAPFrame = nil
     }
 
     // MARK: Power on

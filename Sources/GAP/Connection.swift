@@ -51,7 +51,9 @@ public final class Connection {
                            send: { [link] pdu in link.sendATT(pdu) })
         client = GATTClient(bearer: bearer)
         serverConnection = host.gattServer.attach(bearer)
-        link.onATT = { [unowned self] pdu in self.bearer.receive(pdu) }
+        // Taken back in `deinit` (the link may outlive the connection), so never run after it:
+        // no reference check per PDU.
+        link.onATT = { [unowned(unsafe) self] pdu in self.bearer.receive(pdu) }
         // A peer that breaks ATT in a way real stacks answer by dropping the bearer (a pipelined
         // request, Vol 3 Part F 3.3.2) loses the link, as with BlueZ, whose att.c shuts the
         // channel down; the peer sees Remote User Terminated Connection.
@@ -93,6 +95,10 @@ public final class Connection {
             self?.updateParameters(ConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                                                          latency: p.latency, supervisionTimeout: p.timeout))
         }
+    }
+
+    deinit {
+        link.onATT = nil
     }
 
     /// The reason the link ends with when the ATT bearer gives up on a peer that broke the protocol.

@@ -41,7 +41,8 @@ public final class HCIDriver {
     private var commandTimer: LoopTimer?
     /// Every command's timeout task: one closure made once (a lab of thousands of devices sends
     /// a dozen commands each while it powers on).
-    private lazy var commandTimeoutTask: () -> Void = { [weak self] in self?.commandTimedOut() }
+    /// Run only by `commandTimer`, which `deinit` cancels.
+    private lazy var commandTimeoutTask: () -> Void = { [unowned(unsafe) self] in self.commandTimedOut() }
 
     // MARK: ACL
     /// LE_ACL_Data_Packet_Length and Total_Num_LE_ACL_Data_Packets from LE Read Buffer Size.
@@ -99,9 +100,18 @@ public final class HCIDriver {
     public init(loop: EventLoop, transport: HCITransport) {
         self.loop = loop
         self.transport = transport
-        // Weak: the controller side may outlive the host and still have frames on the way.
-        transport.onFrame = { [weak self] frame in self?.receive(frame) }
-        transport.onClose = { [weak self] error in self?.transportClosed(error) }
+        // The transport may outlive the driver and still have frames on the way, or close:
+        // `deinit` takes these closures back, so they never run after the driver is gone. Not
+        // weak references: with one, every retain of the driver (one per frame) would take the
+        // slow path through a side table, besides the load itself.
+        transport.onFrame = { [unowned(unsafe) self] frame in self.receive(frame) }
+        transport.onClose = { [unowned(unsafe) self] error in self.transportClosed(error) }
+    }
+
+    deinit {
+        transport.onFrame = nil
+        transport.onClose = nil
+        commandTimer?.cancel()
     }
 
     // MARK: Sending commands

@@ -7,31 +7,37 @@ public final class InProcessTransport: HCITransport {
     private let loop: EventLoop
     /// Delivers a host→controller frame to the controller.
     private let deliverToController: ([UInt8]) -> Void
-    public var onFrame: (([UInt8]) -> Void)?
+    public var onFrame: (([UInt8]) -> Void)? {
+        get { toHost.onFrame }
+        set { toHost.onFrame = newValue }
+    }
     public var onClose: ((TransportError) -> Void)?
     public let endpointDescription: String
     public private(set) var isClosed = false
-    /// Bumped by `discardInFlight`: frames handed over before it are not delivered.
-    private var generation: UInt64 = 0
     /// Frames handed over and not yet delivered, each way. Each frame still gets its own
     /// `loop.execute`, at the moment it is handed over (so the loop's order is the same as with a
     /// closure per frame); the task is one closure made once, which takes the oldest frame: no
-    /// allocation and no weak reference per frame.
+    /// allocation and no weak reference per frame. Each task holds its queue, not the transport.
     /// (Frames to the controller are delivered even when the transport is gone by then, as the
-    /// controller's input does not depend on it: the task holds the queue, not the transport.)
+    /// controller's input does not depend on it; frames to the host are not: `deinit` closes
+    /// `toHost`.)
     private let toController = FrameQueue()
-    private var toHost = FIFO<(frame: [UInt8], generation: UInt64)>()
+    private let toHost = HostQueue()
     private lazy var controllerTask: () -> Void = { [toController, deliverToController] in
         guard let frame = toController.frames.popFirst() else { return }
         deliverToController(frame)
     }
-    private lazy var hostTask: () -> Void = { [weak self] in self?.deliverOneToHost() }
+    private lazy var hostTask: () -> Void = { [toHost] in toHost.deliverOne() }
 
     /// - Parameter deliverToController: the controller's input, e.g. `controller.receive(fromHost:)`.
     public init(loop: EventLoop, endpoint: String, deliverToController: @escaping ([UInt8]) -> Void) {
         self.loop = loop
         self.endpointDescription = endpoint
         self.deliverToController = deliverToController
+    }
+
+    deinit {
+        toHost.isClosed = true
     }
 
     public func send(_ frame: [UInt8]) {
@@ -43,25 +49,21 @@ public final class InProcessTransport: HCITransport {
     /// The controller's output: call with each frame the controller emits for its host.
     public func deliverToHost(_ frame: [UInt8]) {
         guard !isClosed else { return }
-        toHost.append((frame, generation))
+        toHost.frames.append((frame, toHost.generation))
         loop.execute(hostTask)
-    }
-
-    private func deliverOneToHost() {
-        guard let (frame, sent) = toHost.popFirst(), !isClosed, generation == sent else { return }
-        onFrame?(frame)
     }
 
     /// Drops the frames the controller handed over that the host has not received yet: what a
     /// device that loses power had on its way from its controller to its host dies with it.
     public func discardInFlight() {
-        generation &+= 1
+        toHost.generation &+= 1
     }
 
     /// Ends the link, as a closed socket would: the host is told once.
     public func close(_ error: TransportError? = nil) {
         guard !isClosed else { return }
         isClosed = true
+        toHost.isClosed = true
         let reason = error ?? .closed(endpoint: endpointDescription)
         loop.execute { [weak self] in self?.onClose?(reason) }
     }
@@ -70,4 +72,20 @@ public final class InProcessTransport: HCITransport {
 /// Frames on their way to a controller.
 private final class FrameQueue {
     var frames = FIFO<[UInt8]>()
+}
+
+/// Frames on their way to the host, and the host's input: what the transport's host task needs,
+/// so that the task holds this instead of a weak reference to the transport (one load per frame).
+private final class HostQueue {
+    var frames = FIFO<(frame: [UInt8], generation: UInt64)>()
+    var onFrame: (([UInt8]) -> Void)?
+    /// Bumped by `discardInFlight`: frames handed over before it are not delivered.
+    var generation: UInt64 = 0
+    /// The transport closed or went: nothing more is delivered.
+    var isClosed = false
+
+    func deliverOne() {
+        guard let (frame, sent) = frames.popFirst(), !isClosed, generation == sent else { return }
+        onFrame?(frame)
+    }
 }

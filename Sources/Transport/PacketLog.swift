@@ -74,12 +74,16 @@ public final class TappedTransport: HCITransport {
         self.inner = inner
         self.log = log
         self.loop = loop
-        // Weak: the inner transport may outlive the tap and still deliver a frame.
-        inner.onFrame = { [weak self] frame in
-            guard let self else { return }
+        // The inner transport may outlive the tap and still deliver a frame: `deinit` takes this
+        // closure back, so it never runs after the tap is gone (no weak load per frame).
+        inner.onFrame = { [unowned(unsafe) self] frame in
             self.log.record(LoggedPacket(time: self.loop.now, direction: .controllerToHost, frame: frame))
             self.onFrame?(frame)
         }
+    }
+
+    deinit {
+        inner.onFrame = nil
     }
 
     public func send(_ frame: [UInt8]) {

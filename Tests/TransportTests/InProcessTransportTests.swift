@@ -91,4 +91,19 @@ final class InProcessTransportTests: XCTestCase {
         // A frame still in flight is lost with the link, as with a reset socket; nothing follows the close.
         XCTAssertEqual(sides.log, ["host closed: sim controller 'c1': connection closed"])
     }
+
+    /// Frames handed over for the host, then the transport goes before the loop runs: none is
+    /// delivered (the host's input went with the transport); frames to the controller still are.
+    func testFramesForTheHostDieWithTheTransport() {
+        let loop = VirtualEventLoop()
+        let sides = Sides()
+        var transport: InProcessTransport? = makeTransport(loop, sides)
+        weak let released = transport
+        transport!.deliverToHost([0x04, 0x0e, 0x04, 0x01, 0x03, 0x0c, 0x00])
+        transport!.send([0x01, 0x03, 0x0c, 0x00])
+        transport = nil
+        XCTAssertNil(released)
+        loop.runUntilIdle()
+        XCTAssertEqual(sides.log, ["controller got 01 03 0c 00"])
+    }
 }

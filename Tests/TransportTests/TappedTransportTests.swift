@@ -69,4 +69,21 @@ extension TappedTransportTests {
         XCTAssertNil(released)
         loop.runUntilIdle()
     }
+
+    /// A tap that goes takes its hook on the inner transport back (it holds the tap unowned, not
+    /// weakly): frames the inner transport delivers after reach neither the tap nor its log.
+    func testATapThatGoesTakesItsHookBack() {
+        let loop = VirtualEventLoop()
+        let inner = InProcessTransport(loop: loop, endpoint: "sim controller 'c1'") { _ in }
+        let log = PacketLog()
+        var tap: TappedTransport? = TappedTransport(inner, log: log, loop: loop)
+        weak let released = tap
+        XCTAssertNotNil(inner.onFrame)
+        tap = nil
+        XCTAssertNil(released)
+        XCTAssertNil(inner.onFrame)
+        inner.deliverToHost([0x04, 0x0e, 0x04, 0x01, 0x03, 0x0c, 0x00])
+        loop.runUntilIdle()
+        XCTAssertEqual(log.packets, [])
+    }
 }

@@ -50,7 +50,7 @@ final class ExpectationJudge {
             }
             session.note = "the last scan discovered \(summary) and nothing else"
         case let .connected(id):
-            do { try session.linked(id) } catch let f as StepFailure { throw fail(f.seen) }
+            do { _ = try session.linked(id) } catch let f as StepFailure { throw fail(f.seen) }
         case let .services(list, id):
             guard session.everConnected.contains(id), let address = session.address(of: id) else { throw fail("never connected to \(id)") }
             let found = session.central.services(on: address).map(\.uuid)
