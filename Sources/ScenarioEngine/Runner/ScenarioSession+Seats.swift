@@ -20,6 +20,7 @@ extension ScenarioSession {
         }
         seat(peripheral, as: spec.id)
         let id = spec.id
+        let providerName = provider.description   // the name, not the provider (see beginCentral)
         peripheral.onActivity = { [weak self] activity in
             guard let self else { return }
             self.record(TimelineEvent(time: activity.time, device: id, kind: .peripheral, text: Self.describe(activity)))
@@ -34,23 +35,26 @@ extension ScenarioSession {
             let how = sent.map { "\($0.description) from the central" }
                 ?? method.map { $0 == .request ? "a request" : "a command" } ?? "a write of unstated type"
             self.observations.received(id, handle: handle, time: self.now, value: write.value, method: method,
-                                       description: "\(provider.description) handed the application \(write.value.count) octets (\(how))")
+                                       description: "\(providerName) handed the application \(write.value.count) octets (\(how))")
         }
     }
 
     func beginCentral() throws {
         let seat: CentralSeat = central
+        // The seat's name, not the seat: a closure the seat keeps must not hold the seat (that
+        // cycle kept every run's central, and through it the run's whole lab, alive for good).
+        let seatName = seat.description
         seat.onValue = { [weak self] address, ref, value in
             guard let self else { return }
             guard let id = self.peripheralID(at: address), let handle = self.valueHandle(ref, on: id) else { return }
             self.observations.delivered(id, handle: handle, time: self.now, value: value)
-            self.record(TimelineEvent(time: self.now, device: "central", kind: .att, text: "\(seat.description) delivered \(ref) = \(ValueText.describe(value))",
+            self.record(TimelineEvent(time: self.now, device: "central", kind: .att, text: "\(seatName) delivered \(ref) = \(ValueText.describe(value))",
                                       direction: "received", bytes: value))
         }
         seat.onDisconnected = { [weak self] address in
             guard let self else { return }
             guard let id = self.peripheralID(at: address) else { return }
-            self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral, text: "\(seat.description): \(id) disconnected"))
+            self.record(TimelineEvent(time: self.now, device: "central", kind: .peripheral, text: "\(seatName): \(id) disconnected"))
         }
         if !seat.knowsItsLinks { keepAnnouncing() }
         let result = try operate("\(seat.description) to start", limit: .seconds(20)) { done in seat.begin(lab: lab, completion: done) }
