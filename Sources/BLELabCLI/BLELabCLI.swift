@@ -231,7 +231,10 @@ public struct BLELabCLI {
             var options = RunOptions(keepsCaptures: arguments.capture != nil, recordsTimeline: arguments.json != nil || arguments.html != nil)
             options.capturesAir = arguments.captureAir != nil
             // Streamed: each run's timeline goes to a temporary file as it is recorded.
-            if streamsCaptures, options.recordsTimeline { options.timelineDirectory = Self.temporaryDirectory() }
+            if streamsCaptures, options.recordsTimeline {
+                options.timelineDirectory = Self.temporaryDirectory()
+                Self.raiseOpenFileLimit()
+            }
             return options
         }()
         // Jobs read the wall clock from their threads: one at a time, so that an injected clock
@@ -345,6 +348,17 @@ public struct BLELabCLI {
         return runs.contains { $0.result.failure != nil } ? .failed : .passed
     }
 
+    /// Each run's spooled timeline holds a descriptor until the run has been written (to the end,
+    /// with `--html`; and runs finished early by other jobs wait for the ones before them): up to
+    /// one per run. Raises the soft limit on open files to the hard one, as Go's runtime does at
+    /// start. A spool that still cannot be made is reported with its run (exit 2).
+    static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_RESOURCE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_RESOURCE, &limit)
+    }
+
     /// Where spooled timelines go: `$TMPDIR`, else /tmp.
     static func temporaryDirectory() -> String {
         if let value = getenv("TMPDIR"), case let dir = String(cString: value), !dir.isEmpty { return dir }
@@ -445,3 +459,9 @@ public struct BLELabCLI {
         }
     }
 }
+
+#if canImport(Glibc)
+private let RLIMIT_NOFILE_RESOURCE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#else
+private let RLIMIT_NOFILE_RESOURCE = RLIMIT_NOFILE
+#endif

@@ -2,6 +2,7 @@ import BLELab
 @testable import BLELabCLI
 import BLELabTestSupport
 import BLERuntime
+import Foundation
 @testable import ScenarioEngine
 import ScenarioFormat
 import XCTest
@@ -86,5 +87,51 @@ final class CLITimelineStreamTests: XCTestCase {
         let status = cli.run(["run", Self.scenarios + "/seeds/hm10-serial.yaml", "-q", "--json", dir + "/file/timeline.json"], writesFiles: true)
         XCTAssertEqual(status, .badInput)
         XCTAssertTrue(cli.err.contains("\(dir)/file: cannot create directory") || cli.err.contains("\(dir)/file/timeline.json: cannot create"), cli.err)
+    }
+
+    /// The built `blelab` (beside the test bundle, as `swift build --build-tests` makes it),
+    /// killed with SIGKILL while it spools a `--json` timeline: its temporary folder is left
+    /// empty, and was at every look while it ran. The spool's file has no name there; the test
+    /// waits until the process holds it open (seen in /proc/PID/fd as a deleted file in that
+    /// folder), then kills.
+    func testARunKilledWhileSpoolingLeavesNoFile() throws {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let blelab = bundle.appendingPathComponent("blelab").path
+        guard FileManager.default.isExecutableFile(atPath: blelab) else {
+            throw XCTSkip("no blelab executable at \(blelab) (swift build --build-tests makes it)")
+        }
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let tmp = dir + "/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: false)
+        let scenario = dir + "/long.yaml"
+        try Self.manyEvents.replacingOccurrences(of: "wait: 60s", with: "wait: 10h").write(toFile: scenario, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: blelab)
+        process.arguments = ["run", scenario, "--json", dir + "/timeline.json"]
+        process.environment = ["TMPDIR": tmp]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let fds = "/proc/\(process.processIdentifier)/fd"
+        var spooling = false
+        var looks = 0
+        while !spooling, process.isRunning, looks < 200_000 {
+            looks += 1
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? [] {
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + fd) else { continue }
+                // An unnamed file (O_TMPFILE) shows as "/#INODE (deleted)" in its folder; an
+                // unlinked one as its old name, "(deleted)" after it.
+                if target.hasPrefix(tmp + "/"), target.hasSuffix(" (deleted)") { spooling = true }
+            }
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [], "the spool has no name in the folder")
+        }
+        XCTAssertTrue(spooling, "blelab held its spool open (a 10-hour scenario is still running)")
+        XCTAssertTrue(process.isRunning)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [], "nothing left behind")
     }
 }

@@ -1,4 +1,5 @@
 import BLELab
+import Foundation
 import BLELabTestSupport
 import BLERuntime
 @testable import ScenarioEngine
@@ -54,9 +55,28 @@ final class TimelineSpoolTests: XCTestCase {
                 for (k, (a, b)) in zip(got, expected).enumerated() { same(a, b, "event \(k)") }
             }
             XCTAssertNil(spool.failure)
-            XCTAssertEqual(FileText.kind(path), .file)
         }
-        XCTAssertEqual(FileText.kind(path), .missing, "the file goes with the spool")
+        XCTAssertFalse(path.isEmpty)
+    }
+
+    /// The spool's file has no name from the start (unlinked, kept open): a run killed or
+    /// crashed leaves nothing in the temporary folder. The folder stays empty while it is written
+    /// and read back.
+    func testTheSpoolLeavesNoFileBehind() throws {
+        let dir = try temporaryDirectory()
+        defer { removeTree(dir) }
+        let spool = try TimelineSpool(directory: dir)
+        XCTAssertTrue(spool.path.hasPrefix(dir + "/"), spool.path)
+        XCTAssertEqual(FileText.kind(spool.path), .missing)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [])
+        for n in 0..<(TimelineSpool.blockSize + 5) {
+            spool.append(TimelineEvent(time: Instant(nanoseconds: Int64(n)), device: "central", kind: .att, text: "event \(n)"))
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [])
+        XCTAssertEqual(Array(spool.events).count, TimelineSpool.blockSize + 5)
+        XCTAssertEqual(Array(spool.events).last?.text, "event \(TimelineSpool.blockSize + 4)", "read twice, through the one descriptor")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [])
+        XCTAssertNil(spool.failure)
     }
 
     func testAnEmptySpoolGivesNothing() throws {

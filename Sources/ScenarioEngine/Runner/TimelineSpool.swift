@@ -14,13 +14,18 @@ import BLERuntime
 /// `blockSize`, sorted when the block is full and appended to the file. A block that starts
 /// before the previous one ended begins a new sorted *run* in the file; reading merges the runs
 /// (by time, then run), which is the stable sort of the whole, with one block in memory while
-/// recording and one read buffer per run while reading. The file is removed when the spool goes.
+/// recording and one read buffer per run while reading.
+///
+/// The file has no name in its folder (made unnamed, or unlinked as soon as it is made, and kept
+/// open): nothing is left behind however the process ends, killed or crashed included. It is
+/// read back through the same descriptor, closed when the spool goes.
 public final class TimelineSpool {
     /// Events held before a sorted block is written.
     public static let blockSize = 4096
 
+    /// Where the file is, for messages (it has no name there).
     public let path: String
-    private var fd: Int32
+    fileprivate let fd: Int32
     private var pending: [TimelineEvent] = []
     private var buffer: [UInt8] = []
     /// Octets written so far (the file's length once `buffer` is written).
@@ -37,18 +42,39 @@ public final class TimelineSpool {
     /// caller reports it.
     public private(set) var failure: String?
 
-    /// A new, empty spool in a file of its own in `directory`.
+    /// A new, empty spool in a file of its own in `directory`: made without a name
+    /// (`O_TMPFILE`, open(2)) where the file system allows, else made by mkstemp(3) and unlinked
+    /// at once.
     public init(directory: String) throws {
-        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast()) + Array("blelab-timeline-XXXXXX".utf8CString)
+        let folder = directory.hasSuffix("/") ? directory : directory + "/"
+#if os(Linux)
+        let unnamed = open(directory, Self.openTemporaryFile | O_RDWR | O_CLOEXEC, 0o600)
+        if unnamed >= 0 {
+            fd = unnamed
+            path = folder + "(unnamed timeline file)"
+            return
+        }
+        // EOPNOTSUPP, EISDIR, EINVAL: this file system (or kernel) makes no unnamed files.
+        guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
+            throw TimelineSpoolError(message: "cannot make a timeline file in \(directory): \(String(cString: strerror(errno)))")
+        }
+#endif
+        var template = Array(folder.utf8CString.dropLast()) + Array("blelab-timeline-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw TimelineSpoolError(message: "cannot make a timeline file in \(directory): \(String(cString: strerror(errno)))") }
         self.fd = fd
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        unlink(path)
     }
 
+#if os(Linux)
+    /// O_TMPFILE, which Glibc's module does not export: __O_TMPFILE (0o20000000 on x86_64 and
+    /// the generic ABI arm64 uses) with O_DIRECTORY.
+    static let openTemporaryFile = Int32(0o20000000) | O_DIRECTORY
+#endif
+
     deinit {
-        if fd >= 0 { close(fd) }
-        unlink(path)
+        close(fd)
     }
 
     /// Adds `event`. After `finish()` the timeline is closed: an event is not kept, and `late`
@@ -63,13 +89,12 @@ public final class TimelineSpool {
         if pending.count >= Self.blockSize { writeBlock() }
     }
 
-    /// Writes what is held and closes the file for writing; reading may start.
+    /// Writes what is held; no more is written, and reading may start.
     public func finish() {
         guard !finished else { return }
         writeBlock()
         flushBuffer()
         finished = true
-        if fd >= 0 { close(fd); fd = -1 }
     }
 
     private func writeBlock() {
@@ -129,20 +154,15 @@ public struct TimelineSpoolEvents: Sequence {
 
     public struct Iterator: IteratorProtocol {
         private let spool: TimelineSpool
-        private var file: SpoolFile?
         private var cursors: [SpoolCursor] = []
         private var heads: [TimelineEvent?] = []
 
         init(spool: TimelineSpool) {
             self.spool = spool
             guard spool.failure == nil, spool.count > 0 else { return }
-            let fd = open(spool.path, O_RDONLY)
-            guard fd >= 0 else {
-                spool.readFailed("cannot read the timeline file \(spool.path): \(String(cString: strerror(errno)))")
-                return
-            }
-            file = SpoolFile(fd: fd)
-            cursors = spool.runs.map { SpoolCursor(fd: fd, start: $0.start, end: $0.end) }
+            // pread(2) on the spool's own descriptor: the iterator holds the spool, so it stays
+            // open; walks do not disturb one another (no shared file offset).
+            cursors = spool.runs.map { SpoolCursor(fd: spool.fd, start: $0.start, end: $0.end) }
             heads = Array(repeating: nil, count: cursors.count)
             for k in cursors.indices { heads[k] = next(of: k) }
         }
@@ -162,22 +182,12 @@ public struct TimelineSpoolEvents: Sequence {
                 if let b = best, heads[b]!.time <= head.time { continue }
                 best = k
             }
-            guard let b = best else {
-                file = nil
-                return nil
-            }
+            guard let b = best else { return nil }
             let event = heads[b]
             heads[b] = next(of: b)
             return event
         }
     }
-}
-
-/// An open file, closed when the last reader lets go.
-private final class SpoolFile {
-    let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-    deinit { close(fd) }
 }
 
 /// Reads one sorted run of records.
