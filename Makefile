@@ -30,7 +30,9 @@ build: deps
 # (TEST_RESULTS); fails when a test failed or none ran.
 TEST_RESULTS ?= $(BUILD_DIR)/test/xunit.xml
 TEST_RESULTS_ST = $(basename $(TEST_RESULTS))-swift-testing.xml
+# tshark: CaptureInteropTests read the captures with it too, and check tools/att-check.sh.
 test: deps ci-lint check-edges
+	@bash tools/install-deps.sh tshark
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@$(MAKE) --no-print-directory schema-check junit-check test-tsan SKIP_BUILD=1
 	@mkdir -p $(dir $(TEST_RESULTS)) && rm -f $(TEST_RESULTS) $(TEST_RESULTS_ST)

@@ -354,9 +354,9 @@ public struct BLELabCLI {
     /// start. A spool that still cannot be made is reported with its run (exit 2).
     static func raiseOpenFileLimit() {
         var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_RESOURCE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        guard getrlimit(openFilesResource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
         limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(RLIMIT_NOFILE_RESOURCE, &limit)
+        _ = setrlimit(openFilesResource, &limit)
     }
 
     /// Where spooled timelines go: `$TMPDIR`, else /tmp.
@@ -461,7 +461,7 @@ public struct BLELabCLI {
 }
 
 #if canImport(Glibc)
-private let RLIMIT_NOFILE_RESOURCE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+private let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 #else
-private let RLIMIT_NOFILE_RESOURCE = RLIMIT_NOFILE
+private let openFilesResource = RLIMIT_NOFILE
 #endif

@@ -13,7 +13,8 @@ public final class InProcessTransport: HCITransport {
     }
     public var onClose: ((TransportError) -> Void)?
     public let endpointDescription: String
-    public private(set) var isClosed = false
+    /// True once `close` ran (the host queue says so: nothing more is delivered).
+    public var isClosed: Bool { toHost.isClosed }
     /// Frames handed over and not yet delivered, each way. Each frame still gets its own
     /// `loop.execute`, at the moment it is handed over (so the loop's order is the same as with a
     /// closure per frame); the task is one closure made once, which takes the oldest frame: no
@@ -62,7 +63,6 @@ public final class InProcessTransport: HCITransport {
     /// Ends the link, as a closed socket would: the host is told once.
     public func close(_ error: TransportError? = nil) {
         guard !isClosed else { return }
-        isClosed = true
         toHost.isClosed = true
         let reason = error ?? .closed(endpoint: endpointDescription)
         loop.execute { [weak self] in self?.onClose?(reason) }

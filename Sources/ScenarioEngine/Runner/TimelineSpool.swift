@@ -56,15 +56,20 @@ public final class TimelineSpool {
         }
         // EOPNOTSUPP, EISDIR, EINVAL: this file system (or kernel) makes no unnamed files.
         guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
-            throw TimelineSpoolError(message: "cannot make a timeline file in \(directory): \(String(cString: strerror(errno)))")
+            throw Self.cannotMake(in: directory)
         }
 #endif
         var template = Array(folder.utf8CString.dropLast()) + Array("blelab-timeline-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw TimelineSpoolError(message: "cannot make a timeline file in \(directory): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Self.cannotMake(in: directory) }
         self.fd = fd
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         unlink(path)
+    }
+
+    /// Why the file could not be made, from `errno`.
+    private static func cannotMake(in directory: String) -> TimelineSpoolError {
+        TimelineSpoolError(message: "cannot make a timeline file in \(directory): \(String(cString: strerror(errno)))")
     }
 
 #if os(Linux)
