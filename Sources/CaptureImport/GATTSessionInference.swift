@@ -96,7 +96,7 @@ extension GATTSession {
         var loose: [(UInt16, UInt8)] = []
         for handle in found {
             var properties = uses[handle] ?? 0
-            if properties & 0x30 == 0x00 && cccds.contains(handle + 1) { properties |= 0x10 }
+            if properties & 0x30 == 0x00 && handle < .max && cccds.contains(handle + 1) { properties |= 0x10 }
             if properties == 0 { properties = 0x02 }
             if let s = database.services.firstIndex(where: { $0.start < handle - 1 && handle <= $0.end }) {
                 database.insertInferred(service: s, valueHandle: handle, properties: properties, uuid: Self.placeholderUUID(handle: handle))
@@ -107,7 +107,7 @@ extension GATTSession {
         if let first = loose.first {
             let start = first.0 - 2
             // Up to the last value, or its CCCD (right after it, where the lab lays it out too).
-            let end = loose.map { $0.0 + ($0.1 & 0x30 != 0 ? 1 : 0) }.max() ?? first.0
+            let end = loose.map { $0.0 + ($0.1 & 0x30 != 0 && $0.0 < .max ? 1 : 0) }.max() ?? first.0
             database.services.append(DiscoveredDatabase.Service(uuid: Self.placeholderUUID(handle: start), start: start, end: end, characteristics: []))
             database.services.sort { $0.start < $1.start }
             let s = database.services.firstIndex { $0.start == start }!

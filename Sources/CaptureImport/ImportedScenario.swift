@@ -448,7 +448,7 @@ struct ImportedScenario {
         let p = owner[c]
         for s in setup.subscriptions {
             let cccd = peripherals[p].database.characteristic(valueHandle: s.handle)?.characteristic.descriptors
-                .first { $0.uuid == .clientCharacteristicConfiguration }?.handle ?? s.handle + 1
+                .first { $0.uuid == .clientCharacteristicConfiguration }?.handle ?? s.handle &+ 1
             out.append(.writeRequest(ATTWriteRequest(handle: cccd, value: s.configuration.littleEndianBytes)))
         }
         return out

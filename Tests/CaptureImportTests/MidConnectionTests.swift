@@ -221,4 +221,35 @@ final class MidConnectionTests: XCTestCase {
         XCTAssertEqual(again.connections.first?.interval, 6, "the replay's connection is not at 7.5 ms")
         XCTAssertEqual(again.connections.first?.att.filter { $0.bytes.first == 0x1B }.count, 24)
     }
+
+    /// A capture that uses the last handle, 0xFFFF (Vol 3 Part F 3.4.1: handles run 0x0001 to
+    /// 0xFFFF), with no discovery in it: read, notified, or its value at 0xFFFE subscribed through
+    /// a CCCD at 0xFFFF. The fuzzer (Fuzzing/CaptureImport) found that the importer trapped
+    /// looking one handle past it for a CCCD (`handle + 1` overflowed). Each imports: the
+    /// characteristic is declared at its handle and the summary lists it.
+    func testACaptureUsingTheLastHandleImportsWithoutTrapping() throws {
+        let uses: [(String, () -> Void)] = [
+            ("read", { self.exchange([0x0A, 0xFF, 0xFF], [0x0B, 0x2A]) }),
+            ("notified", { for k in 0..<2 { self.received(self.att([0x1B, 0xFF, 0xFF, UInt8(k)])); self.now += 50_000 } }),
+            ("subscribed", {
+                self.exchange([0x12, 0xFF, 0xFF, 0x01, 0x00], [0x13])
+                for k in 0..<2 { self.now += 50_000; self.received(self.att([0x1B, 0xFE, 0xFF, UInt8(k)])) }
+            }),
+        ]
+        for (use, traffic) in uses {
+            packets = []
+            at(0)
+            sent(att([0x52, 0x10, 0x00, 0x01]))                           // a Write Command first: the log starts mid-connection
+            now += 20_000
+            traffic()
+            let bytes = BTSnoopWriter.encode(packets)
+            let result = try CaptureImporter.importCapture(bytes, source: "\(use).btsnoop")
+            let valueHandle: UInt16 = use == "subscribed" ? 0xFFFE : 0xFFFF
+            let declared = result.transcript.connections.isEmpty ? [] : result.sessions[0].database.services.flatMap(\.characteristics).map(\.valueHandle)
+            XCTAssertTrue(declared.contains(valueHandle), "\(use): \(declared)\n\(result.yaml)")
+            XCTAssertTrue(result.yaml.contains(GATTSession.placeholderUUID(handle: valueHandle).description), "\(use)\n\(result.yaml)")
+            let summary = try CaptureSummary.make(CaptureFile.decode(bytes), source: "\(use).btsnoop").text
+            XCTAssertTrue(summary.contains("value handle 0x\(String(valueHandle, radix: 16))"), "\(use)\n\(summary)")
+        }
+    }
 }
