@@ -265,7 +265,7 @@ public enum AirCaptureHCI {
             let anchor = a.time + airtime + 1250 + Int64(c.windowOffset) * 1250
             guard c.initiator == central else {
                 foreignConnections.append((a.record, c.initiator, c.advertiser))
-                links[c.accessAddress] = Link(handle: 0, ours: false, crcInit: c.crcInit, interval: Int64(c.interval) * 1250,
+                links[c.accessAddress] = Link(handle: 0, ours: false, crcInit: c.crcInit, interval: max(1, Int64(c.interval)) * 1250,
                                               anchorBase: anchor, counterBase: 0, established: true)
                 return
             }

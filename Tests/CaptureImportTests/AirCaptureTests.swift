@@ -105,6 +105,34 @@ final class AirCaptureTests: XCTestCase {
         XCTAssertTrue(result.yaml.contains("- connect: "), result.yaml)
     }
 
+    /// Another central's CONNECT_IND with an Interval of 0 (Vol 6 Part B 2.3.3.1 allows 6 to
+    /// 3200), then data on its link: the fuzzer (Fuzzing/Pcap) found that the importer divided by
+    /// the zero interval when it placed the link's first packet in a connection event. Now the
+    /// foreign link's interval is at least one unit, as our own links' already were: the capture
+    /// imports, with the foreign connection noted as left out, in each link type.
+    func testAForeignConnectionWithAnIntervalOfZeroImportsWithoutTrapping() throws {
+        let other = LEAddress(BDAddr(rawValue: 0xC1_99_88_77_66_02), type: .random)
+        let accessAddress: UInt32 = 0x71A3_D2C4, crcInit: UInt32 = 0x0A_BCDE
+        var packets = AirFixture.packets()
+        let end = try XCTUnwrap(packets.last?.time)
+        let connect = ConnectIndication(initiator: other, advertiser: AirFixture.peripheral, accessAddress: accessAddress, crcInit: crcInit,
+                                        interval: 0, latency: 0, timeout: 500, hop: 7)
+        packets.append(AirFixture.Packet(time: end + 100_000, accessAddress: LinkLayer.advertisingAccessAddress, pdu: connect.pdu.encoded,
+                                         crcInit: LinkLayer.advertisingCRCInit))
+        var sequence = AirFixture.Sequence()
+        for (k, fromCentral) in [true, false, true].enumerated() {
+            packets.append(AirFixture.Packet(time: end + 102_000 + Int64(k) * 5_000, accessAddress: accessAddress,
+                                             pdu: sequence.pdu(fromCentral: fromCentral, llid: DataChannelPDU.llidContinuation, []),
+                                             crcInit: crcInit, fromCentral: fromCentral, event: UInt16(k)))
+        }
+        for linkType: UInt32 in [251, 256, 272] {
+            let bytes = AirFixture.pcap(linkType: linkType, packets.map { ($0.time, AirFixture.record($0, linkType: linkType)) })
+            let result = try CaptureImporter.importCapture(bytes, source: "foreign-interval-0.pcap")
+            XCTAssertEqual(result.transcript.connections.count, 1, "link type \(linkType)")
+            XCTAssertTrue(result.yaml.contains("1 connection of another central (first \(other.address)"), "link type \(linkType)\n\(result.yaml)")
+        }
+    }
+
     // MARK: Malformed records: typed errors naming record and offset
 
     func testMalformedRecordsAreTypedErrors() {
