@@ -29,7 +29,7 @@ final class StateRestorationTests: LabTestCase {
         lab.run(for: .milliseconds(300))
 
         // The app is terminated: its manager goes away; the system keeps the link and the scan.
-        weak var released = central
+        weak let released = central
         central = nil
         XCTAssertNil(released, "the earlier manager is gone: restored from what it left")
         lab.run(for: .seconds(2))
