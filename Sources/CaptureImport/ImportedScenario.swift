@@ -447,6 +447,8 @@ struct ImportedScenario {
         if let mtu = setup.mtu { out.append(.exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: UInt16(mtu)))) }
         let p = owner[c]
         for s in setup.subscriptions {
+            // A value at 0xFFFF has no handle after it: the wrapped 0x0000 only stands for the
+            // request, which is all the flaws count (the lab lays out its own CCCD).
             let cccd = peripherals[p].database.characteristic(valueHandle: s.handle)?.characteristic.descriptors
                 .first { $0.uuid == .clientCharacteristicConfiguration }?.handle ?? s.handle &+ 1
             out.append(.writeRequest(ATTWriteRequest(handle: cccd, value: s.configuration.littleEndianBytes)))
